@@ -1,0 +1,50 @@
+const NEWLINE = 0x0a;
+
+/**
+ * Splits a byte stream into lines. Each chunk is scanned once, and bytes of an unfinished line are
+ * kept aside until its newline arrives, so the work is linear in the bytes received however the
+ * lines are cut into chunks. Splitting happens on bytes, so a multi-byte character cut between two
+ * chunks is decoded whole. Empty lines (the server's heartbeats) are returned as `''`.
+ */
+export class LineSplitter {
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+
+  /** Feeds one chunk; returns the lines it completed, without their newline. */
+  push(chunk: Buffer): string[] {
+    const lines: string[] = [];
+    let start = 0;
+    let index = chunk.indexOf(NEWLINE, start);
+    while (index !== -1) {
+      if (this.#pendingBytes > 0) {
+        this.#pending.push(chunk.subarray(start, index));
+        lines.push(Buffer.concat(this.#pending, this.#pendingBytes + index - start).toString('utf8'));
+        this.#pending = [];
+        this.#pendingBytes = 0;
+      } else {
+        lines.push(chunk.toString('utf8', start, index));
+      }
+      start = index + 1;
+      index = chunk.indexOf(NEWLINE, start);
+    }
+    if (start < chunk.length) {
+      this.#pending.push(chunk.subarray(start));
+      this.#pendingBytes += chunk.length - start;
+    }
+    return lines;
+  }
+
+  /** Bytes of an unfinished line waiting for its newline. */
+  get pendingBytes(): number {
+    return this.#pendingBytes;
+  }
+
+  /** The unfinished last line, if any, and resets the splitter. */
+  flush(): string | undefined {
+    if (this.#pendingBytes === 0) return undefined;
+    const rest = Buffer.concat(this.#pending, this.#pendingBytes).toString('utf8');
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    return rest;
+  }
+}

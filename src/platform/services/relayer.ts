@@ -1,0 +1,33 @@
+import { expandTemplate } from '../networks.ts';
+import * as n from '../normalize.ts';
+import type { CallOptions } from '../transport.ts';
+import type { GasSponsor, Page } from '../types.ts';
+import { requireProjectId, rpc, type ServiceContext } from './context.ts';
+
+/** Relayer service of one network. */
+export class RelayerService {
+  constructor(private readonly ctx: ServiceContext) {}
+
+  /** ListGasSponsors: addresses whose gas the project pays on this network. */
+  listGasSponsors(
+    args: { network: string | number; projectId?: number; page?: Page },
+    options?: CallOptions,
+  ): Promise<{ gasSponsors: GasSponsor[]; page: Page }> {
+    const network = this.ctx.networks.resolve(args.network);
+    return rpc(
+      this.ctx,
+      {
+        baseUrl: expandTemplate(this.ctx.endpoints.relayerUrl, network),
+        service: 'Relayer',
+        method: 'ListGasSponsors',
+        credential: 'accessKey',
+        body: { projectId: requireProjectId(this.ctx, args.projectId, 'ListGasSponsors'), page: args.page },
+        decode: (out) => ({
+          gasSponsors: n.list(out.gasSponsors, 'gasSponsors', n.gasSponsor),
+          page: n.page(out.page),
+        }),
+      },
+      options,
+    );
+  }
+}

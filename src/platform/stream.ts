@@ -1,0 +1,236 @@
+import {
+  isTransient,
+  PlatformAbortedError,
+  PlatformApiError,
+  PlatformBadResponseError,
+  PlatformError,
+  PlatformNetworkError,
+  PlatformTimeoutError,
+} from './errors.ts';
+import { LineSplitter } from './ndjson.ts';
+import type { RpcRequest, Transport } from './transport.ts';
+
+/** Reconnect policy of a subscription. */
+export interface ReconnectPolicy {
+  /** First delay after a lost connection. Default 500 ms. */
+  initialDelayMs: number;
+  /** Cap of the delay. Default 30 s. */
+  maxDelayMs: number;
+  /** Growth per consecutive failure. Default 2. */
+  factor: number;
+  /** Consecutive failed connections before giving up (the iterator then throws). Default: never give up. */
+  maxAttempts: number;
+}
+
+export const DEFAULT_RECONNECT: ReconnectPolicy = {
+  initialDelayMs: 500,
+  maxDelayMs: 30_000,
+  factor: 2,
+  maxAttempts: Number.POSITIVE_INFINITY,
+};
+
+/** Default silence after which a stream counts as lost: the server sends a blank line every 10 s. */
+export const DEFAULT_HEARTBEAT_TIMEOUT_MS = 15_000;
+
+export type StreamState =
+  | { kind: 'connecting'; attempt: number }
+  | { kind: 'connected'; attempt: number }
+  | { kind: 'disconnected'; reason: PlatformError; willReconnect: boolean }
+  | { kind: 'reconnecting'; delayMs: number; attempt: number };
+
+export interface StreamOptions {
+  /** Ends the subscription; the iterator then finishes without an error. */
+  signal?: AbortSignal;
+  heartbeatTimeoutMs?: number;
+  /** `false`: the first lost connection ends the iterator with its error. */
+  reconnect?: Partial<ReconnectPolicy> | false;
+  onState?: (state: StreamState) => void;
+  /** A line that could not be used (not JSON, wrong shape). It is skipped; the stream goes on. */
+  onBadLine?: (error: PlatformBadResponseError) => void;
+  /** Guards against a peer that never sends a newline. Default 8 MiB. */
+  maxLineBytes?: number;
+}
+
+/**
+ * Runs a streaming RPC (NDJSON answer) as an async iterable of the records under `outputKey`.
+ *
+ * Blank lines are heartbeats; silence longer than the heartbeat timeout counts as a lost stream.
+ * A `{"webrpcError": ...}` line or a non-2xx answer becomes a typed error. Transient failures
+ * (network, 5xx, 429, lost or finished stream, heartbeat timeout) reconnect with capped exponential
+ * back-off and full jitter; final ones (authentication, bad arguments) end the iterator with the
+ * error. Breaking out of the loop or aborting the signal closes the connection.
+ */
+export async function* streamRpc<T>(
+  transport: Transport,
+  request: RpcRequest,
+  outputKey: string,
+  normalize: (value: unknown) => T,
+  options: StreamOptions = {},
+): AsyncGenerator<T, void, undefined> {
+  const signal = options.signal ?? new AbortController().signal;
+  const heartbeatMs = options.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS;
+  const policy = options.reconnect === false ? undefined : { ...DEFAULT_RECONNECT, ...options.reconnect };
+  const maxLineBytes = options.maxLineBytes ?? 8 * 1024 * 1024;
+  const operation = `${request.service}/${request.method}`;
+  const host = new URL(request.baseUrl).host;
+  const emit = options.onState ?? (() => undefined);
+  let failures = 0;
+  let attempt = 0;
+
+  while (!signal.aborted) {
+    attempt++;
+    emit({ kind: 'connecting', attempt });
+    let reason: PlatformError | undefined;
+    let abortConnection: (() => void) | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let heartbeatMissed = false;
+    const armHeartbeat = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        heartbeatMissed = true;
+        abortConnection?.();
+      }, heartbeatMs);
+    };
+    try {
+      const stream = await transport.openStream(request, signal);
+      abortConnection = stream.abort;
+      emit({ kind: 'connected', attempt });
+      const splitter = new LineSplitter();
+      armHeartbeat();
+      for await (const chunk of stream.body) {
+        if (failures > 0) failures = 0;
+        const lines = splitter.push(chunk);
+        if (splitter.pendingBytes > maxLineBytes) {
+          throw new PlatformBadResponseError(operation, host, `stream line longer than ${maxLineBytes} bytes`);
+        }
+        if (lines.length === 0) {
+          armHeartbeat();
+          continue;
+        }
+        clearTimeout(timer);
+        for (const line of lines) {
+          if (line.length === 0 || line === '\r') continue;
+          const item = parseLine(line, outputKey, operation, host, transport);
+          if (item instanceof PlatformApiError) throw item;
+          if (item instanceof PlatformBadResponseError) {
+            options.onBadLine?.(item);
+            continue;
+          }
+          let value: T;
+          try {
+            value = normalize(item);
+          } catch (cause) {
+            options.onBadLine?.(
+              new PlatformBadResponseError(
+                operation,
+                host,
+                `stream record has the wrong shape: ${cause instanceof Error ? cause.message : String(cause)}`,
+                undefined,
+                { cause },
+              ),
+            );
+            continue;
+          }
+          yield value;
+          if (signal.aborted) return;
+        }
+        armHeartbeat();
+      }
+      reason = new PlatformApiError(operation, host, {
+        errorName: 'WebrpcStreamFinished',
+        code: -10,
+        status: 200,
+        detail: 'the server closed the stream',
+      });
+    } catch (raw) {
+      if (signal.aborted) return;
+      if (heartbeatMissed) {
+        reason = new PlatformTimeoutError(operation, host, heartbeatMs, 'waiting for a heartbeat', { cause: raw });
+      } else if (raw instanceof PlatformError) {
+        reason = raw;
+      } else {
+        reason = new PlatformNetworkError(operation, host, `stream failed: ${(raw as Error)?.message ?? raw}`, {
+          cause: raw,
+        });
+      }
+    } finally {
+      clearTimeout(timer);
+      abortConnection?.();
+    }
+
+    if (reason instanceof PlatformAbortedError) return;
+    const transient = isTransient(reason);
+    failures++;
+    const willReconnect = policy !== undefined && transient && failures <= policy.maxAttempts;
+    emit({ kind: 'disconnected', reason, willReconnect });
+    if (!willReconnect) {
+      if (policy === undefined && reason instanceof PlatformApiError && reason.code === -10) return;
+      throw reason;
+    }
+    const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** (failures - 1));
+    const delayMs = Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+    emit({ kind: 'reconnecting', delayMs, attempt: attempt + 1 });
+    try {
+      await sleep(delayMs, signal);
+    } catch {
+      return;
+    }
+  }
+}
+
+function parseLine(
+  line: string,
+  outputKey: string,
+  operation: string,
+  host: string,
+  transport: Transport,
+): unknown | PlatformApiError | PlatformBadResponseError {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch (cause) {
+    const preview = line.length > 80 ? `${line.slice(0, 80)}…` : line;
+    return new PlatformBadResponseError(
+      operation,
+      host,
+      `stream line is not JSON: ${JSON.stringify(transport.scrub(preview))}`,
+      undefined,
+      { cause },
+    );
+  }
+  if (parsed === null || typeof parsed !== 'object') {
+    return new PlatformBadResponseError(operation, host, 'stream line is not a JSON object');
+  }
+  const record = parsed as Record<string, unknown>;
+  if (Object.hasOwn(record, 'webrpcError')) {
+    const e = (record.webrpcError ?? {}) as Record<string, unknown>;
+    const detail = typeof e.msg === 'string' && e.msg ? e.msg : typeof e.message === 'string' ? e.message : '';
+    return new PlatformApiError(operation, host, {
+      errorName: typeof e.error === 'string' ? e.error : 'WebrpcStreamLost',
+      code: typeof e.code === 'number' ? e.code : -9,
+      status: typeof e.status === 'number' ? e.status : 400,
+      detail: transport.scrub(detail || 'stream error'),
+      causeText: typeof e.cause === 'string' && e.cause ? transport.scrub(e.cause) : undefined,
+    });
+  }
+  const item = record[outputKey];
+  if (item === undefined || item === null) {
+    return new PlatformBadResponseError(operation, host, `stream line has no "${outputKey}"`);
+  }
+  return item;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

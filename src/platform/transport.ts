@@ -1,0 +1,381 @@
+import { Pool, errors as undiciErrors } from 'undici';
+import {
+  isTransient,
+  PlatformAbortedError,
+  PlatformApiError,
+  PlatformBadResponseError,
+  PlatformError,
+  PlatformNetworkError,
+  PlatformTimeoutError,
+} from './errors.ts';
+
+/** Which credential an operation carries (spec, "Authentication"). */
+export type Credential = 'accessKey' | 'bearer' | 'both';
+
+export interface RetryPolicy {
+  /** Retries after the first attempt. Default 3. */
+  retries: number;
+  /** First back-off, doubled each retry, with full jitter. Default 250 ms. */
+  baseDelayMs: number;
+  /** Cap of one back-off, and of a honoured Retry-After. Default 8 s. */
+  maxDelayMs: number;
+}
+
+export interface TimeoutPolicy {
+  /** TCP/TLS connect. Default 5 s. */
+  connectMs: number;
+  /** Until the response headers arrive. Default 15 s. */
+  headersMs: number;
+  /** Between body chunks. Default 15 s. */
+  bodyMs: number;
+  /** Whole call including retries, unless the caller gives its own. Default 30 s. */
+  totalMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { retries: 3, baseDelayMs: 250, maxDelayMs: 8_000 };
+export const DEFAULT_TIMEOUTS: TimeoutPolicy = { connectMs: 5_000, headersMs: 15_000, bodyMs: 15_000, totalMs: 30_000 };
+
+/** What the transport reports after every attempt (for metrics and debug logs). */
+export interface CallReport {
+  operation: string;
+  host: string;
+  attempt: number;
+  /** HTTP status, or the error class name when there was no answer. */
+  outcome: number | string;
+  durationMs: number;
+}
+
+export interface TransportOptions {
+  accessKey?: string | undefined;
+  secretToken?: string | undefined;
+  retry?: Partial<RetryPolicy>;
+  timeouts?: Partial<TimeoutPolicy>;
+  /** Keep-alive connections per origin. Default 16. */
+  connectionsPerOrigin?: number;
+  userAgent?: string;
+  onCall?: (report: CallReport) => void;
+  /** Injected for tests that need a controllable sleep; defaults to a timer. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal | undefined;
+  /** Overrides the whole-call timeout. */
+  timeoutMs?: number | undefined;
+}
+
+export interface RpcRequest {
+  /** Base address (scheme, host, optional path prefix), without `/rpc`. */
+  baseUrl: string;
+  service: string;
+  method: string;
+  credential: Credential;
+  body: unknown;
+  /** False for operations that must never be repeated (UnpublishCollection, GenerateBuyTransaction). */
+  retryable: boolean;
+}
+
+export interface OpenStream {
+  body: AsyncIterable<Buffer>;
+  /** Aborts the underlying request. */
+  abort: () => void;
+}
+
+const sleepTimer = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+
+/**
+ * HTTP transport for webrpc-style calls: a keep-alive undici pool per origin, credentials per
+ * operation, timeouts, retries with capped exponential back-off and full jitter for transient
+ * failures only (network, 5xx, 408, 429 with its Retry-After), and error bodies turned into typed
+ * errors. Known secrets are scrubbed from every message it produces.
+ */
+export class Transport {
+  readonly retry: RetryPolicy;
+  readonly timeouts: TimeoutPolicy;
+  readonly #pools = new Map<string, Pool>();
+  readonly #accessKey: string | undefined;
+  readonly #secretToken: string | undefined;
+  readonly #connections: number;
+  readonly #userAgent: string;
+  readonly #onCall: ((report: CallReport) => void) | undefined;
+  readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  #closed = false;
+
+  constructor(options: TransportOptions = {}) {
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
+    this.#accessKey = options.accessKey || undefined;
+    this.#secretToken = options.secretToken || undefined;
+    this.#connections = options.connectionsPerOrigin ?? 16;
+    this.#userAgent = options.userAgent ?? 'floorwatch';
+    this.#onCall = options.onCall;
+    this.#sleep = options.sleep ?? sleepTimer;
+  }
+
+  /** Replaces every configured secret in `text` with `[redacted]`. */
+  scrub(text: string): string {
+    let out = text;
+    for (const secret of [this.#accessKey, this.#secretToken]) {
+      if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
+    }
+    return out;
+  }
+
+  /** One unary call; resolves with the parsed JSON object of a 2xx answer. */
+  async call(request: RpcRequest, options: CallOptions = {}): Promise<Record<string, unknown>> {
+    const operation = `${request.service}/${request.method}`;
+    const url = new URL(request.baseUrl);
+    const host = url.host;
+    const totalMs = options.timeoutMs ?? this.timeouts.totalMs;
+    const deadline = AbortSignal.timeout(totalMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
+    const body = JSON.stringify(request.body ?? {});
+    const maxAttempts = request.retryable ? this.retry.retries + 1 : 1;
+
+    for (let attempt = 1; ; attempt++) {
+      const started = performance.now();
+      try {
+        const result = await this.#attempt(request, operation, url, body, signal);
+        this.#report(operation, host, attempt, 200, started);
+        return result;
+      } catch (raw) {
+        const error = this.#classify(raw, operation, host, signal, options.signal, totalMs);
+        this.#report(operation, host, attempt, error instanceof PlatformApiError ? error.status : error.name, started);
+        if (attempt >= maxAttempts || !isTransient(error)) throw error;
+        const retryAfter = error instanceof PlatformApiError ? error.retryAfterMs : undefined;
+        if (retryAfter !== undefined && retryAfter > this.retry.maxDelayMs) throw error;
+        const backoff = Math.random() * Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
+        try {
+          await this.#sleep(retryAfter ?? backoff, signal);
+        } catch {
+          throw this.#classify(signal.reason, operation, host, signal, options.signal, totalMs);
+        }
+      }
+    }
+  }
+
+  /**
+   * Opens a streaming call (NDJSON answer). Resolves once a 2xx answer's headers arrived; a non-2xx
+   * answer is read as an error body and thrown as a typed error. No retries here: the stream layer
+   * owns reconnects.
+   */
+  async openStream(request: RpcRequest, signal: AbortSignal): Promise<OpenStream> {
+    const operation = `${request.service}/${request.method}`;
+    const url = new URL(request.baseUrl);
+    const controller = new AbortController();
+    const combined = AbortSignal.any([signal, controller.signal]);
+    const started = performance.now();
+    try {
+      const response = await this.#pool(url.origin).request({
+        path: `${url.pathname.replace(/\/$/, '')}/rpc/${request.service}/${request.method}`,
+        method: 'POST',
+        headers: this.#headers(request.credential),
+        body: JSON.stringify(request.body ?? {}),
+        signal: combined,
+        headersTimeout: this.timeouts.headersMs,
+        // Heartbeats are policed by the stream layer, which knows the configured timeout.
+        bodyTimeout: 0,
+      });
+      this.#report(operation, url.host, 1, response.statusCode, started);
+      if (response.statusCode < 200 || response.statusCode >= 300) {
+        const text = await response.body.text();
+        throw this.#errorFromBody(operation, url.host, response.statusCode, text, response.headers['retry-after']);
+      }
+      return { body: response.body, abort: () => controller.abort() };
+    } catch (raw) {
+      throw this.#classify(raw, operation, url.host, combined, signal, this.timeouts.headersMs);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const pools = [...this.#pools.values()];
+    this.#pools.clear();
+    await Promise.all(pools.map((pool) => pool.close().catch(() => undefined)));
+  }
+
+  async #attempt(
+    request: RpcRequest,
+    operation: string,
+    url: URL,
+    body: string,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>> {
+    const response = await this.#pool(url.origin).request({
+      path: `${url.pathname.replace(/\/$/, '')}/rpc/${request.service}/${request.method}`,
+      method: 'POST',
+      headers: this.#headers(request.credential),
+      body,
+      signal,
+      headersTimeout: this.timeouts.headersMs,
+      bodyTimeout: this.timeouts.bodyMs,
+    });
+    const text = await response.body.text();
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      throw this.#errorFromBody(operation, url.host, response.statusCode, text, response.headers['retry-after']);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (cause) {
+      throw new PlatformBadResponseError(
+        operation,
+        url.host,
+        `answer is not JSON: ${this.#preview(text)}`,
+        response.statusCode,
+        { cause },
+      );
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      throw new PlatformBadResponseError(operation, url.host, 'answer is not a JSON object', response.statusCode);
+    }
+    return parsed as Record<string, unknown>;
+  }
+
+  #headers(credential: Credential): Record<string, string> {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      'user-agent': this.#userAgent,
+    };
+    if ((credential === 'accessKey' || credential === 'both') && this.#accessKey) {
+      headers['x-access-key'] = this.#accessKey;
+    }
+    if ((credential === 'bearer' || credential === 'both') && this.#secretToken) {
+      headers.authorization = `Bearer ${this.#secretToken}`;
+    }
+    return headers;
+  }
+
+  #pool(origin: string): Pool {
+    if (this.#closed) throw new Error('platform transport is closed');
+    let pool = this.#pools.get(origin);
+    if (!pool) {
+      pool = new Pool(origin, {
+        connections: this.#connections,
+        connectTimeout: this.timeouts.connectMs,
+        keepAliveTimeout: 30_000,
+        pipelining: 1,
+      });
+      this.#pools.set(origin, pool);
+    }
+    return pool;
+  }
+
+  /** Builds the typed error for a non-2xx answer, reading `msg` (Go servers) or `message`. */
+  #errorFromBody(
+    operation: string,
+    host: string,
+    status: number,
+    text: string,
+    retryAfterHeader: string | string[] | undefined,
+  ): PlatformError {
+    const retryAfterMs = parseRetryAfter(Array.isArray(retryAfterHeader) ? retryAfterHeader[0] : retryAfterHeader);
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text);
+    } catch {
+      payload = undefined;
+    }
+    if (payload && typeof payload === 'object' && !Array.isArray(payload)) {
+      const p = payload as Record<string, unknown>;
+      if (typeof p.error === 'string' || typeof p.code === 'number') {
+        const detail = typeof p.msg === 'string' && p.msg ? p.msg : typeof p.message === 'string' ? p.message : '';
+        return new PlatformApiError(operation, host, {
+          errorName: this.scrub(typeof p.error === 'string' ? p.error : 'UnknownError'),
+          code: typeof p.code === 'number' ? p.code : 0,
+          status,
+          detail: this.scrub(detail || 'no message'),
+          causeText: typeof p.cause === 'string' && p.cause ? this.scrub(p.cause) : undefined,
+          retryAfterMs,
+        });
+      }
+    }
+    if (status === 429) {
+      return new PlatformApiError(operation, host, {
+        errorName: 'RateLimited',
+        code: 1007,
+        status,
+        detail: 'rate limited',
+        retryAfterMs,
+      });
+    }
+    return new PlatformBadResponseError(
+      operation,
+      host,
+      `error answer is not a platform error body: ${this.#preview(text)}`,
+      status,
+    );
+  }
+
+  #preview(text: string): string {
+    const trimmed = text.replace(/\s+/g, ' ').trim();
+    if (!trimmed) return '(empty body)';
+    const shown = trimmed.length > 120 ? `${trimmed.slice(0, 120)}…` : trimmed;
+    return JSON.stringify(this.scrub(shown));
+  }
+
+  #classify(
+    raw: unknown,
+    operation: string,
+    host: string,
+    signal: AbortSignal,
+    callerSignal: AbortSignal | undefined,
+    totalMs: number,
+  ): PlatformError {
+    if (raw instanceof PlatformError) return raw;
+    if (callerSignal?.aborted) {
+      return new PlatformAbortedError(operation, host, 'aborted by the caller', { cause: raw });
+    }
+    if (signal.aborted) {
+      return new PlatformTimeoutError(operation, host, totalMs, 'for the whole call', { cause: raw });
+    }
+    if (raw instanceof undiciErrors.HeadersTimeoutError) {
+      return new PlatformTimeoutError(operation, host, this.timeouts.headersMs, 'waiting for response headers', {
+        cause: raw,
+      });
+    }
+    if (raw instanceof undiciErrors.BodyTimeoutError) {
+      return new PlatformTimeoutError(operation, host, this.timeouts.bodyMs, 'waiting for the response body', {
+        cause: raw,
+      });
+    }
+    if (raw instanceof undiciErrors.ConnectTimeoutError) {
+      return new PlatformTimeoutError(operation, host, this.timeouts.connectMs, 'connecting', { cause: raw });
+    }
+    const code = (raw as { code?: unknown } | null)?.code;
+    const message = raw instanceof Error ? raw.message : String(raw);
+    return new PlatformNetworkError(
+      operation,
+      host,
+      this.scrub(`request failed: ${typeof code === 'string' ? `${code} ` : ''}${message}`),
+      { cause: raw },
+    );
+  }
+
+  #report(operation: string, host: string, attempt: number, outcome: number | string, started: number): void {
+    this.#onCall?.({ operation, host, attempt, outcome, durationMs: performance.now() - started });
+  }
+}
+
+/** `Retry-After` as seconds or an HTTP date, in milliseconds; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  const date = Date.parse(trimmed);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, date - now);
+}
