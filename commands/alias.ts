@@ -1,0 +1,101 @@
+import { defineCommand, defineGroup } from '../src/bot/command.ts';
+import { UserError } from '../src/bot/errors.ts';
+import { shortAddress } from '../src/bot/format.ts';
+import { code } from '../src/bot/reply.ts';
+
+const MAX_ALIASES = 100;
+
+export default defineGroup({
+  name: 'alias',
+  description: 'Short names for collections in this chat',
+  subcommands: [
+    defineCommand({
+      name: 'set',
+      description: 'Give a collection a short name in this chat',
+      permission: 'manage',
+      example: '/alias set cats 0x1234…',
+      options: [
+        { name: 'name', type: 'text', description: 'The short name (letters, digits, - and _)', required: true },
+        {
+          name: 'collection',
+          type: 'collection',
+          description: 'Collection name or address',
+          required: true,
+          autocomplete: true,
+        },
+      ],
+      async run(ctx, { name, collection }) {
+        const alias = name.toLowerCase();
+        if (!/^[a-z0-9][a-z0-9_-]{0,31}$/.test(alias)) {
+          throw new UserError('not_found', {
+            what: 'An alias is 1-32 letters, digits, - or _, starting with a letter or digit.',
+          });
+        }
+        if (/^0x/.test(alias))
+          throw new UserError('not_found', { what: 'An alias cannot start with 0x (it would look like an address).' });
+        await ctx.store.updateChat(ctx.chatKey, (settings) => {
+          if (!settings.aliases[alias] && Object.keys(settings.aliases).length >= MAX_ALIASES) {
+            throw new UserError('not_found', {
+              what: `This chat already has ${MAX_ALIASES} aliases; remove one first.`,
+            });
+          }
+          settings.aliases[alias] = {
+            alias,
+            network: collection.network,
+            address: collection.address,
+            name: collection.name,
+          };
+        });
+        return {
+          tone: 'success',
+          lines: [
+            [
+              '"',
+              alias,
+              '" now means ',
+              collection.name,
+              ' (',
+              code(shortAddress(collection.address)),
+              ` on ${collection.network}).`,
+            ],
+          ],
+        };
+      },
+    }),
+    defineCommand({
+      name: 'remove',
+      description: 'Remove a short name',
+      permission: 'manage',
+      options: [{ name: 'name', type: 'text', description: 'The short name', required: true }],
+      async run(ctx, { name }) {
+        const alias = name.toLowerCase();
+        if (!ctx.store.chat(ctx.chatKey).aliases[alias]) {
+          throw new UserError('not_found', {
+            what: `There is no alias "${alias}" in this chat. /alias list shows them.`,
+          });
+        }
+        await ctx.store.updateChat(ctx.chatKey, (settings) => {
+          delete settings.aliases[alias];
+        });
+        return { tone: 'success', lines: [`Alias "${alias}" removed.`] };
+      },
+    }),
+    defineCommand({
+      name: 'list',
+      description: 'The short names of this chat',
+      options: [],
+      async run(ctx) {
+        const aliases = Object.values(ctx.store.chat(ctx.chatKey).aliases).sort((a, b) =>
+          a.alias.localeCompare(b.alias),
+        );
+        return {
+          title: 'Aliases',
+          tone: 'info',
+          lines: aliases.length
+            ? aliases.map((a) => [`${a.alias} → ${a.name ?? ''} `, code(shortAddress(a.address)), ` (${a.network})`])
+            : ['No aliases yet. Add one with /alias set <name> <collection>.'],
+        };
+      },
+    }),
+  ],
+});

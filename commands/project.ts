@@ -1,0 +1,124 @@
+import { defineCommand, defineGroup } from '../src/bot/command.ts';
+import { UserError } from '../src/bot/errors.ts';
+import { shortAddress } from '../src/bot/format.ts';
+import { code, type Reply, truncate } from '../src/bot/reply.ts';
+
+const SHOWN = 20;
+
+function requireProject(projectId: number | undefined): number {
+  if (projectId === undefined) {
+    throw new UserError('not_configured', { what: 'No project is configured: set FLOORWATCH_PROJECT_ID.' });
+  }
+  return projectId;
+}
+
+export default defineGroup({
+  name: 'project',
+  description: 'The platform project: contracts, sources, gas sponsors, audiences (operators)',
+  permission: 'operator',
+  subcommands: [
+    defineCommand({
+      name: 'contracts',
+      description: "The project's contracts",
+      options: [{ name: 'type', type: 'text', description: 'Only this contract type, e.g. ERC721' }],
+      async run(ctx, { type }) {
+        const projectId = requireProject(ctx.settings.projectId);
+        const chainId = ctx.platform.networks.resolve(ctx.network).chainId;
+        const { contracts } = await ctx.platform.builder.listContracts({
+          projectId,
+          filter: { chainId, ...(type ? { contractType: type.toUpperCase() } : {}) },
+          page: { page: 1, pageSize: 50 },
+        });
+        const reply: Reply = { title: `Contracts of project ${projectId}`, tone: 'info', footer: ctx.network };
+        reply.lines = contracts.length
+          ? contracts
+              .slice(0, SHOWN)
+              .map((c) => [
+                `${truncate(c.contractName || 'unnamed', 50)} · ${c.contractType} · `,
+                code(c.contractAddress),
+              ])
+          : [`No contracts on ${ctx.network}${type ? ` of type ${type}` : ''}.`];
+        if (contracts.length > SHOWN) reply.lines = [...reply.lines, `… and ${contracts.length - SHOWN} more`];
+        return reply;
+      },
+    }),
+    defineCommand({
+      name: 'sources',
+      description: 'Contract sources available to the project',
+      options: [],
+      async run(ctx) {
+        const { contractSources } = await ctx.platform.builder.listContractSources({
+          projectId: requireProject(ctx.settings.projectId),
+          page: { page: 1, pageSize: 50 },
+        });
+        const reply: Reply = { title: 'Contract sources', tone: 'info' };
+        reply.lines = contractSources.length
+          ? contractSources
+              .slice(0, SHOWN)
+              .map(
+                (s) =>
+                  `${truncate(s.name, 50)} · ${s.contractType} · ${s.audited ? 'audited' : 'not audited'}${s.disabled ? ' · disabled' : ''} · by ${truncate(s.author || '?', 30)}`,
+              )
+          : ['No contract sources.'];
+        if (contractSources.length > SHOWN)
+          reply.lines = [...reply.lines, `… and ${contractSources.length - SHOWN} more`];
+        return reply;
+      },
+    }),
+    defineCommand({
+      name: 'sponsors',
+      description: "The project's gas sponsors on a network",
+      options: [{ name: 'network', type: 'network', description: 'Network (default: the chat default)' }],
+      async run(ctx) {
+        const { gasSponsors } = await ctx.platform.relayer.listGasSponsors({
+          network: ctx.network,
+          projectId: requireProject(ctx.settings.projectId),
+          page: { page: 1, pageSize: 50 },
+        });
+        const active = gasSponsors.filter((s) => s.active).length;
+        const reply: Reply = { title: `Gas sponsors on ${ctx.network}`, tone: 'info' };
+        reply.lines = gasSponsors.length
+          ? [
+              `${active} active, ${gasSponsors.length - active} inactive.`,
+              ...gasSponsors
+                .slice(0, SHOWN)
+                .map((s) => [
+                  `${s.active ? '●' : '○'} ${truncate(s.name || 'unnamed', 50)} · `,
+                  code(shortAddress(s.address)),
+                ]),
+            ]
+          : ['No gas sponsors on this network.'];
+        return reply;
+      },
+    }),
+    defineCommand({
+      name: 'audience',
+      description: 'An audience (allowlist) with its contacts',
+      options: [{ name: 'id', type: 'integer', description: 'Audience id', required: true, min: 1 }],
+      async run(ctx, { id }) {
+        const { audience, contacts, contracts } = await ctx.platform.builder.getAudience({
+          projectId: requireProject(ctx.settings.projectId),
+          audienceId: id,
+        });
+        return {
+          title: `Audience ${truncate(audience.name, 80)}`,
+          tone: 'info',
+          lines: [
+            `${audience.contactCount} contacts${audience.deletedAt ? ' · deleted' : ''}; used by ${contracts.length} contract${contracts.length === 1 ? '' : 's'}.`,
+          ],
+          fields: [
+            {
+              name: 'Contacts',
+              value: contacts.length
+                ? contacts
+                    .slice(0, SHOWN)
+                    .map((c) => `${shortAddress(c.address)}${c.name ? ` · ${truncate(c.name, 40)}` : ''}`)
+                    .join('\n') + (contacts.length > SHOWN ? `\n… and ${contacts.length - SHOWN} more` : '')
+                : 'The platform did not list contacts.',
+            },
+          ],
+        };
+      },
+    }),
+  ],
+});

@@ -1,0 +1,73 @@
+import { defineCommand } from '../src/bot/command.ts';
+import { ArgumentError, permissionError } from '../src/bot/errors.ts';
+import { shortAddress } from '../src/bot/format.ts';
+import { parseCollection } from '../src/bot/options.ts';
+import { code, type Rich } from '../src/bot/reply.ts';
+
+const CLEAR = ['none', 'off', 'clear'];
+
+export default defineCommand({
+  name: 'settings',
+  description: "Show or change this chat's default network and collection",
+  example: '/settings network=devnet collection="moon cats"',
+  options: [
+    { name: 'network', type: 'network', description: 'Default network for this chat' },
+    // Text, not collection: an absent value must not fall back to the current default, and "none" clears it.
+    { name: 'collection', type: 'text', description: 'Default collection, or "none" to clear', autocomplete: true },
+  ],
+  async run(ctx, { network, collection }) {
+    const changing = network !== undefined || collection !== undefined;
+    if (changing && !ctx.may('manage')) throw permissionError('manage');
+    const changes: Rich[] = [];
+    if (changing) {
+      const current = ctx.store.chat(ctx.chatKey);
+      let resolved: Awaited<ReturnType<typeof ctx.collections.resolve>> | null | undefined;
+      if (collection !== undefined) {
+        if (CLEAR.includes(collection.toLowerCase())) {
+          resolved = null;
+        } else {
+          const ref = parseCollection(collection, { networks: ctx.platform.networks.all.map((n) => n.name) });
+          if (!ref.ok) throw new ArgumentError(ref.error, '/settings [network] [collection]');
+          resolved = await ctx.collections.resolve(
+            ref.value,
+            network ?? current.network ?? ctx.network,
+            current,
+            'collection',
+          );
+        }
+      }
+      await ctx.store.updateChat(ctx.chatKey, (settings) => {
+        if (network !== undefined) settings.network = network;
+        if (resolved === null) delete settings.collection;
+        else if (resolved)
+          settings.collection = { network: resolved.network, address: resolved.address, name: resolved.name };
+      });
+      if (network !== undefined) changes.push(`Default network is now ${network}.`);
+      if (resolved === null) changes.push('Default collection cleared.');
+      else if (resolved) changes.push(`Default collection is now ${resolved.name} on ${resolved.network}.`);
+    }
+    const settings = ctx.store.chat(ctx.chatKey);
+    const aliasCount = Object.keys(settings.aliases).length;
+    return {
+      title: 'Chat settings',
+      tone: changing ? 'success' : 'info',
+      lines: changes,
+      fields: [
+        { name: 'Network', value: settings.network ?? `${ctx.settings.defaultNetwork} (bot default)`, inline: true },
+        {
+          name: 'Collection',
+          value: settings.collection
+            ? [
+                `${settings.collection.name ?? ''} `,
+                code(shortAddress(settings.collection.address)),
+                ` (${settings.collection.network})`,
+              ]
+            : 'none',
+          inline: true,
+        },
+        { name: 'Aliases', value: aliasCount ? `${aliasCount} (/alias list)` : 'none', inline: true },
+      ],
+      footer: 'Change with /settings network=<name> collection=<name, address or none>',
+    };
+  },
+});

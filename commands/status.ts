@@ -1,0 +1,96 @@
+import { defineCommand } from '../src/bot/command.ts';
+import type { Rich } from '../src/bot/reply.ts';
+import { PlatformApiError, PlatformError } from '../src/platform/errors.ts';
+
+const PROBE_TIMEOUT_MS = 4_000;
+const ZERO = '0x0000000000000000000000000000000000000000';
+
+interface Probe {
+  service: string;
+  call: () => Promise<unknown>;
+}
+
+function uptime(ms: number): string {
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  return hours < 48 ? `${hours} h ${minutes % 60} min` : `${Math.floor(hours / 24)} days`;
+}
+
+/**
+ * Reachability of each service: any answer that is not a server failure proves the service is up,
+ * so a probe that the platform rejects for its arguments still counts as reachable.
+ */
+async function probe(p: Probe): Promise<Rich> {
+  const started = performance.now();
+  try {
+    await p.call();
+    return `✅ ${p.service}: up (${Math.round(performance.now() - started)} ms)`;
+  } catch (error) {
+    const ms = Math.round(performance.now() - started);
+    if (error instanceof PlatformApiError && error.status < 500 && !error.isRateLimited) {
+      if (error.isUnauthorized || error.isPermissionDenied)
+        return `⚠️ ${p.service}: up, but it refused the bot's credentials (${error.errorName})`;
+      return `✅ ${p.service}: up (${ms} ms)`;
+    }
+    const reason = error instanceof PlatformError ? error.name.replace('Platform', '').replace('Error', '') : 'failed';
+    return `❌ ${p.service}: ${error instanceof PlatformApiError ? `HTTP ${error.status}` : reason.toLowerCase()}`;
+  }
+}
+
+export default defineCommand({
+  name: 'status',
+  description: 'Platform reachability, version and uptime',
+  options: [],
+  async run(ctx) {
+    const network = ctx.network;
+    const options = { timeoutMs: PROBE_TIMEOUT_MS };
+    const projectId = ctx.settings.projectId ?? 0;
+    const today = ctx.now().toISOString().slice(0, 10);
+    const probes: Probe[] = [
+      {
+        service: 'Metadata',
+        call: () =>
+          ctx.platform.metadata.searchMetadata({ filter: 'status', network, excludeTokenMetadata: true }, options),
+      },
+      { service: 'Marketplace', call: () => ctx.platform.marketplace.getOrders({ network, input: [] }, options) },
+      {
+        service: 'Indexer',
+        call: () =>
+          ctx.platform.indexer.getTokenBalancesByContract(
+            { network, filter: { contractAddresses: [ZERO] }, omitMetadata: true, page: { pageSize: 1 } },
+            options,
+          ),
+      },
+      {
+        service: 'Builder',
+        call: () => ctx.platform.builder.listContractSources({ projectId, page: { pageSize: 1 } }, options),
+      },
+      {
+        service: 'Relayer',
+        call: () => ctx.platform.relayer.listGasSponsors({ network, projectId, page: { pageSize: 1 } }, options),
+      },
+      {
+        service: 'Analytics',
+        call: () =>
+          ctx.platform.analytics.walletsTxnSentTotal({ projectId, startDate: today, endDate: today }, options),
+      },
+    ];
+    const lines = await Promise.all(probes.map(probe));
+    return {
+      title: 'Floorwatch status',
+      tone: 'info',
+      lines,
+      fields: [
+        { name: 'Version', value: ctx.settings.version, inline: true },
+        { name: 'Uptime', value: uptime(ctx.now().getTime() - ctx.startedAt.getTime()), inline: true },
+        {
+          name: 'Networks',
+          value: ctx.platform.networks.all.map((n) => `${n.name} (${n.chainId})`).join(', '),
+          inline: true,
+        },
+      ],
+      footer: `Checked on ${network}`,
+    };
+  },
+});

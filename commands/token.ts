@@ -1,0 +1,76 @@
+import { defineCommand } from '../src/bot/command.ts';
+import { tokenName, traitsOf } from '../src/bot/format.ts';
+import { describeOrder, fetchToken, footerOf } from '../src/bot/market.ts';
+import { type Reply, type ReplyField, safeUrl, truncate } from '../src/bot/reply.ts';
+
+const MAX_TRAIT_FIELDS = 12;
+
+export default defineCommand({
+  name: 'token',
+  description: 'A token: image, traits, description, best listing and best offer',
+  example: '/token moon cats 42',
+  options: [
+    {
+      name: 'collection',
+      type: 'collection',
+      description: 'Collection name, alias or address',
+      required: true,
+      autocomplete: true,
+    },
+    { name: 'token', type: 'tokenId', description: 'Token id', required: true },
+  ],
+  async run(ctx, { collection, token }) {
+    const target = { network: collection.network, contractAddress: collection.address, tokenId: token };
+    const [metadata, listings, offers] = await Promise.all([
+      fetchToken(ctx, collection, token),
+      ctx.platform.marketplace.listListingsForCollectible({
+        ...target,
+        page: { page: 0, pageSize: 1, sort: [{ column: 'price', order: 'ASC' }] },
+      }),
+      ctx.platform.marketplace.listOffersForCollectible({
+        ...target,
+        page: { page: 0, pageSize: 1, sort: [{ column: 'price', order: 'DESC' }] },
+      }),
+    ]);
+    const traits = traitsOf(metadata);
+    const fields: ReplyField[] = traits
+      .slice(0, MAX_TRAIT_FIELDS)
+      .map((t) => ({ name: truncate(t.name, 60), value: truncate(t.value, 100), inline: true }));
+    if (traits.length > MAX_TRAIT_FIELDS) {
+      fields.push({ name: 'More traits', value: `${traits.length - MAX_TRAIT_FIELDS} more`, inline: true });
+    }
+    const bestListing = listings.listings[0];
+    const bestOffer = offers.offers[0];
+    fields.push({
+      name: 'Best listing',
+      value: bestListing ? await describeOrder(ctx, collection.network, bestListing) : 'not listed',
+    });
+    fields.push({
+      name: 'Best offer',
+      value: bestOffer ? await describeOrder(ctx, collection.network, bestOffer) : 'no offers',
+    });
+    const reply: Reply = {
+      title: tokenName(metadata, token),
+      tone: 'info',
+      fields,
+      footer: `${footerOf(collection)} · token ${truncate(token, 30)}`,
+      buttons: [
+        [
+          {
+            label: 'Listings',
+            action: `/listings collection=${collection.network}:${collection.address} token=${token}`,
+          },
+          { label: 'Offers', action: `/offers collection=${collection.network}:${collection.address} token=${token}` },
+        ],
+      ],
+    };
+    const description = metadata.description?.trim();
+    if (description) reply.lines = [truncate(description, 600)];
+    const image = safeUrl(metadata.image);
+    if (image) reply.image = image;
+    else if (metadata.image) reply.lines = [...(reply.lines ?? []), '(The token image link is not usable.)'];
+    const external = safeUrl(metadata.externalUrl);
+    if (external) reply.url = external;
+    return reply;
+  },
+});

@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+import { defineCommand } from '../src/bot/command.ts';
+import { bold, truncate } from '../src/bot/reply.ts';
+
+/**
+ * The confirmation code is derived from the collection and the operator, so the button survives a
+ * restart and cannot be reused by someone else or for another collection.
+ */
+function confirmationCode(collectionId: number, actorId: string): string {
+  return createHash('sha256').update(`unpublish:${collectionId}:${actorId}`).digest('hex').slice(0, 8);
+}
+
+export default defineCommand({
+  name: 'unpublish',
+  description: 'Unpublish a collection of the project (operators, asks for confirmation)',
+  permission: 'operator',
+  example: '/unpublish 12',
+  options: [
+    { name: 'collection', type: 'integer', description: 'Collection id in the project', required: true, min: 1 },
+    { name: 'confirm', type: 'text', description: 'Confirmation code from the first answer' },
+  ],
+  async run(ctx, { collection, confirm }) {
+    const expected = confirmationCode(collection, `${ctx.chat.platform}:${ctx.actor.id}`);
+    if (confirm !== expected) {
+      return {
+        title: `Unpublish collection ${collection}?`,
+        tone: 'warning',
+        ephemeral: true,
+        lines: [
+          confirm === undefined
+            ? 'This takes the collection off the platform for everyone.'
+            : 'That confirmation code is not right.',
+          [bold('Confirm'), ' to go ahead.'],
+        ],
+        buttons: [
+          [
+            {
+              label: 'Confirm unpublish',
+              style: 'danger',
+              action: `/unpublish collection=${collection} confirm=${expected}`,
+            },
+            { label: 'Cancel', style: 'secondary', action: '/help unpublish' },
+          ],
+        ],
+      };
+    }
+    const result = await ctx.platform.collections.unpublishCollection({
+      collectionId: collection,
+      ...(ctx.settings.projectId === undefined ? {} : { projectId: ctx.settings.projectId }),
+    });
+    ctx.logger.warn({ collectionId: collection, by: `${ctx.chat.platform}:${ctx.actor.id}` }, 'collection unpublished');
+    return {
+      title: 'Collection unpublished',
+      tone: 'success',
+      lines: [
+        `${truncate(result.metadata.name || `Collection ${collection}`, 100)} (id ${result.id}) is no longer published.`,
+      ],
+    };
+  },
+});

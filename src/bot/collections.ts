@@ -1,0 +1,81 @@
+import { LRUCache } from 'lru-cache';
+import type { PlatformClient } from '../platform/client.ts';
+import type { ContractInfo } from '../platform/types.ts';
+import type { ChatSettings } from '../store/state.ts';
+import type { ResolvedCollection } from './command.ts';
+import { AmbiguousCollectionError, UserError } from './errors.ts';
+import type { CollectionRef } from './options.ts';
+
+/** How many candidates an ambiguous name offers. */
+export const MAX_CANDIDATES = 5;
+
+/**
+ * Turns what a user typed into one collection: an address (named via the metadata service when it
+ * knows it), a chat alias, or a name looked up with SearchMetadata. Lookups are cached briefly.
+ */
+export class CollectionResolver {
+  readonly #platform: PlatformClient;
+  readonly #search = new LRUCache<string, ContractInfo[]>({ max: 2_000, ttl: 5 * 60_000 });
+
+  constructor(platform: PlatformClient) {
+    this.#platform = platform;
+  }
+
+  async resolve(
+    ref: CollectionRef,
+    network: string,
+    settings: ChatSettings,
+    option: string,
+  ): Promise<ResolvedCollection> {
+    if (ref.kind === 'address') {
+      const on = ref.network ?? network;
+      const known = (await this.#lookup(ref.address, on)).find((c) => c.address.toLowerCase() === ref.address);
+      return describe(known, on, ref.address);
+    }
+    const alias = settings.aliases[ref.text.toLowerCase()];
+    if (alias) return { network: alias.network, address: alias.address, name: alias.name ?? alias.alias };
+    const wanted = ref.text.toLowerCase();
+    const found = await this.#lookup(ref.text, network);
+    if (found.length === 0) throw new UserError('unknown_collection', { query: ref.text, network });
+    const exact = found.filter((c) => c.name.toLowerCase() === wanted);
+    if (exact.length === 1 && exact[0]) return describe(exact[0], network, exact[0].address);
+    if (found.length === 1 && found[0]) return describe(found[0], network, found[0].address);
+    const candidates = (exact.length > 1 ? exact : found)
+      .slice(0, MAX_CANDIDATES)
+      .map((c) => describe(c, network, c.address));
+    throw new AmbiguousCollectionError(ref.text, candidates, option);
+  }
+
+  /** Collections whose name starts with or contains `text`, for autocomplete. */
+  async suggest(text: string, network: string): Promise<ResolvedCollection[]> {
+    if (text.trim().length < 2) return [];
+    return (await this.#lookup(text.trim(), network)).map((c) => describe(c, network, c.address));
+  }
+
+  async #lookup(text: string, network: string): Promise<ContractInfo[]> {
+    const key = `${network}\u0000${text.toLowerCase()}`;
+    const cached = this.#search.get(key);
+    if (cached) return cached;
+    const chainId = this.#platform.networks.resolve(network).chainId;
+    const { contractInfo } = await this.#platform.metadata.searchMetadata({
+      filter: text,
+      network,
+      types: ['ERC721', 'ERC1155'],
+      excludeTokenMetadata: true,
+    });
+    const onNetwork = contractInfo.filter((c) => c.chainId === undefined || c.chainId === chainId);
+    this.#search.set(key, onNetwork);
+    return onNetwork;
+  }
+}
+
+function describe(info: ContractInfo | undefined, network: string, address: string): ResolvedCollection {
+  const out: ResolvedCollection = {
+    network,
+    address: address.toLowerCase(),
+    name: info?.name || `${address.slice(0, 6)}…${address.slice(-4)}`,
+  };
+  if (info?.type) out.standard = info.type;
+  if (info?.logoURI) out.image = info.logoURI;
+  return out;
+}

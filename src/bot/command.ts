@@ -1,0 +1,122 @@
+import type { Logger } from 'pino';
+import type { PlatformClient } from '../platform/client.ts';
+import type { StateStore } from '../store/state.ts';
+import type { CollectionResolver } from './collections.ts';
+import type { CurrencyDirectory } from './currencies.ts';
+import type { OptionSpec, OptionValues } from './options.ts';
+import type { Reply } from './reply.ts';
+
+/** Who may run a command. */
+export type Permission = 'everyone' | 'manage' | 'operator';
+
+export type ChatPlatform = 'console' | 'discord' | 'telegram';
+
+/** Where a command was typed (and where its answer goes). */
+export interface ChatRef {
+  platform: ChatPlatform;
+  /** Channel or chat id on that platform. */
+  id: string;
+  /** Discord guild id, when in a server. */
+  guildId?: string;
+  kind: 'private' | 'group';
+}
+
+/** Who typed it. `canManage` is decided by the adapter (chat admin, Manage Server, ...). */
+export interface Actor {
+  id: string;
+  name?: string;
+  canManage: boolean;
+}
+
+/** A collection resolved to one contract on one network. */
+export interface ResolvedCollection {
+  network: string;
+  address: string;
+  name: string;
+  /** ERC721, ERC1155, ... when known. */
+  standard?: string;
+  image?: string;
+}
+
+/** Value of an argument once parsed (collections are resolved before `run`). */
+type ArgValue<S extends OptionSpec> = S['type'] extends 'collection' ? ResolvedCollection : OptionValues[S['type']];
+
+/** The arguments object of a command, typed from its option specs. */
+export type ArgsOf<O extends readonly OptionSpec[]> = {
+  [S in O[number] as S['name']]: S extends { required: true } ? ArgValue<S> : ArgValue<S> | undefined;
+};
+
+/** Static settings commands read. */
+export interface BotSettings {
+  /** Operator ids as `platform:id`, e.g. `discord:1234`. */
+  operators: readonly string[];
+  projectId: number | undefined;
+  /** Audience that /allowlist checks when none is given. */
+  allowlistAudience: number | undefined;
+  /** Network used when a chat set none. */
+  defaultNetwork: string;
+  version: string;
+}
+
+/** What a command's `run` gets besides its arguments. */
+export interface CommandContext {
+  platform: PlatformClient;
+  store: StateStore;
+  logger: Logger;
+  settings: BotSettings;
+  chat: ChatRef;
+  actor: Actor;
+  /** `platform:chatId`, the key of the chat's settings. */
+  chatKey: string;
+  /** The network of this invocation: the one given, else the chat's default, else the bot's. */
+  network: string;
+  now: () => Date;
+  startedAt: Date;
+  /** `key=value` words that matched no option (trait filters), keys lower-cased. */
+  extras: ReadonlyMap<string, string>;
+  /** The command line as typed, normalised: `/floor devnet:0x… count=5`. */
+  commandLine: string;
+  /** Builds the command line of a button that re-runs this command with some arguments changed. */
+  rerun: (changes: Record<string, string | undefined>) => string;
+  /** Whether the person who typed the command has a permission here. */
+  may: (permission: Permission) => boolean;
+  currencies: CurrencyDirectory;
+  collections: CollectionResolver;
+  /** Registry of all commands (for /help). */
+  commands: readonly CommandDefinition[];
+}
+
+export interface CommandSpec<O extends readonly OptionSpec[] = readonly OptionSpec[]> {
+  name: string;
+  description: string;
+  options: O;
+  permission?: Permission;
+  /** Accepts `trait=value` words that match no option. */
+  acceptsTraits?: boolean;
+  /** Example of use, shown by /help. */
+  example?: string;
+  run: (ctx: CommandContext, args: ArgsOf<O>) => Promise<Reply>;
+}
+
+/** A command with subcommands (`/project contracts`, `/watch add`). */
+export interface CommandGroupSpec {
+  name: string;
+  description: string;
+  permission?: Permission;
+  subcommands: readonly CommandSpec[];
+}
+
+export type CommandDefinition = CommandSpec | CommandGroupSpec;
+
+export function isGroup(command: CommandDefinition): command is CommandGroupSpec {
+  return 'subcommands' in command;
+}
+
+/** Declares a command with its argument types inferred from its options. */
+export function defineCommand<const O extends readonly OptionSpec[]>(spec: CommandSpec<O>): CommandSpec {
+  return spec as unknown as CommandSpec;
+}
+
+export function defineGroup(spec: CommandGroupSpec): CommandGroupSpec {
+  return spec;
+}

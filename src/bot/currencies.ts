@@ -1,0 +1,59 @@
+import { LRUCache } from 'lru-cache';
+import type { PlatformClient } from '../platform/client.ts';
+
+export const NATIVE_CURRENCY = '0x0000000000000000000000000000000000000000';
+
+const NATIVE_SYMBOLS: Record<string, string> = {
+  polygon: 'POL',
+  amoy: 'POL',
+  bsc: 'BNB',
+  avalanche: 'AVAX',
+  'immutable-zkevm': 'IMX',
+};
+
+/**
+ * Symbols of the currencies orders are priced in: the native coin by network, other tokens looked
+ * up once with SearchMetadata (ERC-20) and remembered; a short address when the platform does not
+ * know the token.
+ */
+export class CurrencyDirectory {
+  readonly #platform: PlatformClient;
+  readonly #symbols = new LRUCache<string, string>({ max: 1_000 });
+  readonly #pending = new Map<string, Promise<string>>();
+
+  constructor(platform: PlatformClient) {
+    this.#platform = platform;
+  }
+
+  async symbol(network: string, address: string): Promise<string> {
+    const lower = address.toLowerCase();
+    if (lower === NATIVE_CURRENCY) return NATIVE_SYMBOLS[network] ?? 'ETH';
+    const key = `${network}:${lower}`;
+    const known = this.#symbols.get(key);
+    if (known) return known;
+    let pending = this.#pending.get(key);
+    if (!pending) {
+      pending = this.#lookup(network, lower).finally(() => this.#pending.delete(key));
+      this.#pending.set(key, pending);
+    }
+    return pending;
+  }
+
+  async #lookup(network: string, address: string): Promise<string> {
+    const fallback = `${address.slice(0, 6)}…`;
+    try {
+      const { contractInfo } = await this.#platform.metadata.searchMetadata({
+        filter: address,
+        network,
+        types: ['ERC20'],
+        excludeTokenMetadata: true,
+      });
+      const found = contractInfo.find((c) => c.address.toLowerCase() === address);
+      const symbol = found?.symbol?.trim() || fallback;
+      this.#symbols.set(`${network}:${address}`, symbol);
+      return symbol;
+    } catch {
+      return fallback;
+    }
+  }
+}

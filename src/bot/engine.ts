@@ -1,0 +1,379 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { PlatformClient } from '../platform/client.ts';
+import type { StateStore } from '../store/state.ts';
+import { CollectionResolver } from './collections.ts';
+import {
+  type Actor,
+  type BotSettings,
+  type ChatRef,
+  type CommandContext,
+  type CommandDefinition,
+  type CommandSpec,
+  isGroup,
+  type Permission,
+  type ResolvedCollection,
+} from './command.ts';
+import { CurrencyDirectory } from './currencies.ts';
+import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from './errors.ts';
+import { type OptionSpec, parseNetwork, parseOption, type Tokens, tokenize } from './options.ts';
+import { DEFAULT_CHAT_LIMIT, DEFAULT_USER_LIMIT, RateLimiter, type RateLimitPolicy } from './rate-limit.ts';
+import type { Reply } from './reply.ts';
+import { errorReply, isExpectedFailure } from './user-text.ts';
+
+/** A command as an adapter received it. */
+export interface Invocation {
+  chat: ChatRef;
+  actor: Actor;
+  command: string;
+  subcommand?: string | undefined;
+  args: Tokens;
+}
+
+export interface EngineOptions {
+  platform: PlatformClient;
+  store: StateStore;
+  logger: Logger;
+  settings: BotSettings;
+  commands: readonly CommandDefinition[];
+  now?: () => Date;
+  userLimit?: RateLimitPolicy;
+  chatLimit?: RateLimitPolicy;
+}
+
+/** Outcome of one command, for logs and metrics. */
+export type Outcome = 'ok' | 'user_error' | 'platform_error' | 'denied' | 'rate_limited' | 'failed';
+
+/**
+ * Splits a typed line into a command name and its words: `/floor@MyBot moon cats count=5`.
+ * Returns undefined for a line that is not a command. The `@bot` suffix is dropped here;
+ * adapters that must ignore commands for other bots check it before.
+ */
+export function parseCommandLine(
+  line: string,
+): { command: string; args: Tokens } | { error: ArgumentError } | undefined {
+  const match = /^\s*\/([A-Za-z][\w-]{0,31})(?:@\w+)?(?:\s+([\s\S]*))?$/.exec(line);
+  if (!match) return undefined;
+  const tokens = tokenize(match[2] ?? '');
+  if (!tokens.ok) return { error: new ArgumentError(tokens.error, `/${match[1]}`) };
+  return { command: (match[1] ?? '').toLowerCase(), args: tokens.value };
+}
+
+/**
+ * The platform-neutral command engine: finds the command, checks permission and rate limits,
+ * parses and resolves arguments, runs it, and turns any failure into a clear answer. It never
+ * throws: every invocation yields a Reply.
+ */
+export class CommandEngine {
+  readonly commands: readonly CommandDefinition[];
+  readonly resolver: CollectionResolver;
+  readonly currencies: CurrencyDirectory;
+  readonly startedAt: Date;
+  readonly #byName = new Map<string, CommandDefinition>();
+  readonly #options: EngineOptions;
+  readonly #now: () => Date;
+  readonly #userLimiter: RateLimiter;
+  readonly #chatLimiter: RateLimiter;
+  /** Observers of each finished command (metrics). */
+  readonly #listeners: Array<(name: string, outcome: Outcome, ms: number) => void> = [];
+
+  constructor(options: EngineOptions) {
+    this.#options = options;
+    this.commands = options.commands;
+    for (const command of options.commands) this.#byName.set(command.name, command);
+    this.#now = options.now ?? (() => new Date());
+    this.startedAt = this.#now();
+    this.resolver = new CollectionResolver(options.platform);
+    this.currencies = new CurrencyDirectory(options.platform);
+    this.#userLimiter = new RateLimiter(options.userLimit ?? DEFAULT_USER_LIMIT);
+    this.#chatLimiter = new RateLimiter(options.chatLimit ?? DEFAULT_CHAT_LIMIT);
+  }
+
+  onOutcome(listener: (name: string, outcome: Outcome, ms: number) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  find(name: string): CommandDefinition | undefined {
+    return this.#byName.get(name.toLowerCase());
+  }
+
+  isOperator(chat: ChatRef, actor: Actor): boolean {
+    // The terminal chat is the person running the bot.
+    if (chat.platform === 'console') return true;
+    return this.#options.settings.operators.includes(`${chat.platform}:${actor.id}`);
+  }
+
+  mayRun(permission: Permission | undefined, chat: ChatRef, actor: Actor): boolean {
+    if (!permission || permission === 'everyone') return true;
+    if (this.isOperator(chat, actor)) return true;
+    if (permission === 'manage') return actor.canManage || chat.kind === 'private';
+    return false;
+  }
+
+  /** Runs a typed line (`/floor moon cats`); undefined when the line is not a command. */
+  async runLine(line: string, chat: ChatRef, actor: Actor): Promise<Reply | undefined> {
+    const parsed = parseCommandLine(line);
+    if (!parsed) return undefined;
+    if ('error' in parsed) return errorReply(parsed.error, '');
+    return this.run({ chat, actor, command: parsed.command, args: parsed.args });
+  }
+
+  async run(invocation: Invocation): Promise<Reply> {
+    const started = performance.now();
+    const logger = this.#options.logger;
+    let name = invocation.command;
+    let outcome: Outcome = 'ok';
+    try {
+      const { spec, label, args } = this.#select(invocation);
+      name = label;
+      const wait = this.#rateLimit(invocation);
+      if (wait > 0) {
+        outcome = 'rate_limited';
+        return errorReply(new UserError('rate_limited', { seconds: Math.ceil(wait / 1000) }), '');
+      }
+      return await this.#execute(spec, label, args, invocation);
+    } catch (error) {
+      if (error instanceof AmbiguousCollectionError) {
+        outcome = 'user_error';
+        return this.#chooseCollection(error, invocation);
+      }
+      const reference = randomBytes(4).toString('hex');
+      outcome = outcomeOf(error);
+      if (isExpectedFailure(error)) {
+        logger.info({ command: name, outcome, err: error }, 'command failed');
+      } else {
+        logger.error({ command: name, reference, err: error }, 'command crashed');
+      }
+      return errorReply(error, reference);
+    } finally {
+      const ms = performance.now() - started;
+      logger.debug({ command: name, outcome, ms: Math.round(ms * 10) / 10 }, 'command');
+      for (const listener of this.#listeners) listener(name, outcome, ms);
+    }
+  }
+
+  #select(invocation: Invocation): { spec: CommandSpec; label: string; args: Tokens } {
+    const command = this.find(invocation.command);
+    if (!command) throw new UserError('unknown_command', { command: invocation.command });
+    if (!this.mayRun(command.permission, invocation.chat, invocation.actor)) {
+      throw permissionError(command.permission ?? 'everyone');
+    }
+    if (!isGroup(command)) return { spec: command, label: command.name, args: invocation.args };
+    let subName = invocation.subcommand;
+    let args = invocation.args;
+    if (!subName) {
+      const [first, ...rest] = args.positional;
+      subName = first;
+      args = { positional: rest, named: args.named };
+    }
+    const sub = command.subcommands.find((s) => s.name === subName?.toLowerCase());
+    if (!sub) {
+      throw new UserError('unknown_subcommand', {
+        command: command.name,
+        allowed: command.subcommands.map((s) => s.name).join(', '),
+      });
+    }
+    if (!this.mayRun(sub.permission, invocation.chat, invocation.actor)) {
+      throw permissionError(sub.permission ?? 'everyone');
+    }
+    return { spec: sub, label: `${command.name} ${sub.name}`, args };
+  }
+
+  #rateLimit(invocation: Invocation): number {
+    if (invocation.chat.platform === 'console') return 0;
+    const now = this.#now().getTime();
+    const userWait = this.#userLimiter.take(`${invocation.chat.platform}:${invocation.actor.id}`, now);
+    if (userWait > 0) return userWait;
+    return this.#chatLimiter.take(`${invocation.chat.platform}:${invocation.chat.id}`, now);
+  }
+
+  async #execute(spec: CommandSpec, label: string, tokens: Tokens, invocation: Invocation): Promise<Reply> {
+    const { store, platform, settings } = this.#options;
+    const chatKey = `${invocation.chat.platform}:${invocation.chat.id}`;
+    const chatSettings = store.chat(chatKey);
+    const networks = platform.networks.all.map((n) => n.name);
+    const ctx = { networks };
+    const usage = usageOf(spec, label);
+    const { raw, extras, network: networkOverride } = assignWords(spec, tokens, ctx, usage);
+
+    const values: Record<string, unknown> = {};
+    let collectionNetwork: string | undefined;
+    for (const option of spec.options) {
+      const text = raw.get(option.name);
+      if (text === undefined) continue;
+      const parsed = parseOption(option, text, ctx);
+      if (!parsed.ok) throw new ArgumentError(parsed.error, usage);
+      values[option.name] = parsed.value;
+      if (option.type === 'collection' && typeof parsed.value === 'object' && 'kind' in parsed.value) {
+        if (parsed.value.kind === 'address' && parsed.value.network) collectionNetwork ??= parsed.value.network;
+      }
+    }
+    const network =
+      (values.network as string | undefined) ??
+      networkOverride ??
+      collectionNetwork ??
+      (chatSettings.network && networks.includes(chatSettings.network) ? chatSettings.network : undefined) ??
+      settings.defaultNetwork;
+
+    const resolved = new Map<string, ResolvedCollection>();
+    for (const option of spec.options) {
+      if (option.type !== 'collection') continue;
+      const ref = values[option.name] as Parameters<CollectionResolver['resolve']>[0] | undefined;
+      if (ref) {
+        const collection = await this.resolver.resolve(ref, network, chatSettings, option.name);
+        values[option.name] = collection;
+        resolved.set(option.name, collection);
+      } else if (chatSettings.collection && (!networkOverride || chatSettings.collection.network === network)) {
+        const key = chatSettings.collection;
+        const collection = { network: key.network, address: key.address, name: key.name ?? key.address };
+        values[option.name] = collection;
+        resolved.set(option.name, collection);
+      } else if (option.required) {
+        throw new UserError('no_collection');
+      }
+    }
+    const effectiveNetwork = resolved.values().next().value?.network ?? network;
+
+    for (const option of spec.options) {
+      if (option.required && values[option.name] === undefined) {
+        throw new ArgumentError({ code: 'missing', option: option.name }, usage);
+      }
+    }
+
+    const rerun = (changes: Record<string, string | undefined>): string => {
+      const words = new Map<string, string>();
+      for (const [key, value] of raw) words.set(key, value);
+      for (const [key, collection] of resolved) words.set(key, `${collection.network}:${collection.address}`);
+      for (const [key, value] of Object.entries(changes)) {
+        if (value === undefined) words.delete(key);
+        else words.set(key, value);
+      }
+      for (const [key, value] of extras) if (!words.has(key)) words.set(key, value);
+      const parts = [`/${label}`];
+      for (const [key, value] of words)
+        parts.push(`${key}=${/[\s"']/.test(value) ? `"${value.replace(/"/g, '')}"` : value}`);
+      return parts.join(' ');
+    };
+
+    const context: CommandContext = {
+      platform,
+      store,
+      logger: this.#options.logger,
+      settings,
+      chat: invocation.chat,
+      actor: invocation.actor,
+      chatKey,
+      network: effectiveNetwork,
+      now: this.#now,
+      startedAt: this.startedAt,
+      extras,
+      commandLine: rerun({}),
+      rerun,
+      commands: this.commands,
+      may: (permission) => this.mayRun(permission, invocation.chat, invocation.actor),
+      currencies: this.currencies,
+      collections: this.resolver,
+    };
+    return spec.run(context, values as never);
+  }
+
+  #chooseCollection(error: AmbiguousCollectionError, invocation: Invocation): Reply {
+    const named = new Map(invocation.args.named);
+    const positional = [...invocation.args.positional];
+    // The chosen collection replaces the words of the name.
+    const words = error.query.split(/\s+/);
+    const at = positional.findIndex((_, i) => positional.slice(i, i + words.length).join(' ') === error.query);
+    if (at >= 0) positional.splice(at, words.length);
+    else named.delete(error.option);
+    const prefix = invocation.subcommand ? `/${invocation.command} ${invocation.subcommand}` : `/${invocation.command}`;
+    const buttons = error.candidates.map((c) => {
+      const rest = [...positional.map((w) => (/\s/.test(w) ? `"${w}"` : w))];
+      for (const [k, v] of named) rest.push(`${k}=${/\s/.test(v) ? `"${v}"` : v}`);
+      return [
+        {
+          label: `${c.name} (${c.network} ${c.address.slice(0, 6)}…${c.address.slice(-4)})`,
+          action: [prefix, `${error.option}=${c.network}:${c.address}`, ...rest].join(' '),
+        },
+      ];
+    });
+    return {
+      tone: 'warning',
+      ephemeral: true,
+      title: 'Which collection?',
+      lines: [`"${error.query}" matches ${error.candidates.length} collections. Choose one:`],
+      buttons,
+    };
+  }
+}
+
+function outcomeOf(error: unknown): Outcome {
+  if (error instanceof UserError) return error.code === 'permission' ? 'denied' : 'user_error';
+  if (error instanceof ArgumentError) return 'user_error';
+  if (isExpectedFailure(error)) return 'platform_error';
+  return 'failed';
+}
+
+/** `/listings <collection> <token> [page]` */
+export function usageOf(spec: CommandSpec, label = spec.name): string {
+  const parts = spec.options.map((o) => (o.required ? `<${o.name}>` : `[${o.name}]`));
+  if (spec.acceptsTraits) parts.push('[trait=value ...]');
+  return [`/${label}`, ...parts].join(' ');
+}
+
+/**
+ * Gives each option its words: `name=value` first, then positional words in order. A collection
+ * name may span several words (`moon cats 12`): it takes all words but those that the following
+ * options accept.
+ */
+function assignWords(
+  spec: CommandSpec,
+  tokens: Tokens,
+  ctx: { networks: readonly string[] },
+  usage: string,
+): { raw: Map<string, string>; extras: Map<string, string>; network: string | undefined } {
+  const named = new Map(tokens.named);
+  const positional = [...tokens.positional];
+  const raw = new Map<string, string>();
+  for (const option of spec.options) {
+    const value = named.get(option.name);
+    if (value !== undefined) {
+      raw.set(option.name, value);
+      named.delete(option.name);
+    }
+  }
+  let network: string | undefined;
+  const networkWord = named.get('network');
+  if (networkWord !== undefined) {
+    const parsed = parseNetwork(networkWord, ctx);
+    if (!parsed.ok) throw new ArgumentError(parsed.error, usage);
+    network = parsed.value;
+    named.delete('network');
+  }
+  const open = spec.options.filter((o) => !raw.has(o.name));
+  for (let i = 0; i < open.length && positional.length > 0; i++) {
+    const option = open[i] as OptionSpec;
+    if (option.rest) {
+      raw.set(option.name, positional.splice(0).join(' '));
+    } else if (option.type === 'collection' || option.type === 'text') {
+      const later = open.slice(i + 1).filter((o) => o.type !== 'text');
+      let keep = Math.min(later.length, positional.length - 1);
+      while (keep > 0) {
+        const tail = positional.slice(positional.length - keep);
+        if (tail.every((word, j) => parseOption(later[j] as OptionSpec, word, ctx).ok)) break;
+        keep--;
+      }
+      raw.set(option.name, positional.splice(0, positional.length - keep).join(' '));
+    } else {
+      raw.set(option.name, positional.shift() as string);
+    }
+  }
+  if (positional.length > 0) {
+    throw new ArgumentError({ code: 'too_many_arguments', input: positional.join(' ') }, usage);
+  }
+  const extras = new Map<string, string>();
+  for (const [key, value] of named) {
+    if (!spec.acceptsTraits) throw new ArgumentError({ code: 'unknown_option', input: `${key}=${value}` }, usage);
+    extras.set(key, value);
+  }
+  return { raw, extras, network };
+}

@@ -1,0 +1,93 @@
+import type { Order, TokenMetadata } from '../platform/types.ts';
+import { truncate } from './reply.ts';
+
+export function shortAddress(address: string): string {
+  return address.length > 12 ? `${address.slice(0, 6)}…${address.slice(-4)}` : address;
+}
+
+const usdFormat = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 2 });
+
+export function formatUsd(value: number | undefined): string | undefined {
+  if (value === undefined || !Number.isFinite(value) || value <= 0) return undefined;
+  return usdFormat.format(value);
+}
+
+/** `1.5 ETH ($3,012.40)` */
+export function formatPrice(order: Order, symbol: string): string {
+  const amount = order.priceAmountFormatted || order.priceAmount;
+  const usd = formatUsd(order.priceUSD);
+  return usd ? `${amount} ${symbol} (${usd})` : `${amount} ${symbol}`;
+}
+
+const MARKETPLACE_NAMES: Record<string, string> = {
+  sequence_marketplace_v1: 'Sequence Market v1',
+  sequence_marketplace_v2: 'Sequence Market v2',
+  blur: 'Blur',
+  zerox: '0x',
+  opensea: 'OpenSea',
+  looks_rare: 'LooksRare',
+  x2y2: 'X2Y2',
+  alienswap: 'AlienSwap',
+  payment_processor: 'Payment Processor',
+  mintify: 'Mintify',
+  magic_eden: 'Magic Eden',
+};
+
+/** Where an order lives, for people. */
+export function marketplaceName(order: Order): string {
+  if (order.originName?.trim()) return truncate(order.originName.trim(), 40);
+  return (order.marketplace && MARKETPLACE_NAMES[order.marketplace]) ?? 'unknown market';
+}
+
+/** `Moon Cat #12`, or `#12` when the token has no name. */
+export function tokenName(metadata: Pick<TokenMetadata, 'name' | 'tokenId'> | undefined, tokenId: string): string {
+  const name = metadata?.name?.trim();
+  if (!name) return `#${tokenId}`;
+  return truncate(name, 80);
+}
+
+export interface Trait {
+  name: string;
+  value: string;
+}
+
+/** Traits of a token from `attributes` (`{trait_type, value}`), as strings. */
+export function traitsOf(metadata: TokenMetadata): Trait[] {
+  const traits: Trait[] = [];
+  for (const attribute of metadata.attributes) {
+    const name = attribute.trait_type ?? attribute.traitType ?? attribute.name;
+    const value = attribute.value;
+    if (typeof name !== 'string' || value === undefined || value === null) continue;
+    traits.push({ name, value: typeof value === 'object' ? JSON.stringify(value) : String(value) });
+  }
+  return traits;
+}
+
+/** Orders cheapest first by USD value when both have one, else by amount in the same currency. */
+export function byPriceAscending(a: Order, b: Order): number {
+  if (a.priceUSD > 0 && b.priceUSD > 0) return a.priceUSD - b.priceUSD;
+  if (a.priceCurrencyAddress === b.priceCurrencyAddress) {
+    const x = BigInt(a.priceAmount || '0');
+    const y = BigInt(b.priceAmount || '0');
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  return 0;
+}
+
+/** Relative time like `in 3 days` or `5 hours ago`. */
+export function relativeTime(iso: string | undefined, now: Date): string | undefined {
+  if (!iso) return undefined;
+  const at = Date.parse(iso);
+  if (Number.isNaN(at)) return undefined;
+  const seconds = Math.round((at - now.getTime()) / 1000);
+  const units: Array<[Intl.RelativeTimeFormatUnit, number]> = [
+    ['day', 86_400],
+    ['hour', 3_600],
+    ['minute', 60],
+  ];
+  const format = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
+  for (const [unit, size] of units) {
+    if (Math.abs(seconds) >= size) return format.format(Math.round(seconds / size), unit);
+  }
+  return format.format(seconds, 'second');
+}

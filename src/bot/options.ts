@@ -1,0 +1,345 @@
+/**
+ * Option types of commands and their parsers. Every parser is a pure function from the text a
+ * user typed to a value or an {@link ArgError} with an identifier; `describeArgError` in
+ * user-text.ts is the one place that turns identifiers into words.
+ */
+
+export type OptionType =
+  | 'text'
+  | 'collection'
+  | 'network'
+  | 'tokenId'
+  | 'address'
+  | 'amount'
+  | 'integer'
+  | 'choice'
+  | 'duration'
+  | 'timeOfDay'
+  | 'timeZone';
+
+export interface OptionSpec {
+  name: string;
+  type: OptionType;
+  description: string;
+  required?: boolean;
+  /** For `choice`. */
+  choices?: readonly string[];
+  /** For `integer`. */
+  min?: number;
+  max?: number;
+  /** Takes the rest of the positional words (free text, lists). Only the last option may. */
+  rest?: boolean;
+  /** Offer completions (Discord autocomplete). */
+  autocomplete?: boolean;
+}
+
+/** A collection as the user named it; resolved against aliases and search by the engine. */
+export type CollectionRef = { kind: 'address'; address: string; network?: string } | { kind: 'name'; text: string };
+
+export interface Amount {
+  /** Decimal string, e.g. `1.5`. */
+  value: string;
+  /** True when written in US dollars (`$500`, `500usd`). */
+  usd: boolean;
+}
+
+export interface TimeOfDay {
+  hour: number;
+  minute: number;
+}
+
+export interface OptionValues {
+  text: string;
+  collection: CollectionRef;
+  network: string;
+  tokenId: string;
+  address: string;
+  amount: Amount;
+  integer: number;
+  choice: string;
+  duration: number;
+  timeOfDay: TimeOfDay;
+  timeZone: string;
+}
+
+export type ArgErrorCode =
+  | 'missing'
+  | 'invalid_address'
+  | 'invalid_token_id'
+  | 'invalid_number'
+  | 'out_of_range'
+  | 'invalid_choice'
+  | 'invalid_amount'
+  | 'invalid_duration'
+  | 'invalid_time'
+  | 'invalid_time_zone'
+  | 'unknown_network'
+  | 'invalid_collection'
+  | 'too_long'
+  | 'too_many_arguments'
+  | 'unknown_option'
+  | 'invalid_trait'
+  | 'unbalanced_quotes';
+
+export interface ArgError {
+  code: ArgErrorCode;
+  /** The option concerned, when there is one. */
+  option?: string;
+  /** What the user typed (shortened). */
+  input?: string;
+  /** Allowed values, bounds or known networks, for the message. */
+  allowed?: readonly string[];
+  min?: number;
+  max?: number;
+}
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; error: ArgError };
+
+export interface ParseContext {
+  /** Names of the networks the bot knows. */
+  networks: readonly string[];
+}
+
+const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
+const fail = (error: ArgError): { ok: false; error: ArgError } => ({ ok: false, error });
+
+const MAX_INPUT = 200;
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const UINT256_MAX = (1n << 256n) - 1n;
+
+function shown(input: string): string {
+  return input.length > 60 ? `${input.slice(0, 57)}...` : input;
+}
+
+export function parseAddress(input: string, option = 'address'): Parsed<string> {
+  const trimmed = input.trim();
+  if (!ADDRESS.test(trimmed)) return fail({ code: 'invalid_address', option, input: shown(trimmed) });
+  return ok(trimmed.toLowerCase());
+}
+
+/** Decimal token id (a leading `#` is allowed) or `0x` hex, within uint256; returned as decimal. */
+export function parseTokenId(input: string, option = 'token'): Parsed<string> {
+  const trimmed = input.trim().replace(/^#/, '');
+  let value: bigint;
+  if (/^\d{1,78}$/.test(trimmed)) value = BigInt(trimmed);
+  else if (/^0x[0-9a-fA-F]{1,64}$/.test(trimmed)) value = BigInt(trimmed);
+  else return fail({ code: 'invalid_token_id', option, input: shown(trimmed) });
+  if (value > UINT256_MAX) return fail({ code: 'invalid_token_id', option, input: shown(trimmed) });
+  return ok(value.toString());
+}
+
+export function parseInteger(input: string, option: string, min?: number, max?: number): Parsed<number> {
+  const trimmed = input.trim();
+  if (!/^-?\d{1,15}$/.test(trimmed)) return fail({ code: 'invalid_number', option, input: shown(trimmed) });
+  const value = Number(trimmed);
+  if ((min !== undefined && value < min) || (max !== undefined && value > max)) {
+    return fail({
+      code: 'out_of_range',
+      option,
+      input: trimmed,
+      ...(min === undefined ? {} : { min }),
+      ...(max === undefined ? {} : { max }),
+    });
+  }
+  return ok(value);
+}
+
+export function parseChoice(input: string, option: string, choices: readonly string[]): Parsed<string> {
+  const wanted = input.trim().toLowerCase();
+  const found = choices.find((c) => c.toLowerCase() === wanted);
+  return found ? ok(found) : fail({ code: 'invalid_choice', option, input: shown(input.trim()), allowed: choices });
+}
+
+export function parseNetwork(input: string, ctx: ParseContext, option = 'network'): Parsed<string> {
+  const wanted = input.trim().toLowerCase();
+  const found = ctx.networks.find((n) => n.toLowerCase() === wanted);
+  return found
+    ? ok(found)
+    : fail({ code: 'unknown_network', option, input: shown(input.trim()), allowed: ctx.networks });
+}
+
+/**
+ * A price: `1.5`, `0.25`, `$500`, `500usd`, `500 USD`. Up to 18 decimals, positive.
+ */
+export function parseAmount(input: string, option = 'amount'): Parsed<Amount> {
+  let text = input.trim().toLowerCase().replace(/\s+/g, '');
+  let usd = false;
+  if (text.startsWith('$')) {
+    usd = true;
+    text = text.slice(1);
+  } else if (text.endsWith('usd')) {
+    usd = true;
+    text = text.slice(0, -3);
+  }
+  text = text.replace(/_/g, '');
+  if (!/^(\d{1,30}(\.\d{0,18})?|\.\d{1,18})$/.test(text)) {
+    return fail({ code: 'invalid_amount', option, input: shown(input.trim()) });
+  }
+  const normalized = text.startsWith('.') ? `0${text}` : text.replace(/\.$/, '');
+  return ok({ value: normalized, usd });
+}
+
+const DURATION_UNITS: Record<string, number> = {
+  s: 1_000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+  w: 604_800_000,
+};
+
+/** `30s`, `5m`, `2h`, `1d`, `1w`, or combinations like `1h30m`. */
+export function parseDuration(input: string, option = 'duration'): Parsed<number> {
+  const text = input.trim().toLowerCase();
+  const pattern = /(\d{1,6})\s*([smhdw])/gy;
+  let total = 0;
+  let consumed = 0;
+  for (let match = pattern.exec(text); match; match = pattern.exec(text)) {
+    total += Number(match[1]) * (DURATION_UNITS[match[2] ?? ''] ?? 0);
+    consumed = pattern.lastIndex;
+  }
+  if (consumed === 0 || consumed !== text.length || total <= 0) {
+    return fail({ code: 'invalid_duration', option, input: shown(input.trim()) });
+  }
+  return ok(total);
+}
+
+/** `09:00`, `9:30`, `21:15`, `9am`, `9:30pm`, `12am` (midnight). */
+export function parseTimeOfDay(input: string, option = 'time'): Parsed<TimeOfDay> {
+  const text = input.trim().toLowerCase();
+  const match = /^(\d{1,2})(?::(\d{2}))?\s*(am|pm)?$/.exec(text);
+  if (!match) return fail({ code: 'invalid_time', option, input: shown(input.trim()) });
+  let hour = Number(match[1]);
+  const minute = match[2] === undefined ? 0 : Number(match[2]);
+  const meridiem = match[3];
+  if (meridiem) {
+    if (hour < 1 || hour > 12) return fail({ code: 'invalid_time', option, input: shown(input.trim()) });
+    hour = (hour % 12) + (meridiem === 'pm' ? 12 : 0);
+  } else if (match[2] === undefined) {
+    return fail({ code: 'invalid_time', option, input: shown(input.trim()) });
+  }
+  if (hour > 23 || minute > 59) return fail({ code: 'invalid_time', option, input: shown(input.trim()) });
+  return ok({ hour, minute });
+}
+
+/** An IANA time zone name (`Europe/Paris`, `Asia/Tokyo`, `UTC`), returned in its canonical form. */
+export function parseTimeZone(input: string, option = 'timezone'): Parsed<string> {
+  const text = input.trim();
+  if (!text || text.length > 64 || !/^[A-Za-z0-9_+\-/]+$/.test(text)) {
+    return fail({ code: 'invalid_time_zone', option, input: shown(text) });
+  }
+  try {
+    return ok(new Intl.DateTimeFormat('en-US', { timeZone: text }).resolvedOptions().timeZone);
+  } catch {
+    return fail({ code: 'invalid_time_zone', option, input: shown(text) });
+  }
+}
+
+/**
+ * A collection: an address (`0xabc…`), an address on a network (`devnet:0xabc…` or
+ * `0xabc…@devnet`), or a name or alias to look up.
+ */
+export function parseCollection(input: string, ctx: ParseContext, option = 'collection'): Parsed<CollectionRef> {
+  const text = input.trim();
+  if (!text) return fail({ code: 'missing', option });
+  if (text.length > 100) return fail({ code: 'too_long', option, input: shown(text), max: 100 });
+  const prefixed = /^([A-Za-z0-9-]+):(0x[0-9a-fA-F]+)$/.exec(text) ?? /^(0x[0-9a-fA-F]+)@([A-Za-z0-9-]+)$/.exec(text);
+  if (prefixed) {
+    const [first = '', second = ''] = prefixed.slice(1);
+    const [networkText, addressText] = first.startsWith('0x') ? [second, first] : [first, second];
+    const network = parseNetwork(networkText, ctx, option);
+    if (!network.ok) return network;
+    const address = parseAddress(addressText, option);
+    if (!address.ok) return address;
+    return ok({ kind: 'address', address: address.value, network: network.value });
+  }
+  if (/^0x/i.test(text)) {
+    const address = parseAddress(text, option);
+    if (!address.ok) return address;
+    return ok({ kind: 'address', address: address.value });
+  }
+  return ok({ kind: 'name', text });
+}
+
+export function parseText(input: string, option: string, max = MAX_INPUT): Parsed<string> {
+  const text = input.trim();
+  if (!text) return fail({ code: 'missing', option });
+  if (text.length > max) return fail({ code: 'too_long', option, input: shown(text), max });
+  return ok(text);
+}
+
+/** Parses one option's text according to its spec. */
+export function parseOption(spec: OptionSpec, input: string, ctx: ParseContext): Parsed<OptionValues[OptionType]> {
+  switch (spec.type) {
+    case 'text':
+      return parseText(input, spec.name);
+    case 'collection':
+      return parseCollection(input, ctx, spec.name);
+    case 'network':
+      return parseNetwork(input, ctx, spec.name);
+    case 'tokenId':
+      return parseTokenId(input, spec.name);
+    case 'address':
+      return parseAddress(input, spec.name);
+    case 'amount':
+      return parseAmount(input, spec.name);
+    case 'integer':
+      return parseInteger(input, spec.name, spec.min, spec.max);
+    case 'choice':
+      return parseChoice(input, spec.name, spec.choices ?? []);
+    case 'duration':
+      return parseDuration(input, spec.name);
+    case 'timeOfDay':
+      return parseTimeOfDay(input, spec.name);
+    case 'timeZone':
+      return parseTimeZone(input, spec.name);
+  }
+}
+
+/** A command line split into words: positional words and `key=value` pairs, quotes respected. */
+export interface Tokens {
+  positional: string[];
+  named: Map<string, string>;
+}
+
+/**
+ * Splits the argument text of a command line. Double or single quotes group words
+ * (`"Moon Cats"`, `name='Moon Cats'`); `key=value` words become named arguments.
+ */
+export function tokenize(text: string): Parsed<Tokens> {
+  const positional: string[] = [];
+  const named = new Map<string, string>();
+  const words: Array<{ word: string; quotedKey: boolean }> = [];
+  let current = '';
+  let inWord = false;
+  let quote: string | undefined;
+  let sawQuote = false;
+  for (const char of text) {
+    if (quote) {
+      if (char === quote) quote = undefined;
+      else current += char;
+    } else if (char === '"' || char === "'" || char === '“' || char === '”') {
+      quote = char === '“' ? '”' : char;
+      inWord = true;
+      sawQuote = true;
+    } else if (/\s/.test(char)) {
+      if (inWord) words.push({ word: current, quotedKey: sawQuote && !current.includes('=') });
+      current = '';
+      inWord = false;
+      sawQuote = false;
+    } else {
+      current += char;
+      inWord = true;
+    }
+  }
+  if (quote) return fail({ code: 'unbalanced_quotes', input: shown(text) });
+  if (inWord) words.push({ word: current, quotedKey: sawQuote && !current.includes('=') });
+  for (const { word, quotedKey } of words) {
+    const eq = word.indexOf('=');
+    if (!quotedKey && eq > 0 && /^[A-Za-z_][\w .-]{0,40}$/.test(word.slice(0, eq))) {
+      named.set(word.slice(0, eq).trim().toLowerCase(), word.slice(eq + 1));
+    } else {
+      positional.push(word);
+    }
+  }
+  return ok({ positional, named });
+}

@@ -1,0 +1,99 @@
+/**
+ * The neutral answer of a command. Chat adapters render it with pure converters (Discord embeds,
+ * Telegram HTML, plain text) that escape every string and respect their platform's limits; nothing
+ * in a Reply is pre-escaped or platform-specific.
+ */
+
+/** A piece of inline text. Plain strings are untrusted and are escaped by every renderer. */
+export type Inline = string | { bold: string } | { italic: string } | { code: string } | { link: string; href: string };
+
+/** A line of rich text: plain text or a sequence of inline pieces. */
+export type Rich = string | readonly Inline[];
+
+export interface ReplyField {
+  name: string;
+  value: Rich;
+  /** Side by side where the platform can (Discord embeds). */
+  inline?: boolean;
+}
+
+/**
+ * A button. Pressing it runs `action`, which is a command line as a user would type it
+ * (`/listings 0xabc… 12 page=2`), so its state lives in the message, not in memory, and survives
+ * restarts. Adapters with small payload limits store long actions by hash (see ButtonStore).
+ */
+export interface ReplyButton {
+  label: string;
+  action?: string;
+  /** Opens a link instead of running an action. */
+  url?: string;
+  style?: 'primary' | 'secondary' | 'danger' | 'success';
+}
+
+export interface ReplyAttachment {
+  name: string;
+  contentType: string;
+  data: Uint8Array;
+}
+
+/** Colour family of the answer. */
+export type ReplyTone = 'info' | 'success' | 'warning' | 'error' | 'sale' | 'listing' | 'offer' | 'mint' | 'transfer';
+
+export interface Reply {
+  title?: string;
+  /** Link of the title. Only http(s) URLs are rendered. */
+  url?: string;
+  /** Body, one entry per line. */
+  lines?: readonly Rich[];
+  fields?: readonly ReplyField[];
+  /** Large image. Only http(s) URLs are rendered. */
+  image?: string;
+  thumbnail?: string;
+  footer?: string;
+  /** ISO timestamp shown with the footer. */
+  timestamp?: string;
+  tone?: ReplyTone;
+  /** Rows of buttons. */
+  buttons?: readonly (readonly ReplyButton[])[];
+  attachments?: readonly ReplyAttachment[];
+  /** Only the person who asked sees it (where the platform can). */
+  ephemeral?: boolean;
+  /** Role ids that this message may ping (alerts with a configured mention); nothing else ever pings. */
+  mentionRoles?: readonly string[];
+}
+
+export const bold = (text: string): Inline => ({ bold: text });
+export const italic = (text: string): Inline => ({ italic: text });
+export const code = (text: string): Inline => ({ code: text });
+export const link = (text: string, href: string): Inline => ({ link: text, href });
+
+/** The plain text of rich text, without markup (for logs and length checks). */
+export function plain(rich: Rich): string {
+  if (typeof rich === 'string') return rich;
+  return rich
+    .map((piece) => {
+      if (typeof piece === 'string') return piece;
+      if ('bold' in piece) return piece.bold;
+      if ('italic' in piece) return piece.italic;
+      if ('code' in piece) return piece.code;
+      return piece.link;
+    })
+    .join('');
+}
+
+/** A URL a renderer may show: http or https only, parseable, of sane length. */
+export function safeUrl(url: string | undefined): string | undefined {
+  if (!url || url.length > 2048) return undefined;
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.toString() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Shortens untrusted text to `max` characters, ending with an ellipsis when cut. */
+export function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, Math.max(0, max - 1))}…`;
+}

@@ -1,0 +1,159 @@
+/**
+ * The one place where failures become words for the person who typed the command.
+ * Each message says what went wrong and what to do; none carries a secret or a stack.
+ */
+import {
+  PlatformAbortedError,
+  PlatformApiError,
+  PlatformBadResponseError,
+  PlatformError,
+  PlatformNetworkError,
+  PlatformTimeoutError,
+  UnknownNetworkError,
+} from '../platform/errors.ts';
+import { ArgumentError, UserError } from './errors.ts';
+import type { ArgError } from './options.ts';
+import type { Reply } from './reply.ts';
+
+const quote = (text: string | undefined): string => `"${text ?? ''}"`;
+
+export function describeArgError(error: ArgError): string {
+  const option = error.option ?? 'argument';
+  switch (error.code) {
+    case 'missing':
+      return `Missing ${option}.`;
+    case 'invalid_address':
+      return `${quote(error.input)} is not an address: expected 0x followed by 40 hexadecimal characters.`;
+    case 'invalid_token_id':
+      return `${quote(error.input)} is not a token id: expected a whole number such as 1234.`;
+    case 'invalid_number':
+      return `${option} must be a whole number; got ${quote(error.input)}.`;
+    case 'out_of_range':
+      if (error.min !== undefined && error.max !== undefined) {
+        return `${option} must be between ${error.min} and ${error.max}; got ${error.input}.`;
+      }
+      return error.min !== undefined
+        ? `${option} must be at least ${error.min}; got ${error.input}.`
+        : `${option} must be at most ${error.max}; got ${error.input}.`;
+    case 'invalid_choice':
+      return `${option} must be one of ${(error.allowed ?? []).join(', ')}; got ${quote(error.input)}.`;
+    case 'invalid_amount':
+      return `${quote(error.input)} is not a price: use a number such as 1.5, or $500 for US dollars.`;
+    case 'invalid_duration':
+      return `${quote(error.input)} is not a duration: use for example 30m, 2h or 1d.`;
+    case 'invalid_time':
+      return `${quote(error.input)} is not a time of day: use 24-hour HH:MM such as 09:00, or 9am.`;
+    case 'invalid_time_zone':
+      return `${quote(error.input)} is not a time zone: use an IANA name such as Europe/Paris, America/New_York or UTC.`;
+    case 'unknown_network':
+      return `Unknown network ${quote(error.input)}. Known networks: ${(error.allowed ?? []).join(', ')}.`;
+    case 'invalid_collection':
+      return `${quote(error.input)} is not a collection name or address.`;
+    case 'too_long':
+      return `${option} is too long (at most ${error.max} characters).`;
+    case 'too_many_arguments':
+      return `Too many arguments: ${quote(error.input)} was not expected.`;
+    case 'unknown_option':
+      return `Unknown option ${quote(error.input)}.`;
+    case 'invalid_trait':
+      return error.allowed && error.allowed.length > 0
+        ? `${quote(error.input)} is not a trait filter of this collection. Traits: ${error.allowed.join(', ')}.`
+        : `${quote(error.input)} is not a trait filter of this collection.`;
+    case 'unbalanced_quotes':
+      return 'A quote is not closed.';
+  }
+}
+
+function describeUserError(error: UserError): string {
+  const p = error.params;
+  switch (error.code) {
+    case 'unknown_command':
+      return `Unknown command ${quote(String(p.command))}. Type /help for the list.`;
+    case 'unknown_subcommand':
+      return `/${p.command} needs one of: ${p.allowed}. Example: /${p.command} ${String(p.allowed).split(', ')[0]}`;
+    case 'unknown_collection':
+      return `No collection matches ${quote(String(p.query))} on ${p.network}. Try /search ${p.query}, or give the contract address.`;
+    case 'no_collection':
+      return 'Which collection? Name one, or set a default with /settings collection=<name or address>.';
+    case 'token_not_found':
+      return `Token ${p.tokenId} does not exist in ${p.collection}.`;
+    case 'not_found':
+      return String(p.what);
+    case 'permission':
+      return p.needed === 'operator'
+        ? 'Only the bot operators may run this command (FLOORWATCH_OPERATORS).'
+        : 'Only people who can manage this chat may change its settings.';
+    case 'rate_limited':
+      return `Slow down a little: try again in ${p.seconds} s.`;
+    case 'not_configured':
+      return String(p.what);
+    case 'button_expired':
+      return 'This button no longer works. Run the command again.';
+  }
+}
+
+function serviceOf(error: PlatformError): string {
+  return error.operation.split('/')[0] ?? 'platform';
+}
+
+function describePlatformError(error: PlatformError): string {
+  const service = serviceOf(error);
+  if (error instanceof PlatformApiError) {
+    if (error.isRateLimited) {
+      const wait =
+        error.retryAfterMs === undefined ? 'a minute' : `${Math.max(1, Math.ceil(error.retryAfterMs / 1000))} s`;
+      return `The platform is rate-limiting requests (${service}). Try again in ${wait}.`;
+    }
+    if (error.isUnauthorized) {
+      return `The platform refused the bot's credentials (${error.errorName}). An operator must check FLOORWATCH_ACCESS_KEY and FLOORWATCH_SECRET_TOKEN.`;
+    }
+    if (error.isPermissionDenied) {
+      return `The platform denied this request (${error.errorName}): the bot's key is not allowed to do it.`;
+    }
+    if (error.status >= 500) {
+      return `The platform's ${service} service is having trouble (HTTP ${error.status}). Try again in a minute.`;
+    }
+    if (/NotFound/.test(error.errorName)) return `The platform found nothing for this request: ${error.detail}.`;
+    return `The platform rejected the request (${error.errorName}): ${error.detail}.`;
+  }
+  if (error instanceof PlatformTimeoutError) {
+    return `The platform's ${service} service did not answer in time. Try again in a minute.`;
+  }
+  if (error instanceof PlatformNetworkError) {
+    return `The platform's ${service} service cannot be reached right now. Try again in a minute.`;
+  }
+  if (error instanceof PlatformBadResponseError) {
+    return `The platform's ${service} service sent an answer the bot cannot read. It was logged for the operators.`;
+  }
+  if (error instanceof PlatformAbortedError) return 'The request was cancelled.';
+  return `The platform's ${service} service failed. Try again in a minute.`;
+}
+
+/**
+ * The answer for a failed command. `reference` ties an unexpected failure to its log line.
+ */
+export function errorReply(error: unknown, reference: string): Reply {
+  let lines: string[];
+  if (error instanceof ArgumentError) {
+    lines = [describeArgError(error.error), `Usage: ${error.usage}`];
+  } else if (error instanceof UserError) {
+    lines = [describeUserError(error)];
+  } else if (error instanceof UnknownNetworkError) {
+    lines = [`Unknown network "${error.network}". Known networks: ${error.known.join(', ')}.`];
+  } else if (error instanceof PlatformError) {
+    lines = [describePlatformError(error)];
+  } else {
+    lines = [`Something went wrong on our side. It was logged with reference ${reference}.`];
+  }
+  return { tone: 'error', ephemeral: true, lines };
+}
+
+/** Whether a failure is the user's or the platform's (expected) rather than a bug of ours. */
+export function isExpectedFailure(error: unknown): boolean {
+  return (
+    error instanceof ArgumentError ||
+    error instanceof UserError ||
+    error instanceof UnknownNetworkError ||
+    error instanceof PlatformError
+  );
+}

@@ -1,0 +1,116 @@
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
+import type { Logger } from 'pino';
+import type { Actor, ChatRef } from '../../bot/command.ts';
+import type { CommandEngine } from '../../bot/engine.ts';
+import type { Reply } from '../../bot/reply.ts';
+import { renderPlain } from './render.ts';
+
+export interface ConsoleChatOptions {
+  engine: CommandEngine;
+  input: Readable;
+  output: Writable;
+  /** Show a prompt (a terminal); off for piped input. */
+  interactive: boolean;
+  /** Where attachments (images, JSON) are written. */
+  attachmentsDir: string;
+  logger: Logger;
+}
+
+/** The terminal chat: one private chat with the person at the keyboard, who is its operator. */
+export const CONSOLE_CHAT: ChatRef = { platform: 'console', id: 'terminal', kind: 'private' };
+const CONSOLE_ACTOR: Actor = { id: 'local', name: 'you', canManage: true };
+
+const PROMPT = 'floorwatch> ';
+
+/**
+ * Reads commands line by line and prints the rendered answers. Lines are answered in order; at
+ * the end of piped input, `run` resolves once every answer is printed. A number picks a button of
+ * the previous answer.
+ */
+export class ConsoleChat {
+  readonly #options: ConsoleChatOptions;
+  #choices: string[] = [];
+  #closed = false;
+
+  constructor(options: ConsoleChatOptions) {
+    this.#options = options;
+  }
+
+  async run(): Promise<void> {
+    const { input, interactive } = this.#options;
+    const lines = createInterface({ input, terminal: false, crlfDelay: Number.POSITIVE_INFINITY });
+    if (interactive) {
+      this.#write('Floorwatch is ready. Type /help for the commands, Ctrl+D to quit.\n');
+      this.#prompt();
+    }
+    for await (const raw of lines) {
+      if (this.#closed) break;
+      const line = raw.trim();
+      if (line) await this.#handle(line);
+      if (interactive) this.#prompt();
+    }
+    lines.close();
+  }
+
+  /** Shows a message that was not asked for (an alert, a digest). */
+  async post(reply: Reply): Promise<void> {
+    const text = await this.#render(reply);
+    this.#write(`\n${text}\n`);
+    if (this.#options.interactive && !this.#closed) this.#prompt();
+  }
+
+  close(): void {
+    this.#closed = true;
+  }
+
+  async #handle(line: string): Promise<void> {
+    let commandLine = line;
+    if (/^\d{1,2}$/.test(line)) {
+      const action = this.#choices[Number(line) - 1];
+      if (!action) {
+        this.#write(this.#choices.length ? `Choose 1 to ${this.#choices.length}.\n` : 'There is nothing to choose.\n');
+        return;
+      }
+      commandLine = action;
+    } else if (!line.startsWith('/')) {
+      this.#write('Commands start with /. Type /help for the list.\n');
+      return;
+    }
+    const reply = await this.#options.engine.runLine(commandLine, CONSOLE_CHAT, CONSOLE_ACTOR);
+    if (!reply) {
+      this.#write('That is not a command. Type /help for the list.\n');
+      return;
+    }
+    this.#write(`${await this.#render(reply)}\n\n`);
+  }
+
+  async #render(reply: Reply): Promise<string> {
+    const rendered = renderPlain(reply);
+    this.#choices = rendered.choices.length ? rendered.choices : this.#choices;
+    const saved: string[] = [];
+    for (const attachment of reply.attachments ?? []) {
+      try {
+        await mkdir(this.#options.attachmentsDir, { recursive: true });
+        const name = `${Date.now()}-${attachment.name.replace(/[^\w.-]/g, '_').slice(0, 80)}`;
+        const path = join(this.#options.attachmentsDir, name);
+        await writeFile(path, attachment.data);
+        saved.push(`attachment: ${path}`);
+      } catch (error) {
+        this.#options.logger.warn({ err: error }, 'could not write an attachment');
+        saved.push(`attachment ${attachment.name} could not be written`);
+      }
+    }
+    return [rendered.text, ...saved].join('\n');
+  }
+
+  #prompt(): void {
+    this.#write(PROMPT);
+  }
+
+  #write(text: string): void {
+    this.#options.output.write(text);
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * Configuration: the environment (and an optional `.env` file, loaded by main) parsed once into a
+ * typed object. Every problem names its variable; all problems are reported together.
+ */
+import { resolve } from 'node:path';
+import { type Network, WELL_KNOWN_NETWORKS } from './platform/networks.ts';
+import type { PlatformEndpoints } from './platform/services/context.ts';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export interface Config {
+  platform: {
+    /** Undefined: start the local platform in-process and use it. */
+    endpoints: PlatformEndpoints | undefined;
+    accessKey: string | undefined;
+    secretToken: string | undefined;
+    projectId: number | undefined;
+    /** Empty with the local platform: its own networks are used. */
+    networks: Network[];
+  };
+  devnet: { seed: number; blockIntervalMs: number; port: number };
+  /** `platform:id`, e.g. `discord:1234`, `telegram:5678`. */
+  operators: string[];
+  allowlistAudience: number | undefined;
+  defaultNetwork: string | undefined;
+  dataDir: string;
+  logLevel: LogLevel;
+  discord: { token: string; applicationId: string; guildId: string | undefined } | undefined;
+  telegram: { token: string; apiRoot: string | undefined } | undefined;
+  /** Open the terminal chat even when a chat platform is configured. */
+  console: boolean;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+  readonly problems: readonly string[];
+  constructor(problems: readonly string[]) {
+    super(`Configuration is not valid:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.problems = problems;
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const ENDPOINT_VARIABLES = {
+  metadataUrl: { name: 'FLOORWATCH_METADATA_URL', template: false },
+  marketplaceUrl: { name: 'FLOORWATCH_MARKETPLACE_URL', template: true },
+  indexerUrl: { name: 'FLOORWATCH_INDEXER_URL', template: true },
+  relayerUrl: { name: 'FLOORWATCH_RELAYER_URL', template: true },
+  apiUrl: { name: 'FLOORWATCH_API_URL', template: false },
+} as const;
+
+function value(env: Env, name: string): string | undefined {
+  const raw = env[name]?.trim();
+  return raw ? raw : undefined;
+}
+
+function integer(env: Env, name: string, problems: string[], min: number, max: number): number | undefined {
+  const raw = value(env, name);
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    problems.push(`${name} must be a whole number from ${min} to ${max}; got "${raw.slice(0, 40)}".`);
+    return undefined;
+  }
+  return Number(raw);
+}
+
+function parseNetworks(raw: string, problems: string[]): Network[] {
+  const networks: Network[] = [];
+  for (const entry of raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
+    const custom = /^([a-z][a-z0-9-]{0,40}):(\d{1,12})$/i.exec(entry);
+    if (custom) {
+      networks.push({ name: (custom[1] ?? '').toLowerCase(), chainId: Number(custom[2]) });
+      continue;
+    }
+    const known = WELL_KNOWN_NETWORKS.find((n) => n.name === entry.toLowerCase());
+    if (known) networks.push(known);
+    else {
+      problems.push(
+        `FLOORWATCH_NETWORKS: "${entry.slice(0, 40)}" is not a known network; write it as name:chainId (e.g. mynet:12345) or use one of ${WELL_KNOWN_NETWORKS.map((n) => n.name).join(', ')}.`,
+      );
+    }
+  }
+  return networks;
+}
+
+/** Parses the environment; throws {@link ConfigError} listing every problem. */
+export function loadConfig(env: Env, cwd = process.cwd()): Config {
+  const problems: string[] = [];
+
+  const given = Object.entries(ENDPOINT_VARIABLES).filter(([, v]) => value(env, v.name) !== undefined);
+  let endpoints: PlatformEndpoints | undefined;
+  if (given.length > 0) {
+    const missing = Object.values(ENDPOINT_VARIABLES)
+      .filter((v) => value(env, v.name) === undefined)
+      .map((v) => v.name);
+    if (missing.length > 0) {
+      problems.push(`A real platform needs all five addresses; missing ${missing.join(', ')}.`);
+    }
+    const out: Record<string, string> = {};
+    for (const [key, variable] of Object.entries(ENDPOINT_VARIABLES)) {
+      const url = value(env, variable.name);
+      if (url === undefined) continue;
+      let parsed: URL | undefined;
+      try {
+        parsed = new URL(url.replaceAll('{network}', 'network'));
+      } catch {
+        problems.push(`${variable.name} is not a URL: "${url.slice(0, 80)}".`);
+        continue;
+      }
+      if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+        problems.push(`${variable.name} must be an http(s) URL.`);
+      } else if (parsed.search || parsed.username || parsed.password) {
+        problems.push(`${variable.name} must not carry a query or credentials (keys go in FLOORWATCH_ACCESS_KEY).`);
+      } else if (variable.template && !url.includes('{network}')) {
+        problems.push(
+          `${variable.name} must contain {network} where the network name goes, e.g. https://{network}-indexer.example.`,
+        );
+      }
+      out[key] = url.replace(/\/+$/, '');
+    }
+    if (missing.length === 0) endpoints = out as unknown as PlatformEndpoints;
+  }
+
+  const accessKey = value(env, 'FLOORWATCH_ACCESS_KEY');
+  const secretToken = value(env, 'FLOORWATCH_SECRET_TOKEN');
+  if (given.length > 0 && !accessKey) problems.push('FLOORWATCH_ACCESS_KEY is required with a real platform.');
+
+  const networksRaw = value(env, 'FLOORWATCH_NETWORKS');
+  const networks = networksRaw ? parseNetworks(networksRaw, problems) : [];
+  if (given.length > 0 && !networksRaw) {
+    problems.push('FLOORWATCH_NETWORKS is required with a real platform, e.g. polygon,base.');
+  }
+
+  const operators: string[] = [];
+  for (const entry of (value(env, 'FLOORWATCH_OPERATORS') ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
+    if (/^(discord|telegram):[\w-]{1,40}$/.test(entry)) operators.push(entry);
+    else
+      problems.push(
+        `FLOORWATCH_OPERATORS: "${entry.slice(0, 40)}" must look like discord:<user id> or telegram:<user id>.`,
+      );
+  }
+
+  const logLevel = (value(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}; got "${logLevel.slice(0, 20)}".`);
+  }
+
+  const discordToken = value(env, 'DISCORD_TOKEN');
+  const discordApp = value(env, 'DISCORD_APPLICATION_ID');
+  if (discordToken && !discordApp) problems.push('DISCORD_APPLICATION_ID is required with DISCORD_TOKEN.');
+  const telegramToken = value(env, 'TELEGRAM_BOT_TOKEN');
+  if (telegramToken && !/^\d+:[\w-]{20,}$/.test(telegramToken)) {
+    problems.push('TELEGRAM_BOT_TOKEN does not look like a BotFather token (digits:letters).');
+  }
+
+  const defaultNetwork = value(env, 'FLOORWATCH_DEFAULT_NETWORK')?.toLowerCase();
+  if (defaultNetwork && networks.length > 0 && !networks.some((n) => n.name === defaultNetwork)) {
+    problems.push(`FLOORWATCH_DEFAULT_NETWORK "${defaultNetwork}" is not in FLOORWATCH_NETWORKS.`);
+  }
+
+  const config: Config = {
+    platform: {
+      endpoints,
+      accessKey,
+      secretToken,
+      projectId: integer(env, 'FLOORWATCH_PROJECT_ID', problems, 1, Number.MAX_SAFE_INTEGER),
+      networks,
+    },
+    devnet: {
+      seed: integer(env, 'FLOORWATCH_DEVNET_SEED', problems, 0, 2 ** 31) ?? 1,
+      blockIntervalMs: integer(env, 'FLOORWATCH_DEVNET_BLOCK_MS', problems, 0, 3_600_000) ?? 5_000,
+      port: integer(env, 'FLOORWATCH_DEVNET_PORT', problems, 0, 65_535) ?? 0,
+    },
+    operators,
+    allowlistAudience: integer(env, 'FLOORWATCH_ALLOWLIST_AUDIENCE', problems, 1, Number.MAX_SAFE_INTEGER),
+    defaultNetwork,
+    dataDir: resolve(cwd, value(env, 'FLOORWATCH_DATA_DIR') ?? 'data'),
+    logLevel: logLevel as LogLevel,
+    discord:
+      discordToken && discordApp
+        ? { token: discordToken, applicationId: discordApp, guildId: value(env, 'DISCORD_GUILD_ID') }
+        : undefined,
+    telegram: telegramToken ? { token: telegramToken, apiRoot: value(env, 'TELEGRAM_API_ROOT') } : undefined,
+    console: value(env, 'FLOORWATCH_CONSOLE') === '1' || value(env, 'FLOORWATCH_CONSOLE') === 'true',
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+/** Secrets of a configuration, to scrub from anything printed. */
+export function secretsOf(config: Config): string[] {
+  return [config.platform.accessKey, config.platform.secretToken, config.discord?.token, config.telegram?.token].filter(
+    (s): s is string => typeof s === 'string' && s.length >= 4,
+  );
+}

@@ -1,0 +1,44 @@
+import pino, { type Logger } from 'pino';
+
+/** Paths whose values pino replaces, wherever they appear in a log object. */
+export const REDACTED_PATHS = [
+  'accessKey',
+  'secretToken',
+  'token',
+  'password',
+  '*.accessKey',
+  '*.secretToken',
+  '*.token',
+  'headers.authorization',
+  'headers["x-access-key"]',
+  '*.headers.authorization',
+  '*.headers["x-access-key"]',
+  'config.discord.token',
+  'config.telegram.token',
+];
+
+/**
+ * The process logger: JSON lines on stderr (stdout belongs to the terminal chat), secrets redacted
+ * by path, and every known secret value scrubbed from the final line as a last guard.
+ */
+export function createLogger(
+  level: string,
+  secrets: readonly string[] = [],
+  destination: NodeJS.WritableStream | number = 2,
+): Logger {
+  const scrub = (line: string): string => {
+    let out = line;
+    for (const secret of secrets)
+      if (secret.length >= 4 && out.includes(secret)) out = out.split(secret).join('[redacted]');
+    return out;
+  };
+  return pino(
+    {
+      level,
+      base: { app: 'floorwatch' },
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      hooks: { streamWrite: scrub },
+    },
+    typeof destination === 'number' ? pino.destination({ dest: destination, sync: true }) : destination,
+  );
+}

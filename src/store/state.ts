@@ -1,0 +1,155 @@
+import { readFile, stat } from 'node:fs/promises';
+import { Low } from 'lowdb';
+import { JSONFile } from 'lowdb/node';
+
+/** A collection pinned to a network. */
+export interface CollectionKey {
+  network: string;
+  address: string;
+  /** Display name, remembered when it was set. */
+  name?: string;
+}
+
+/** What a chat has set with commands. */
+export interface ChatSettings {
+  /** Default network for commands in this chat. */
+  network?: string;
+  /** Default collection for commands that take one. */
+  collection?: CollectionKey;
+  /** Short names for collections (`/alias`), keyed by the lower-cased alias. */
+  aliases: Record<string, CollectionKey & { alias: string }>;
+}
+
+export interface StoredButton {
+  action: string;
+  createdAt: string;
+}
+
+/** The persisted state, version 1. */
+export interface StateV1 {
+  version: 1;
+  chats: Record<string, ChatSettings>;
+  /** Long button actions stored by hash (platforms limit button payloads). */
+  buttons: Record<string, StoredButton>;
+}
+
+export type State = StateV1;
+export const STATE_VERSION = 1;
+
+const emptyState = (): State => ({ version: 1, chats: {}, buttons: {} });
+
+/** The data file cannot be used; the bot must not start (and must not overwrite it). */
+export class StoreFileError extends Error {
+  override name = 'StoreFileError';
+  readonly file: string;
+  constructor(file: string, problem: string, options?: { cause?: unknown }) {
+    super(`${file}: ${problem}. The file was left untouched; fix or move it, then start again.`, options);
+    this.file = file;
+  }
+}
+
+/**
+ * Migrations from each older version to the next. A file of a newer version than this code knows
+ * is refused rather than rewritten.
+ */
+const MIGRATIONS: Record<number, (data: Record<string, unknown>) => Record<string, unknown>> = {};
+
+function migrate(file: string, data: unknown): State {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    throw new StoreFileError(file, 'does not hold a JSON object');
+  }
+  let current = data as Record<string, unknown>;
+  const found = current.version;
+  if (typeof found !== 'number' || !Number.isInteger(found) || found < 1) {
+    throw new StoreFileError(file, `has no valid "version" (found ${JSON.stringify(found)})`);
+  }
+  let version: number = found;
+  if (version > STATE_VERSION) {
+    throw new StoreFileError(
+      file,
+      `was written by a newer Floorwatch (version ${version}; this one reads up to ${STATE_VERSION})`,
+    );
+  }
+  while (version < STATE_VERSION) {
+    const step = MIGRATIONS[version];
+    if (!step) throw new StoreFileError(file, `has version ${version}, which cannot be migrated`);
+    current = step(current);
+    version = Number(current.version);
+  }
+  const state = current as unknown as State;
+  if (typeof state.chats !== 'object' || state.chats === null) state.chats = {};
+  if (typeof state.buttons !== 'object' || state.buttons === null) state.buttons = {};
+  return state;
+}
+
+/**
+ * The bot's configuration state (chat settings, aliases, stored buttons) in one JSON file,
+ * written atomically by lowdb. A file that cannot be read or parsed is never overwritten:
+ * {@link StateStore.open} throws {@link StoreFileError} naming the file and the problem.
+ */
+export class StateStore {
+  readonly file: string;
+  readonly #db: Low<State>;
+
+  private constructor(file: string, db: Low<State>) {
+    this.file = file;
+    this.#db = db;
+  }
+
+  static async open(file: string): Promise<StateStore> {
+    const db = new Low<State>(new JSONFile<State>(file), emptyState());
+    let exists = true;
+    try {
+      await stat(file);
+    } catch {
+      exists = false;
+    }
+    if (exists) {
+      let text: string;
+      try {
+        text = await readFile(file, 'utf8');
+      } catch (cause) {
+        throw new StoreFileError(file, `cannot be read (${(cause as Error).message})`, { cause });
+      }
+      if (text.trim() === '') throw new StoreFileError(file, 'is empty (a truncated write?)');
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch (cause) {
+        throw new StoreFileError(file, `is not valid JSON (${(cause as Error).message})`, { cause });
+      }
+      db.data = migrate(file, parsed);
+    } else {
+      await db.write();
+    }
+    return new StateStore(file, db);
+  }
+
+  get data(): Readonly<State> {
+    return this.#db.data;
+  }
+
+  /** The settings of a chat (a fresh default object when it has none yet). */
+  chat(chatKey: string): ChatSettings {
+    return this.#db.data.chats[chatKey] ?? { aliases: {} };
+  }
+
+  /** Changes a chat's settings and writes the file. */
+  async updateChat(chatKey: string, change: (settings: ChatSettings) => void): Promise<ChatSettings> {
+    const settings = this.#db.data.chats[chatKey] ?? { aliases: {} };
+    change(settings);
+    this.#db.data.chats[chatKey] = settings;
+    await this.#db.write();
+    return settings;
+  }
+
+  button(hash: string): StoredButton | undefined {
+    return this.#db.data.buttons[hash];
+  }
+
+  async saveButton(hash: string, action: string, now: Date): Promise<void> {
+    if (this.#db.data.buttons[hash]?.action === action) return;
+    this.#db.data.buttons[hash] = { action, createdAt: now.toISOString() };
+    await this.#db.write();
+  }
+}

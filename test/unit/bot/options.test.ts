@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import {
+  parseAddress,
+  parseAmount,
+  parseCollection,
+  parseDuration,
+  parseInteger,
+  parseTimeOfDay,
+  parseTimeZone,
+  parseTokenId,
+  tokenize,
+} from '../../../src/bot/options.ts';
+
+const ctx = { networks: ['devnet', 'devnet-l2'] };
+const A = '0x1111111111111111111111111111111111111111';
+
+describe('option parsers', () => {
+  it('accepts an address in any case and returns it lower-cased', () => {
+    expect(parseAddress(A.toUpperCase().replace('0X', '0x'))).toEqual({ ok: true, value: A });
+  });
+
+  it.each(['0x123', 'hello', `${A}1`, '0xZZ11111111111111111111111111111111111111', ''])(
+    'rejects the address %j',
+    (input) => {
+      const result = parseAddress(input);
+      expect(result.ok).toBe(false);
+      if (!result.ok) expect(result.error.code).toBe('invalid_address');
+    },
+  );
+
+  it('reads token ids as decimal, with # or in hex, and refuses values past uint256', () => {
+    expect(parseTokenId('#42')).toEqual({ ok: true, value: '42' });
+    expect(parseTokenId('0x2a')).toEqual({ ok: true, value: '42' });
+    expect(parseTokenId('1'.repeat(79)).ok).toBe(false);
+    expect(parseTokenId(`${(1n << 256n).toString()}`).ok).toBe(false);
+    expect(parseTokenId('-1').ok).toBe(false);
+    expect(parseTokenId('12abc').ok).toBe(false);
+  });
+
+  it('keeps integers within their bounds and says which bound', () => {
+    expect(parseInteger('5', 'count', 1, 10)).toEqual({ ok: true, value: 5 });
+    expect(parseInteger('11', 'count', 1, 10)).toEqual({
+      ok: false,
+      error: { code: 'out_of_range', option: 'count', input: '11', min: 1, max: 10 },
+    });
+    expect(parseInteger('five', 'count').ok).toBe(false);
+  });
+
+  it('reads prices in the currency or in US dollars', () => {
+    expect(parseAmount('1.5')).toEqual({ ok: true, value: { value: '1.5', usd: false } });
+    expect(parseAmount('$500')).toEqual({ ok: true, value: { value: '500', usd: true } });
+    expect(parseAmount('250 USD')).toEqual({ ok: true, value: { value: '250', usd: true } });
+    expect(parseAmount('.25')).toEqual({ ok: true, value: { value: '0.25', usd: false } });
+    expect(parseAmount('-1').ok).toBe(false);
+    expect(parseAmount('1e5').ok).toBe(false);
+    expect(parseAmount('1.0000000000000000001').ok).toBe(false);
+  });
+
+  it('reads durations and rejects garbage around them', () => {
+    expect(parseDuration('90s')).toEqual({ ok: true, value: 90_000 });
+    expect(parseDuration('1h30m')).toEqual({ ok: true, value: 5_400_000 });
+    expect(parseDuration('2 d')).toEqual({ ok: true, value: 172_800_000 });
+    expect(parseDuration('5 minutes').ok).toBe(false);
+    expect(parseDuration('0m').ok).toBe(false);
+  });
+
+  it('reads 24-hour and am/pm times of day', () => {
+    expect(parseTimeOfDay('09:00')).toEqual({ ok: true, value: { hour: 9, minute: 0 } });
+    expect(parseTimeOfDay('9:30pm')).toEqual({ ok: true, value: { hour: 21, minute: 30 } });
+    expect(parseTimeOfDay('12am')).toEqual({ ok: true, value: { hour: 0, minute: 0 } });
+    expect(parseTimeOfDay('24:00').ok).toBe(false);
+    expect(parseTimeOfDay('9').ok).toBe(false);
+    expect(parseTimeOfDay('13pm').ok).toBe(false);
+  });
+
+  it('accepts IANA time zones and refuses invented ones', () => {
+    expect(parseTimeZone('asia/tokyo')).toEqual({ ok: true, value: 'Asia/Tokyo' });
+    expect(parseTimeZone('UTC').ok).toBe(true);
+    const bad = parseTimeZone('Mars/Olympus');
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.error.code).toBe('invalid_time_zone');
+  });
+
+  it('reads collections as addresses, addresses on a network, or names', () => {
+    expect(parseCollection(A, ctx)).toEqual({ ok: true, value: { kind: 'address', address: A } });
+    expect(parseCollection(`devnet-l2:${A}`, ctx)).toEqual({
+      ok: true,
+      value: { kind: 'address', address: A, network: 'devnet-l2' },
+    });
+    expect(parseCollection(`${A}@devnet`, ctx)).toEqual({
+      ok: true,
+      value: { kind: 'address', address: A, network: 'devnet' },
+    });
+    expect(parseCollection('Moon Cats', ctx)).toEqual({ ok: true, value: { kind: 'name', text: 'Moon Cats' } });
+    const unknown = parseCollection(`mars:${A}`, ctx);
+    expect(unknown.ok).toBe(false);
+    if (!unknown.ok) expect(unknown.error).toMatchObject({ code: 'unknown_network', allowed: ctx.networks });
+    expect(parseCollection('0x1234', ctx).ok).toBe(false);
+  });
+});
+
+describe('tokenize', () => {
+  it('splits positional words, key=value pairs and quoted groups', () => {
+    const result = tokenize(`"moon cats" count=5 Background="Deep Blue" 'x y'`);
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.value.positional).toEqual(['moon cats', 'x y']);
+    expect([...result.value.named]).toEqual([
+      ['count', '5'],
+      ['background', 'Deep Blue'],
+    ]);
+  });
+
+  it('reports an unclosed quote', () => {
+    const result = tokenize('"moon cats');
+    expect(result).toMatchObject({ ok: false, error: { code: 'unbalanced_quotes' } });
+  });
+});

@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+
+const real = {
+  FLOORWATCH_METADATA_URL: 'https://metadata.example',
+  FLOORWATCH_MARKETPLACE_URL: 'https://market.example/{network}',
+  FLOORWATCH_INDEXER_URL: 'https://{network}-indexer.example',
+  FLOORWATCH_RELAYER_URL: 'https://{network}-relayer.example',
+  FLOORWATCH_API_URL: 'https://api.example/',
+  FLOORWATCH_ACCESS_KEY: 'AQAAAAAAAEGvyZiWA9FMslYeG_yayXaHnSI',
+  FLOORWATCH_NETWORKS: 'polygon,mynet:777',
+};
+
+function problemsOf(env: Record<string, string>): readonly string[] {
+  try {
+    loadConfig(env, '/srv/bot');
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  return [];
+}
+
+describe('loadConfig', () => {
+  it('GIVEN an empty environment THEN the local platform and the terminal chat are used', () => {
+    const config = loadConfig({}, '/srv/bot');
+    expect(config.platform.endpoints).toBeUndefined();
+    expect(config.discord).toBeUndefined();
+    expect(config.telegram).toBeUndefined();
+    expect(config.dataDir).toBe('/srv/bot/data');
+    expect(config.logLevel).toBe('info');
+  });
+
+  it('GIVEN a real platform THEN addresses, networks and key are read', () => {
+    const config = loadConfig({
+      ...real,
+      FLOORWATCH_PROJECT_ID: '16815',
+      FLOORWATCH_OPERATORS: 'discord:42, telegram:7',
+    });
+    expect(config.platform.endpoints).toEqual({
+      metadataUrl: 'https://metadata.example',
+      marketplaceUrl: 'https://market.example/{network}',
+      indexerUrl: 'https://{network}-indexer.example',
+      relayerUrl: 'https://{network}-relayer.example',
+      apiUrl: 'https://api.example',
+    });
+    expect(config.platform.networks).toEqual([
+      { name: 'polygon', chainId: 137 },
+      { name: 'mynet', chainId: 777 },
+    ]);
+    expect(config.platform.projectId).toBe(16815);
+    expect(config.operators).toEqual(['discord:42', 'telegram:7']);
+  });
+
+  it('GIVEN several mistakes THEN every one is reported with its variable', () => {
+    const problems = problemsOf({
+      FLOORWATCH_METADATA_URL: 'not a url',
+      FLOORWATCH_INDEXER_URL: 'https://indexer.example',
+      FLOORWATCH_PROJECT_ID: '-3',
+      LOG_LEVEL: 'loud',
+      DISCORD_TOKEN: 'x',
+      FLOORWATCH_OPERATORS: 'bob',
+      FLOORWATCH_NETWORKS: 'atlantis',
+    });
+    const text = problems.join('\n');
+    expect(text).toMatch(/missing FLOORWATCH_MARKETPLACE_URL, FLOORWATCH_RELAYER_URL, FLOORWATCH_API_URL/);
+    expect(text).toMatch(/FLOORWATCH_METADATA_URL is not a URL/);
+    expect(text).toMatch(/FLOORWATCH_INDEXER_URL must contain \{network\}/);
+    expect(text).toMatch(/FLOORWATCH_PROJECT_ID must be a whole number/);
+    expect(text).toMatch(/LOG_LEVEL must be one of/);
+    expect(text).toMatch(/DISCORD_APPLICATION_ID is required/);
+    expect(text).toMatch(/FLOORWATCH_OPERATORS: "bob"/);
+    expect(text).toMatch(/FLOORWATCH_NETWORKS: "atlantis"/);
+    expect(text).toMatch(/FLOORWATCH_ACCESS_KEY is required/);
+  });
+
+  it('GIVEN a key in a URL THEN it is refused and the key is not echoed', () => {
+    const problems = problemsOf({ ...real, FLOORWATCH_API_URL: 'https://api.example/?key=SECRET123' });
+    expect(problems.join('\n')).toMatch(/FLOORWATCH_API_URL must not carry a query/);
+    expect(problems.join('\n')).not.toContain('SECRET123');
+  });
+});

@@ -1,0 +1,52 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { StateStore, StoreFileError } from '../../../src/store/state.ts';
+
+let dir: string;
+let file: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'floorwatch-state-'));
+  file = join(dir, 'state.json');
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('StateStore', () => {
+  it('GIVEN no file WHEN opened THEN it creates one with the current version', async () => {
+    await StateStore.open(file);
+    expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({ version: 1, chats: {}, buttons: {} });
+  });
+
+  it('GIVEN chat settings written WHEN reopened THEN they are read back from disk', async () => {
+    const store = await StateStore.open(file);
+    await store.updateChat('console:terminal', (s) => {
+      s.network = 'devnet';
+      s.aliases.cats = { alias: 'cats', network: 'devnet', address: '0xabc', name: 'Cats' };
+    });
+    const again = await StateStore.open(file);
+    expect(again.chat('console:terminal')).toEqual({
+      network: 'devnet',
+      aliases: { cats: { alias: 'cats', network: 'devnet', address: '0xabc', name: 'Cats' } },
+    });
+    expect(again.chat('telegram:1')).toEqual({ aliases: {} });
+  });
+
+  it.each([
+    ['a truncated file', '{"version":1,"chats":{', /not valid JSON/],
+    ['an empty file', '', /is empty/],
+    ['a file of a newer version', '{"version":99,"chats":{},"buttons":{}}', /newer Floorwatch/],
+    ['a file without a version', '{"chats":{}}', /no valid "version"/],
+    ['a JSON list', '[1,2]', /does not hold a JSON object/],
+  ])('GIVEN %s WHEN opened THEN it refuses, names the file and leaves it untouched', async (_, content, problem) => {
+    await writeFile(file, content);
+    const error = await StateStore.open(file).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreFileError);
+    expect((error as StoreFileError).message).toContain(file);
+    expect((error as StoreFileError).message).toMatch(problem);
+    expect(await readFile(file, 'utf8')).toBe(content);
+  });
+});
