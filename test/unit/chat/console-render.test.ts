@@ -38,7 +38,7 @@ describe('renderPlain', () => {
       lines: [[{ link: 'click', href: 'javascript:alert(1)' }]],
       image: 'file:///etc/passwd',
     });
-    expect(text).not.toMatch(/\u001b/);
+    expect(text).not.toContain(String.fromCharCode(27));
     expect(text).not.toContain('javascript:');
     expect(text).not.toContain('file:');
   });
