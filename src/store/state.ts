@@ -1,6 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { Low } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
+import type { WatchRule } from '../alerts/types.ts';
 
 /** A collection pinned to a network. */
 export interface CollectionKey {
@@ -33,10 +34,18 @@ export interface StateV1 {
   buttons: Record<string, StoredButton>;
 }
 
-export type State = StateV1;
-export const STATE_VERSION = 1;
+/** Version 2 adds watch rules. */
+export interface StateV2 extends Omit<StateV1, 'version'> {
+  version: 2;
+  rules: WatchRule[];
+  /** Next number for rule ids (`r1`, `r2`, ...); ids are never reused. */
+  nextRuleNumber: number;
+}
 
-const emptyState = (): State => ({ version: 1, chats: {}, buttons: {} });
+export type State = StateV2;
+export const STATE_VERSION = 2;
+
+const emptyState = (): State => ({ version: 2, chats: {}, buttons: {}, rules: [], nextRuleNumber: 1 });
 
 /** The data file cannot be used; the bot must not start (and must not overwrite it). */
 export class StoreFileError extends Error {
@@ -52,7 +61,9 @@ export class StoreFileError extends Error {
  * Migrations from each older version to the next. A file of a newer version than this code knows
  * is refused rather than rewritten.
  */
-const MIGRATIONS: Record<number, (data: Record<string, unknown>) => Record<string, unknown>> = {};
+const MIGRATIONS: Record<number, (data: Record<string, unknown>) => Record<string, unknown>> = {
+  1: (v1) => ({ ...v1, version: 2, rules: [], nextRuleNumber: 1 }),
+};
 
 function migrate(file: string, data: unknown): State {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
@@ -79,6 +90,10 @@ function migrate(file: string, data: unknown): State {
   const state = current as unknown as State;
   if (typeof state.chats !== 'object' || state.chats === null) state.chats = {};
   if (typeof state.buttons !== 'object' || state.buttons === null) state.buttons = {};
+  if (!Array.isArray(state.rules)) throw new StoreFileError(file, '"rules" is not a list');
+  if (typeof state.nextRuleNumber !== 'number') {
+    state.nextRuleNumber = state.rules.reduce((n, r) => Math.max(n, Number(r.id.slice(1)) + 1 || 1), 1);
+  }
   return state;
 }
 
@@ -90,6 +105,7 @@ function migrate(file: string, data: unknown): State {
 export class StateStore {
   readonly file: string;
   readonly #db: Low<State>;
+  readonly #ruleListeners: Array<() => void> = [];
 
   private constructor(file: string, db: Low<State>) {
     this.file = file;
@@ -141,6 +157,43 @@ export class StateStore {
     this.#db.data.chats[chatKey] = settings;
     await this.#db.write();
     return settings;
+  }
+
+  /** All watch rules, in creation order. */
+  get rules(): readonly WatchRule[] {
+    return this.#db.data.rules;
+  }
+
+  /** Adds a rule, giving it the next id; `limit` bounds the rules of one destination. */
+  async addRule(rule: Omit<WatchRule, 'id'>, limit: number): Promise<WatchRule | undefined> {
+    const same = this.#db.data.rules.filter(
+      (r) => r.destination.platform === rule.destination.platform && r.destination.chatId === rule.destination.chatId,
+    );
+    if (same.length >= limit) return undefined;
+    const stored: WatchRule = { ...rule, id: `r${this.#db.data.nextRuleNumber}` };
+    this.#db.data.nextRuleNumber += 1;
+    this.#db.data.rules.push(stored);
+    await this.#db.write();
+    for (const listener of this.#ruleListeners) listener();
+    return stored;
+  }
+
+  /** Changes or removes (`change` returns null) a rule; false when there is no such rule. */
+  async updateRule(id: string, change: (rule: WatchRule) => WatchRule | null): Promise<boolean> {
+    const index = this.#db.data.rules.findIndex((r) => r.id === id);
+    const current = this.#db.data.rules[index];
+    if (!current) return false;
+    const next = change({ ...current });
+    if (next === null) this.#db.data.rules.splice(index, 1);
+    else this.#db.data.rules[index] = next;
+    await this.#db.write();
+    for (const listener of this.#ruleListeners) listener();
+    return true;
+  }
+
+  /** Called after every change of the rules (the alert planner re-plans). */
+  onRulesChanged(listener: () => void): void {
+    this.#ruleListeners.push(listener);
   }
 
   button(hash: string): StoredButton | undefined {

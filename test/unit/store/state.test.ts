@@ -18,7 +18,13 @@ afterEach(async () => {
 describe('StateStore', () => {
   it('GIVEN no file WHEN opened THEN it creates one with the current version', async () => {
     await StateStore.open(file);
-    expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({ version: 1, chats: {}, buttons: {} });
+    expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({
+      version: 2,
+      chats: {},
+      buttons: {},
+      rules: [],
+      nextRuleNumber: 1,
+    });
   });
 
   it('GIVEN chat settings written WHEN reopened THEN they are read back from disk', async () => {
@@ -33,6 +39,42 @@ describe('StateStore', () => {
       aliases: { cats: { alias: 'cats', network: 'devnet', address: '0xabc', name: 'Cats' } },
     });
     expect(again.chat('telegram:1')).toEqual({ aliases: {} });
+  });
+
+  it('GIVEN a version 1 file WHEN opened THEN it is migrated to version 2 and keeps its chats', async () => {
+    await writeFile(
+      file,
+      JSON.stringify({ version: 1, chats: { 'telegram:1': { network: 'devnet', aliases: {} } }, buttons: {} }),
+    );
+    const store = await StateStore.open(file);
+    expect(store.data.version).toBe(2);
+    expect(store.rules).toEqual([]);
+    expect(store.chat('telegram:1').network).toBe('devnet');
+  });
+
+  it('GIVEN rules WHEN added and removed THEN ids are never reused and listeners hear of it', async () => {
+    const store = await StateStore.open(file);
+    let changes = 0;
+    store.onRulesChanged(() => changes++);
+    const base = {
+      destination: { platform: 'telegram' as const, chatId: '1' },
+      network: 'devnet',
+      collection: '0xabc',
+      collectionName: 'Cats',
+      kinds: ['sale' as const],
+      paused: false,
+      createdBy: 'telegram:9',
+      createdAt: '2026-01-01T00:00:00.000Z',
+    };
+    const first = await store.addRule(base, 2);
+    const second = await store.addRule(base, 2);
+    expect(await store.addRule(base, 2)).toBeUndefined();
+    expect([first?.id, second?.id]).toEqual(['r1', 'r2']);
+    expect(await store.updateRule('r1', () => null)).toBe(true);
+    const third = await store.addRule(base, 2);
+    expect(third?.id).toBe('r3');
+    expect(changes).toBe(4);
+    expect((await StateStore.open(file)).rules.map((r) => r.id)).toEqual(['r2', 'r3']);
   });
 
   it.each([

@@ -1,0 +1,268 @@
+import { renderAlert } from '../src/alerts/render.ts';
+import { ALERT_KINDS, type AlertKind, type TraitCondition, type WatchRule } from '../src/alerts/types.ts';
+import { type CommandContext, defineCommand, defineGroup } from '../src/bot/command.ts';
+import { ArgumentError, UserError } from '../src/bot/errors.ts';
+import { marketplaceName, shortAddress, traitsOf } from '../src/bot/format.ts';
+import { parseAddress, parseTokenId } from '../src/bot/options.ts';
+import { code, type Rich } from '../src/bot/reply.ts';
+
+/** Rules one chat may have: bounds the work of every event. */
+export const MAX_RULES_PER_CHAT = 50;
+const MAX_LIST = 20;
+
+const USAGE =
+  '/watch add <collection> [kinds] [tokens=1,2] [wallets=0x…] [min=1.5|$500] [mention=role] [trait=value ...]';
+
+function list(text: string | undefined): string[] {
+  return (text ?? '')
+    .split(/[\s,]+/)
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+function parseKinds(text: string | undefined): AlertKind[] {
+  const words = list(text?.toLowerCase());
+  if (words.length === 0) return ['sale'];
+  if (words.includes('all')) return [...ALERT_KINDS];
+  const kinds: AlertKind[] = [];
+  for (const word of words) {
+    const kind = word.replace(/s$/, '') as AlertKind;
+    if (!ALERT_KINDS.includes(kind)) {
+      throw new ArgumentError(
+        { code: 'invalid_choice', option: 'kinds', input: word, allowed: [...ALERT_KINDS, 'all'] },
+        USAGE,
+      );
+    }
+    if (!kinds.includes(kind)) kinds.push(kind);
+  }
+  return kinds;
+}
+
+function describeRule(rule: WatchRule): Rich {
+  const parts = [`${rule.kinds.join(', ')} of ${rule.collectionName} (${rule.network})`];
+  if (rule.tokenIds?.length)
+    parts.push(`tokens ${rule.tokenIds.slice(0, 5).join(', ')}${rule.tokenIds.length > 5 ? '…' : ''}`);
+  if (rule.wallets?.length) parts.push(`wallets ${rule.wallets.map(shortAddress).join(', ')}`);
+  if (rule.minPrice) parts.push(`min ${rule.minPrice.usd ? `$${rule.minPrice.value}` : rule.minPrice.value}`);
+  if (rule.traits?.length) parts.push(rule.traits.map((t) => `${t.name}=${t.value}`).join(', '));
+  if (rule.mentionRole) parts.push('with mention');
+  return [code(rule.id), ` ${rule.paused ? '(paused) ' : ''}${parts.join(' · ')}`];
+}
+
+function ruleOfChat(ctx: CommandContext, id: string): WatchRule {
+  const wanted = id.toLowerCase().startsWith('r') ? id.toLowerCase() : `r${id}`;
+  const rule = ctx.store.rules.find(
+    (r) => r.id === wanted && r.destination.platform === ctx.chat.platform && r.destination.chatId === ctx.chat.id,
+  );
+  if (!rule) throw new UserError('not_found', { what: `This chat has no rule ${id}. /watch list shows them.` });
+  return rule;
+}
+
+const ruleOption = { name: 'rule', type: 'text', description: 'Rule id, e.g. r3', required: true } as const;
+
+export default defineGroup({
+  name: 'watch',
+  description: 'Alerts for this chat: sales, listings, offers, mints, transfers, burns',
+  subcommands: [
+    defineCommand({
+      name: 'add',
+      description: 'Add an alert rule for a collection',
+      permission: 'manage',
+      acceptsTraits: true,
+      example: '/watch add moon cats sale,listing min=0.5 background=blue',
+      options: [
+        {
+          name: 'collection',
+          type: 'collection',
+          description: 'Collection name, alias or address',
+          required: true,
+          autocomplete: true,
+        },
+        {
+          name: 'kinds',
+          type: 'text',
+          description: 'sale, listing, offer, mint, transfer, burn, cancel or all (default sale)',
+        },
+        { name: 'tokens', type: 'text', description: 'Only these token ids, comma-separated' },
+        { name: 'wallets', type: 'text', description: 'Only events involving these wallets, comma-separated' },
+        { name: 'min', type: 'amount', description: 'Minimum price, e.g. 1.5 or $500' },
+        { name: 'mention', type: 'text', description: 'Role to ping on a match (Discord)' },
+      ],
+      async run(ctx, { collection, kinds, tokens, wallets, min, mention }) {
+        const tokenIds = list(tokens).map((t) => {
+          const parsed = parseTokenId(t, 'tokens');
+          if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);
+          return parsed.value;
+        });
+        const walletList = list(wallets).map((w) => {
+          const parsed = parseAddress(w, 'wallets');
+          if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);
+          return parsed.value;
+        });
+        const traits: TraitCondition[] = [];
+        if (ctx.extras.size > 0) {
+          const filters = await ctx.platform.metadata.tokenCollectionFilters({
+            network: collection.network,
+            contractAddress: collection.address,
+          });
+          for (const [key, value] of ctx.extras) {
+            const filter = filters.find((f) => f.name.toLowerCase() === key);
+            const known = filter?.values.map(String).find((v) => v.toLowerCase() === value.toLowerCase());
+            if (!filter || known === undefined) {
+              throw new ArgumentError(
+                { code: 'invalid_trait', input: `${key}=${value}`, allowed: filters.map((f) => f.name) },
+                USAGE,
+              );
+            }
+            traits.push({ name: filter.name, value: known });
+          }
+        }
+        let mentionRole: string | undefined;
+        if (mention) {
+          const id = /^<@&(\d{5,25})>$/.exec(mention)?.[1] ?? /^(\d{5,25})$/.exec(mention)?.[1];
+          if (!id)
+            throw new UserError('not_found', {
+              what: 'mention must be a role: pick it in Discord, or give its numeric id.',
+            });
+          mentionRole = id;
+        }
+        const rule = await ctx.store.addRule(
+          {
+            destination: { platform: ctx.chat.platform, chatId: ctx.chat.id },
+            network: collection.network,
+            collection: collection.address,
+            collectionName: collection.name,
+            kinds: parseKinds(kinds),
+            ...(tokenIds.length ? { tokenIds } : {}),
+            ...(walletList.length ? { wallets: walletList } : {}),
+            ...(min ? { minPrice: min } : {}),
+            ...(traits.length ? { traits } : {}),
+            ...(mentionRole ? { mentionRole } : {}),
+            paused: false,
+            createdBy: `${ctx.chat.platform}:${ctx.actor.id}`,
+            createdAt: ctx.now().toISOString(),
+          },
+          MAX_RULES_PER_CHAT,
+        );
+        if (!rule)
+          throw new UserError('not_found', {
+            what: `This chat already has ${MAX_RULES_PER_CHAT} rules; remove one first.`,
+          });
+        return {
+          title: 'Watching',
+          tone: 'success',
+          lines: [describeRule(rule), 'Alerts arrive here within seconds of the event. /watch test shows a sample.'],
+          buttons: [[{ label: 'Show a sample', action: `/watch test rule=${rule.id}` }]],
+        };
+      },
+    }),
+    defineCommand({
+      name: 'list',
+      description: "This chat's alert rules",
+      options: [],
+      async run(ctx) {
+        const rules = ctx.store.rules.filter(
+          (r) => r.destination.platform === ctx.chat.platform && r.destination.chatId === ctx.chat.id,
+        );
+        return {
+          title: 'Alert rules',
+          tone: 'info',
+          lines: rules.length
+            ? [
+                ...rules.slice(0, MAX_LIST).map(describeRule),
+                ...(rules.length > MAX_LIST ? [`… and ${rules.length - MAX_LIST} more`] : []),
+              ]
+            : ['No rules yet. Add one with /watch add <collection>.'],
+        };
+      },
+    }),
+    defineCommand({
+      name: 'remove',
+      description: 'Remove an alert rule',
+      permission: 'manage',
+      options: [ruleOption],
+      async run(ctx, { rule }) {
+        const found = ruleOfChat(ctx, rule);
+        await ctx.store.updateRule(found.id, () => null);
+        return { tone: 'success', lines: [`Rule ${found.id} removed.`] };
+      },
+    }),
+    defineCommand({
+      name: 'pause',
+      description: 'Pause an alert rule',
+      permission: 'manage',
+      options: [ruleOption],
+      async run(ctx, { rule }) {
+        const found = ruleOfChat(ctx, rule);
+        await ctx.store.updateRule(found.id, (r) => ({ ...r, paused: true }));
+        return { tone: 'success', lines: [`Rule ${found.id} paused. /watch resume ${found.id} turns it back on.`] };
+      },
+    }),
+    defineCommand({
+      name: 'resume',
+      description: 'Resume a paused alert rule',
+      permission: 'manage',
+      options: [ruleOption],
+      async run(ctx, { rule }) {
+        const found = ruleOfChat(ctx, rule);
+        await ctx.store.updateRule(found.id, (r) => ({ ...r, paused: false }));
+        return { tone: 'success', lines: [`Rule ${found.id} is on again.`] };
+      },
+    }),
+    defineCommand({
+      name: 'test',
+      description: 'Show a sample alert of a rule, built from recent real data',
+      permission: 'manage',
+      options: [ruleOption],
+      async run(ctx, { rule }) {
+        const found = ruleOfChat(ctx, rule);
+        const { collectibles } = await ctx.platform.marketplace.listCollectibles({
+          network: found.network,
+          side: 'listing',
+          contractAddress: found.collection,
+          filter: { includeEmpty: true },
+          page: { page: 0, pageSize: 1 },
+        });
+        const sample = collectibles[0];
+        const tokenId = found.tokenIds?.[0] ?? sample?.metadata.tokenId ?? '1';
+        const order = sample?.order ?? sample?.listing;
+        const kind = found.kinds[0] ?? 'sale';
+        const symbol = order ? await ctx.currencies.symbol(found.network, order.priceCurrencyAddress) : undefined;
+        const seller = order?.createdBy.toLowerCase() ?? found.wallets?.[0];
+        const reply = renderAlert(
+          {
+            event: {
+              id: `sample:${found.id}`,
+              kind,
+              network: found.network,
+              collection: found.collection,
+              txnHash: '0x0000000000000000000000000000000000000000000000000000000000000000',
+              blockNumber: order?.blockNumber ?? 0,
+              blockHash: '',
+              ts: ctx.now().toISOString(),
+              tokens: [{ tokenId, amount: '1' }],
+              ...(seller ? { from: seller } : {}),
+              accounts: [],
+              orderIds: order ? [order.orderId] : [],
+              logUids: [],
+            },
+            collectionName: found.collectionName,
+            tokens: [
+              {
+                tokenId,
+                amount: '1',
+                ...(sample?.metadata.name ? { name: sample.metadata.name } : {}),
+                ...(sample?.metadata.image ? { image: sample.metadata.image } : {}),
+                ...(sample ? { traits: traitsOf(sample.metadata) } : {}),
+              },
+            ],
+            ...(order && symbol ? { price: { amount: order.priceAmountFormatted, symbol, usd: order.priceUSD } } : {}),
+            ...(order ? { marketplace: marketplaceName(order) } : {}),
+          },
+          { sample: true },
+        );
+        return reply;
+      },
+    }),
+  ],
+});

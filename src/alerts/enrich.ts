@@ -1,0 +1,154 @@
+import { LRUCache } from 'lru-cache';
+import type { Logger } from 'pino';
+import { formatUnits } from 'viem';
+import type { CurrencyDirectory } from '../bot/currencies.ts';
+import { marketplaceName, traitsOf } from '../bot/format.ts';
+import type { PlatformClient } from '../platform/client.ts';
+import type { Order, TokenMetadata } from '../platform/types.ts';
+import type { AlertDetails, TokenDetails } from './render.ts';
+import type { ChainEvent } from './types.ts';
+
+/** Tokens of a sweep or batch whose metadata is fetched; the rest are listed by id. */
+const MAX_TOKENS_FETCHED = 10;
+
+/** An event with its details, and the price as a decimal for minimum-price filters. */
+export interface EnrichedEvent {
+  details: AlertDetails;
+  /** Total price in currency units (decimal string) and in USD, when known. */
+  price: { amount: string; usd: number | undefined } | undefined;
+  /** Traits per token (for trait filters), in token order; undefined where unknown. */
+  traits: Array<Array<{ name: string; value: string }> | undefined>;
+  /** What could not be fetched, for the log. */
+  missing: string[];
+}
+
+/**
+ * Fetches, once per event whatever the number of chats, what an alert shows: the orders behind it
+ * (price, currency, USD, marketplace) and each token's name, image and traits. Token metadata is
+ * cached (bounded); a failed lookup leaves that part out rather than holding the alert back.
+ */
+export class Enricher {
+  readonly #platform: PlatformClient;
+  readonly #currencies: CurrencyDirectory;
+  readonly #logger: Logger;
+  readonly #tokens = new LRUCache<string, TokenMetadata>({ max: 5_000, ttl: 10 * 60_000 });
+
+  constructor(platform: PlatformClient, currencies: CurrencyDirectory, logger: Logger) {
+    this.#platform = platform;
+    this.#currencies = currencies;
+    this.#logger = logger;
+  }
+
+  async enrich(event: ChainEvent, collectionName: string): Promise<EnrichedEvent> {
+    const missing: string[] = [];
+    const [orders, metadata] = await Promise.all([
+      this.#orders(event).catch((error: unknown) => {
+        missing.push('orders');
+        this.#logger.warn({ event: event.id, err: error }, 'could not fetch the orders of an event');
+        return [] as Order[];
+      }),
+      Promise.all(
+        event.tokens.map((token, index) =>
+          index < MAX_TOKENS_FETCHED
+            ? this.#token(event, token.tokenId).catch((error: unknown) => {
+                missing.push(`token ${token.tokenId}`);
+                this.#logger.debug({ event: event.id, err: error }, 'could not fetch token metadata');
+                return undefined;
+              })
+            : Promise.resolve(undefined),
+        ),
+      ),
+    ]);
+
+    const tokens: TokenDetails[] = event.tokens.map((token, index) => {
+      const meta = metadata[index];
+      const details: TokenDetails = { tokenId: token.tokenId, amount: token.amount };
+      if (meta?.name) details.name = meta.name;
+      if (meta?.image) details.image = meta.image;
+      if (meta) details.traits = traitsOf(meta);
+      return details;
+    });
+    const details: AlertDetails = { event, collectionName, tokens };
+    let price: EnrichedEvent['price'];
+    const priced = await this.#price(event, orders);
+    if (priced) {
+      details.price = {
+        amount: priced.display,
+        symbol: priced.symbol,
+        ...(priced.usd === undefined ? {} : { usd: priced.usd }),
+      };
+      price = { amount: priced.amount, usd: priced.usd };
+    }
+    const first = orders[0];
+    if (first) details.marketplace = marketplaceName(first);
+    return { details, price, traits: tokens.map((t) => t.traits), missing };
+  }
+
+  async #orders(event: ChainEvent): Promise<Order[]> {
+    if (event.orderIds.length === 0) return [];
+    const { orders } = await this.#platform.marketplace.getOrders({
+      network: event.network,
+      input: event.orderIds.map((orderId) => ({ contractAddress: event.collection, orderId })),
+    });
+    return orders;
+  }
+
+  async #token(event: ChainEvent, tokenId: string): Promise<TokenMetadata> {
+    const key = `${event.network}:${event.collection}:${tokenId}`;
+    const cached = this.#tokens.get(key);
+    if (cached) return cached;
+    const metadata = await this.#platform.marketplace.getCollectible({
+      network: event.network,
+      contractAddress: event.collection,
+      tokenId,
+    });
+    this.#tokens.set(key, metadata);
+    return metadata;
+  }
+
+  /**
+   * Total price: for a sale, each order's price per token times the units bought of its token;
+   * for a listing or offer, its order (or, when the platform does not know it yet, the price the
+   * event states, in the currency's units when the currency is the native coin).
+   */
+  async #price(
+    event: ChainEvent,
+    orders: readonly Order[],
+  ): Promise<{ amount: string; display: string; symbol: string; usd: number | undefined } | undefined> {
+    if (orders.length > 0) {
+      const currency = orders[0]?.priceCurrencyAddress ?? '';
+      const sameCurrency = orders.filter((o) => o.priceCurrencyAddress === currency);
+      const decimals = orders[0]?.priceDecimals ?? 18;
+      let raw = 0n;
+      let usd = 0;
+      let usdKnown = true;
+      for (const order of sameCurrency) {
+        const units = BigInt(
+          event.kind === 'sale'
+            ? (event.tokens.find((t) => t.tokenId === order.tokenId)?.amount ?? '1')
+            : (event.tokens[0]?.amount ?? '1'),
+        );
+        raw += BigInt(order.priceAmount || '0') * units;
+        if (order.priceUSD > 0) usd += order.priceUSD * Number(units);
+        else usdKnown = false;
+      }
+      const amount = formatUnits(raw, decimals);
+      const symbol = await this.#currencies.symbol(event.network, currency);
+      return { amount, display: trimDecimals(amount), symbol, usd: usdKnown && usd > 0 ? usd : undefined };
+    }
+    if (event.price && /^0x0{40}$/i.test(event.price.currency)) {
+      const units = BigInt(event.tokens[0]?.amount ?? '1');
+      const amount = formatUnits(BigInt(event.price.perToken) * units, 18);
+      const symbol = await this.#currencies.symbol(event.network, event.price.currency);
+      return { amount, display: trimDecimals(amount), symbol, usd: undefined };
+    }
+    return undefined;
+  }
+}
+
+/** `1.230000` -> `1.23`, and at most 6 decimals for display. */
+function trimDecimals(amount: string): string {
+  const [whole, fraction = ''] = amount.split('.');
+  const cut = fraction.slice(0, 6).replace(/0+$/, '');
+  return cut ? `${whole}.${cut}` : (whole ?? amount);
+}

@@ -1,0 +1,123 @@
+import { formatUsd, shortAddress } from '../bot/format.ts';
+import { code, type Reply, type ReplyField, type ReplyTone, safeUrl, truncate } from '../bot/reply.ts';
+import type { AlertKind, ChainEvent } from './types.ts';
+
+/** What enrichment found out about an event's tokens. */
+export interface TokenDetails {
+  tokenId: string;
+  amount: string;
+  name?: string;
+  image?: string;
+  traits?: Array<{ name: string; value: string }>;
+}
+
+/** An event with everything its message shows. Built once per event, whatever the number of chats. */
+export interface AlertDetails {
+  event: ChainEvent;
+  collectionName: string;
+  tokens: TokenDetails[];
+  /** Total price (all tokens) in the order currency, formatted, with its symbol and USD value. */
+  price?: { amount: string; symbol: string; usd?: number };
+  marketplace?: string;
+}
+
+const VERBS: Record<AlertKind, string> = {
+  sale: 'Sold',
+  listing: 'Listed',
+  offer: 'Offer',
+  mint: 'Minted',
+  transfer: 'Transferred',
+  burn: 'Burned',
+  cancel: 'Cancelled',
+};
+
+const TONES: Record<AlertKind, ReplyTone> = {
+  sale: 'sale',
+  listing: 'listing',
+  offer: 'offer',
+  mint: 'mint',
+  transfer: 'transfer',
+  burn: 'warning',
+  cancel: 'info',
+};
+
+const MAX_TOKENS_LISTED = 10;
+
+function tokenLabel(token: TokenDetails): string {
+  const name = token.name?.trim() ? truncate(token.name.trim(), 60) : `#${truncate(token.tokenId, 20)}`;
+  return token.amount !== '1' ? `${name} ×${token.amount}` : name;
+}
+
+/** The alert message of an event. `mentionRole` is the only ping it may carry. */
+export function renderAlert(details: AlertDetails, options: { mentionRole?: string; sample?: boolean } = {}): Reply {
+  const { event } = details;
+  const first = details.tokens[0];
+  const count = details.tokens.reduce((sum, t) => sum + (Number(t.amount) || 1), 0);
+  const many = details.tokens.length > 1;
+  const subject = many
+    ? `${count} × ${truncate(details.collectionName, 60)}`
+    : first
+      ? tokenLabel(first)
+      : details.collectionName;
+  const verb = event.kind === 'sale' && many ? 'Sweep' : VERBS[event.kind];
+  const price = details.price ? `${details.price.amount} ${details.price.symbol}` : undefined;
+  const title = `${options.sample ? '[Sample] ' : ''}${verb}: ${subject}${price ? ` for ${price}` : ''}`;
+
+  const fields: ReplyField[] = [];
+  if (details.price) {
+    const usd = formatUsd(details.price.usd);
+    fields.push({ name: many ? 'Total' : 'Price', value: usd ? `${price} (${usd})` : (price ?? ''), inline: true });
+  }
+  const party = (label: string, address: string | undefined) => {
+    if (address) fields.push({ name: label, value: [code(shortAddress(address))], inline: true });
+  };
+  switch (event.kind) {
+    case 'sale':
+      party('Seller', event.from);
+      party('Buyer', event.to);
+      break;
+    case 'listing':
+    case 'offer':
+    case 'cancel':
+      party(event.kind === 'offer' ? 'Bidder' : 'Maker', event.from);
+      break;
+    case 'mint':
+      party('To', event.to);
+      break;
+    case 'burn':
+      party('From', event.from);
+      break;
+    case 'transfer':
+      party('From', event.from);
+      party('To', event.to);
+      break;
+  }
+  if (details.marketplace) fields.push({ name: 'Market', value: details.marketplace, inline: true });
+  if (many) {
+    const listed = details.tokens.slice(0, MAX_TOKENS_LISTED).map(tokenLabel).join(', ');
+    const rest = details.tokens.length - MAX_TOKENS_LISTED;
+    fields.push({ name: `Tokens (${details.tokens.length})`, value: rest > 0 ? `${listed} and ${rest} more` : listed });
+  }
+  const reply: Reply = {
+    title,
+    tone: TONES[event.kind],
+    fields,
+    footer: `${truncate(details.collectionName, 60)} · ${event.network} · block ${event.blockNumber} · tx ${shortAddress(event.txnHash)}`,
+    timestamp: event.ts,
+  };
+  const image = safeUrl(first?.image);
+  if (image) reply.image = image;
+  if (options.mentionRole) reply.mentionRoles = [options.mentionRole];
+  return reply;
+}
+
+/** The edit of an alert whose transaction was reorganised away: it did not happen. */
+export function renderReorged(original: Reply): Reply {
+  return {
+    ...original,
+    title: `Reversed: ${original.title ?? 'event'}`,
+    tone: 'warning',
+    lines: ['This transaction was dropped by a chain reorganisation: it did not happen.', ...(original.lines ?? [])],
+    mentionRoles: [],
+  };
+}
