@@ -50,10 +50,14 @@ function describe(value: unknown): string {
   return `a ${typeof value}`;
 }
 
-/** Shallow copy without `null` values, so optional fields are simply absent. */
+/**
+ * Shallow copy without `null` values, so optional fields are simply absent. A `__proto__` key (an own
+ * property after JSON.parse) is dropped: assigning it would replace the copy's prototype.
+ */
 function compact(source: Json, keepNull: readonly string[] = []): Json {
   const out: Json = {};
   for (const key in source) {
+    if (key === '__proto__') continue;
     const value = source[key];
     if (value !== null || keepNull.includes(key)) out[key] = value;
   }

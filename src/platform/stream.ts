@@ -57,8 +57,10 @@ export interface StreamOptions {
  * Blank lines are heartbeats; silence longer than the heartbeat timeout counts as a lost stream.
  * A `{"webrpcError": ...}` line or a non-2xx answer becomes a typed error. Transient failures
  * (network, 5xx, 429, lost or finished stream, heartbeat timeout) reconnect with capped exponential
- * back-off and full jitter; final ones (authentication, bad arguments) end the iterator with the
- * error. Breaking out of the loop or aborting the signal closes the connection.
+ * back-off and jitter (each delay between half its ceiling and the ceiling), at least a 429's
+ * `Retry-After` up to the cap; the back-off restarts once a record arrives. Final failures
+ * (authentication, bad arguments) end the iterator with the error. Breaking out of the loop or
+ * aborting the signal closes the connection.
  */
 export async function* streamRpc<T>(
   transport: Transport,
@@ -98,7 +100,6 @@ export async function* streamRpc<T>(
       const splitter = new LineSplitter();
       armHeartbeat();
       for await (const chunk of stream.body) {
-        if (failures > 0) failures = 0;
         const lines = splitter.push(chunk);
         if (splitter.pendingBytes > maxLineBytes) {
           throw new PlatformBadResponseError(operation, host, `stream line longer than ${maxLineBytes} bytes`);
@@ -131,6 +132,9 @@ export async function* streamRpc<T>(
             );
             continue;
           }
+          // Only a delivered record counts as recovery: real servers send a heartbeat at open even when
+          // they fail right after, and the back-off must still grow then.
+          failures = 0;
           yield value;
           if (signal.aborted) return;
         }
@@ -168,7 +172,10 @@ export async function* streamRpc<T>(
       throw reason;
     }
     const ceiling = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.factor ** (failures - 1));
-    const delayMs = Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+    const backoffMs = Math.round(ceiling / 2 + (Math.random() * ceiling) / 2);
+    const retryAfterMs = reason instanceof PlatformApiError ? reason.retryAfterMs : undefined;
+    const delayMs =
+      retryAfterMs === undefined ? backoffMs : Math.max(backoffMs, Math.min(retryAfterMs, policy.maxDelayMs));
     emit({ kind: 'reconnecting', delayMs, attempt: attempt + 1 });
     try {
       await sleep(delayMs, signal);
@@ -189,11 +196,12 @@ function parseLine(
   try {
     parsed = JSON.parse(line);
   } catch (cause) {
-    const preview = line.length > 80 ? `${line.slice(0, 80)}…` : line;
+    const scrubbed = transport.scrub(line);
+    const preview = scrubbed.length > 80 ? `${scrubbed.slice(0, 80)}…` : scrubbed;
     return new PlatformBadResponseError(
       operation,
       host,
-      `stream line is not JSON: ${JSON.stringify(transport.scrub(preview))}`,
+      `stream line is not JSON: ${JSON.stringify(preview)}`,
       undefined,
       { cause },
     );
@@ -206,7 +214,7 @@ function parseLine(
     const e = (record.webrpcError ?? {}) as Record<string, unknown>;
     const detail = typeof e.msg === 'string' && e.msg ? e.msg : typeof e.message === 'string' ? e.message : '';
     return new PlatformApiError(operation, host, {
-      errorName: typeof e.error === 'string' ? e.error : 'WebrpcStreamLost',
+      errorName: typeof e.error === 'string' ? transport.scrub(e.error) : 'WebrpcStreamLost',
       code: typeof e.code === 'number' ? e.code : -9,
       status: typeof e.status === 'number' ? e.status : 400,
       detail: transport.scrub(detail || 'stream error'),

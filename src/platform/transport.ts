@@ -111,6 +111,8 @@ export class Transport {
   readonly #userAgent: string;
   readonly #onCall: ((report: CallReport) => void) | undefined;
   readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Open streams, aborted by {@link close} (a pool waits for in-flight requests, and a stream never ends). */
+  readonly #streams = new Map<AbortController, () => PlatformAbortedError>();
   #closed = false;
 
   constructor(options: TransportOptions = {}) {
@@ -127,7 +129,9 @@ export class Transport {
   /** Replaces every configured secret in `text` with `[redacted]`. */
   scrub(text: string): string {
     let out = text;
-    for (const secret of [this.#accessKey, this.#secretToken]) {
+    // Longest first: a secret that contains the other must be replaced whole.
+    const secrets = [this.#accessKey, this.#secretToken].sort((a, b) => (b?.length ?? 0) - (a?.length ?? 0));
+    for (const secret of secrets) {
       if (secret && secret.length >= 4) out = out.split(secret).join('[redacted]');
     }
     return out;
@@ -147,13 +151,15 @@ export class Transport {
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();
       try {
+        if (this.#closed) throw closedError(operation, host);
         const result = await this.#attempt(request, operation, url, body, signal);
         this.#report(operation, host, attempt, 200, started);
         return result;
       } catch (raw) {
         const error = this.#classify(raw, operation, host, signal, options.signal, totalMs);
         this.#report(operation, host, attempt, error instanceof PlatformApiError ? error.status : error.name, started);
-        if (attempt >= maxAttempts || !isTransient(error)) throw error;
+        // Once the deadline passed (or the caller aborted) another attempt could only fail the same way.
+        if (attempt >= maxAttempts || !isTransient(error) || signal.aborted) throw error;
         const retryAfter = error instanceof PlatformApiError ? error.retryAfterMs : undefined;
         if (retryAfter !== undefined && retryAfter > this.retry.maxDelayMs) throw error;
         const backoff = Math.random() * Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
@@ -177,7 +183,10 @@ export class Transport {
     const controller = new AbortController();
     const combined = AbortSignal.any([signal, controller.signal]);
     const started = performance.now();
+    const forget = () => this.#streams.delete(controller);
     try {
+      if (this.#closed) throw closedError(operation, url.host);
+      this.#streams.set(controller, () => closedError(operation, url.host));
       const response = await this.#pool(url.origin).request({
         path: `${url.pathname.replace(/\/$/, '')}/rpc/${request.service}/${request.method}`,
         method: 'POST',
@@ -193,14 +202,25 @@ export class Transport {
         const text = await response.body.text();
         throw this.#errorFromBody(operation, url.host, response.statusCode, text, response.headers['retry-after']);
       }
-      return { body: response.body, abort: () => controller.abort() };
+      response.body.once('close', forget);
+      return {
+        body: response.body,
+        abort: () => {
+          forget();
+          controller.abort();
+        },
+      };
     } catch (raw) {
+      forget();
       throw this.#classify(raw, operation, url.host, combined, signal, this.timeouts.headersMs);
     }
   }
 
+  /** Ends open streams (their iterators finish without an error) and closes the keep-alive connections. */
   async close(): Promise<void> {
     this.#closed = true;
+    for (const [controller, reason] of this.#streams) controller.abort(reason());
+    this.#streams.clear();
     const pools = [...this.#pools.values()];
     this.#pools.clear();
     await Promise.all(pools.map((pool) => pool.close().catch(() => undefined)));
@@ -321,10 +341,10 @@ export class Transport {
   }
 
   #preview(text: string): string {
-    const trimmed = text.replace(/\s+/g, ' ').trim();
+    // Scrubbed before cutting, so that a cut cannot leave part of a secret unmatched.
+    const trimmed = this.scrub(text.replace(/\s+/g, ' ').trim());
     if (!trimmed) return '(empty body)';
-    const shown = trimmed.length > 120 ? `${trimmed.slice(0, 120)}…` : trimmed;
-    return JSON.stringify(this.scrub(shown));
+    return JSON.stringify(trimmed.length > 120 ? `${trimmed.slice(0, 120)}…` : trimmed);
   }
 
   #classify(
@@ -336,6 +356,7 @@ export class Transport {
     totalMs: number,
   ): PlatformError {
     if (raw instanceof PlatformError) return raw;
+    if (this.#closed) return closedError(operation, host, raw);
     if (callerSignal?.aborted) {
       return new PlatformAbortedError(operation, host, 'aborted by the caller', { cause: raw });
     }
@@ -368,6 +389,10 @@ export class Transport {
   #report(operation: string, host: string, attempt: number, outcome: number | string, started: number): void {
     this.#onCall?.({ operation, host, attempt, outcome, durationMs: performance.now() - started });
   }
+}
+
+function closedError(operation: string, host: string, cause?: unknown): PlatformAbortedError {
+  return new PlatformAbortedError(operation, host, 'the client is closed', cause === undefined ? undefined : { cause });
 }
 
 /** `Retry-After` as seconds or an HTTP date, in milliseconds; undefined when absent or unreadable. */

@@ -11,12 +11,12 @@ export class AnalyticsService {
   constructor(private readonly ctx: ServiceContext) {}
 
   /** WalletsTxnSentTotal: wallets that sent transactions, per day. */
-  walletsTxnSentTotal(filter: AnalyticsFilter, options?: CallOptions): Promise<ChartPoint[]> {
+  async walletsTxnSentTotal(filter: AnalyticsFilter, options?: CallOptions): Promise<ChartPoint[]> {
     return this.#series('WalletsTxnSentTotal', 'walletStats', filter, options);
   }
 
   /** DailyWalletTxnConversionRate: share of wallets that transacted, per day. */
-  dailyWalletTxnConversionRate(filter: AnalyticsFilter, options?: CallOptions): Promise<ChartPoint[]> {
+  async dailyWalletTxnConversionRate(filter: AnalyticsFilter, options?: CallOptions): Promise<ChartPoint[]> {
     return this.#series('DailyWalletTxnConversionRate', 'marketStats', filter, options);
   }
 

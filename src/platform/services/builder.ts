@@ -15,7 +15,7 @@ export class BuilderService {
   constructor(private readonly ctx: ServiceContext) {}
 
   /** ListContractSources: contract templates available to the project. */
-  listContractSources(
+  async listContractSources(
     args: { projectId?: number; page?: Page } = {},
     options?: CallOptions,
   ): Promise<{ contractSources: ContractSource[]; page: Page }> {
@@ -37,7 +37,7 @@ export class BuilderService {
   }
 
   /** ListContracts: the project's contracts, optionally for one chain or type. */
-  listContracts(
+  async listContracts(
     args: { projectId?: number; filter?: ContractsFilter; page?: Page } = {},
     options?: CallOptions,
   ): Promise<{ contracts: Contract[]; page: Page }> {
@@ -64,7 +64,7 @@ export class BuilderService {
   }
 
   /** GetAudience: an audience (allowlist) with its contacts and contracts. */
-  getAudience(args: { projectId?: number; audienceId: number }, options?: CallOptions): Promise<AudienceResult> {
+  async getAudience(args: { projectId?: number; audienceId: number }, options?: CallOptions): Promise<AudienceResult> {
     return rpc(
       this.ctx,
       {

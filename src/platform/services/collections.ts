@@ -12,7 +12,10 @@ export class CollectionsService {
    * (`Authorization: Bearer`). Never retried: a repeated request after a lost answer is for the
    * caller to decide.
    */
-  unpublishCollection(args: { collectionId: number; projectId?: number }, options?: CallOptions): Promise<Collection> {
+  async unpublishCollection(
+    args: { collectionId: number; projectId?: number },
+    options?: CallOptions,
+  ): Promise<Collection> {
     return rpc(
       this.ctx,
       {

@@ -18,7 +18,7 @@ export class IndexerService {
   constructor(private readonly ctx: ServiceContext) {}
 
   /** GetTokenBalancesByContract: who holds what in the given contracts, one page. */
-  getTokenBalancesByContract(
+  async getTokenBalancesByContract(
     args: { network: string | number; filter: TokenBalancesFilter; omitMetadata?: boolean; page?: Page },
     options?: CallOptions,
   ): Promise<{ balances: TokenBalance[]; page: Page }> {

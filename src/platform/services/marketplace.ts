@@ -58,12 +58,15 @@ function wireOrderFilter(filter: OrderFilter | undefined): Record<string, unknow
   return { ...filter, marketplace: filter.marketplace?.map(marketplaceKindToWire) };
 }
 
-/** Marketplace service: collectibles, listings, offers, orders and checkout. */
+/**
+ * Marketplace service: collectibles, listings, offers, orders and checkout. Methods are `async` so
+ * that argument errors (unknown network or enum name) arrive as rejections, like every other failure.
+ */
 export class MarketplaceService {
   constructor(private readonly ctx: ServiceContext) {}
 
   /** ListListingsForCollectible: a token's listings, one page. */
-  listListingsForCollectible(
+  async listListingsForCollectible(
     args: CollectibleOrdersArgs,
     options?: CallOptions,
   ): Promise<{ listings: Order[]; page: Page }> {
@@ -82,7 +85,7 @@ export class MarketplaceService {
   }
 
   /** GetHighestPriceListingForCollectible: the most expensive listing, or undefined when there is none. */
-  getHighestPriceListingForCollectible(
+  async getHighestPriceListingForCollectible(
     args: CollectibleArgs & { filter?: OrderFilter },
     options?: CallOptions,
   ): Promise<Order | undefined> {
@@ -96,7 +99,7 @@ export class MarketplaceService {
   }
 
   /** ListOffersForCollectible: a token's offers, one page. */
-  listOffersForCollectible(
+  async listOffersForCollectible(
     args: CollectibleOrdersArgs,
     options?: CallOptions,
   ): Promise<{ offers: Order[]; page: Page }> {
@@ -115,7 +118,7 @@ export class MarketplaceService {
   }
 
   /** GetLowestPriceOfferForCollectible: the lowest offer, or undefined when there is none. */
-  getLowestPriceOfferForCollectible(
+  async getLowestPriceOfferForCollectible(
     args: CollectibleArgs & { filter?: OrderFilter },
     options?: CallOptions,
   ): Promise<Order | undefined> {
@@ -129,7 +132,7 @@ export class MarketplaceService {
   }
 
   /** GetCollectible: a token's metadata. */
-  getCollectible(args: CollectibleArgs, options?: CallOptions): Promise<TokenMetadata> {
+  async getCollectible(args: CollectibleArgs, options?: CallOptions): Promise<TokenMetadata> {
     return this.#call(
       args,
       'GetCollectible',
@@ -140,7 +143,7 @@ export class MarketplaceService {
   }
 
   /** GetOrders: orders by id. */
-  getOrders(
+  async getOrders(
     args: OnNetwork & { input: GetOrdersInput[]; page?: Page },
     options?: CallOptions,
   ): Promise<{ orders: Order[]; page: Page }> {
@@ -161,7 +164,7 @@ export class MarketplaceService {
   }
 
   /** ListCollectibles: tokens of a collection with their best order on one side of the book. */
-  listCollectibles(
+  async listCollectibles(
     args: ListCollectiblesArgs,
     options?: CallOptions,
   ): Promise<{ collectibles: CollectibleOrder[]; page: Page }> {
@@ -185,7 +188,7 @@ export class MarketplaceService {
   }
 
   /** GenerateBuyTransaction: the checkout steps to buy orders. Never retried. */
-  generateBuyTransaction(args: GenerateBuyTransactionArgs, options?: CallOptions): Promise<Step[]> {
+  async generateBuyTransaction(args: GenerateBuyTransactionArgs, options?: CallOptions): Promise<Step[]> {
     return this.#call(
       args,
       'GenerateBuyTransaction',

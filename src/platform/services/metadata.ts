@@ -24,7 +24,7 @@ export class MetadataService {
   constructor(private readonly ctx: ServiceContext) {}
 
   /** TokenCollectionFilters: the traits of a collection and their values. */
-  tokenCollectionFilters(
+  async tokenCollectionFilters(
     args: { network: string | number; contractAddress: string },
     options?: CallOptions,
   ): Promise<PropertyFilter[]> {
@@ -46,7 +46,7 @@ export class MetadataService {
   }
 
   /** SearchMetadata: contracts and tokens whose name matches a text. */
-  searchMetadata(args: SearchMetadataArgs, options?: CallOptions): Promise<SearchMetadataResult> {
+  async searchMetadata(args: SearchMetadataArgs, options?: CallOptions): Promise<SearchMetadataResult> {
     const network = args.network === undefined ? undefined : this.ctx.networks.resolve(args.network);
     return rpc(
       this.ctx,

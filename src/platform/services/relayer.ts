@@ -9,7 +9,7 @@ export class RelayerService {
   constructor(private readonly ctx: ServiceContext) {}
 
   /** ListGasSponsors: addresses whose gas the project pays on this network. */
-  listGasSponsors(
+  async listGasSponsors(
     args: { network: string | number; projectId?: number; page?: Page },
     options?: CallOptions,
   ): Promise<{ gasSponsors: GasSponsor[]; page: Page }> {
