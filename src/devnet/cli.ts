@@ -1,0 +1,152 @@
+// Standalone devnet: `npm run devnet -- --port 8777 --seed 1 --block-interval 3000`.
+import { parseArgs } from 'node:util';
+import { startDevnet } from './index.ts';
+import type { DevnetLogger, DevnetOptions } from './types.ts';
+
+const HELP = `Floorwatch devnet: a local platform with the real wire protocol, a seeded dataset and a simulated chain.
+
+Usage: npm run devnet -- [options]
+
+Options (environment variable in brackets):
+  --port <n>              TCP port, 0 = any free port           [DEVNET_PORT]            default 8777
+  --host <addr>           interface to listen on                [DEVNET_HOST]            default 127.0.0.1
+  --seed <n>              dataset and activity seed             [DEVNET_SEED]            default 1
+  --block-interval <ms>   a random block every <ms>, 0 = off    [DEVNET_BLOCK_INTERVAL_MS] default 3000
+  --heartbeat <ms>        stream heartbeat interval             [DEVNET_HEARTBEAT_MS]    default 10000
+  --finality <n>          blocks until a receipt is final       [DEVNET_FINALITY_DEPTH]  default 3
+  --scale <full|small>    dataset size                          [DEVNET_SCALE]           default full
+  --access-key <key>      the X-Access-Key to accept            [DEVNET_ACCESS_KEY]      default derived from the seed
+  --secret-token <token>  the bearer token to accept            [DEVNET_SECRET_TOKEN]    default derived from the seed
+  --project-id <n>        the project                           [DEVNET_PROJECT_ID]      default 16815
+  --quiet                 do not print every mined block        [DEVNET_QUIET=1]
+  -h, --help              this text
+
+Control API on the same server:
+  GET  /devnet/info                  networks, collections, credentials, base addresses
+  POST /devnet/mine                  {"network":"devnet","activity":[{"kind":"sale","collection":"0x…"}]}
+  POST /devnet/reorg                 {"network":"devnet","depth":2}
+  POST /devnet/faults                {"operation":"ListCollectibles","latencyMs":200,"errorRate":0.5}
+  DELETE /devnet/faults
+`;
+
+function fail(message: string): never {
+  console.error(`devnet: ${message}\n\nRun with --help for the options.`);
+  process.exit(2);
+}
+
+function integer(name: string, text: string | undefined, fallback: number): number {
+  if (text === undefined || text === '') return fallback;
+  if (!/^\d+$/.test(text.trim())) fail(`${name} must be a non-negative integer, got "${text}"`);
+  return Number(text);
+}
+
+let parsed: ReturnType<typeof parseArgs>;
+try {
+  parsed = parseArgs({
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      seed: { type: 'string' },
+      'block-interval': { type: 'string' },
+      heartbeat: { type: 'string' },
+      finality: { type: 'string' },
+      scale: { type: 'string' },
+      'access-key': { type: 'string' },
+      'secret-token': { type: 'string' },
+      'project-id': { type: 'string' },
+      quiet: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+} catch (error) {
+  fail((error as Error).message);
+}
+
+const flags = parsed.values as Record<string, string | boolean | undefined>;
+const env = process.env;
+const text = (flag: string, variable: string): string | undefined => {
+  const value = flags[flag];
+  return typeof value === 'string' ? value : env[variable];
+};
+
+if (flags.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+
+const scale = text('scale', 'DEVNET_SCALE') ?? 'full';
+if (scale !== 'full' && scale !== 'small') fail(`--scale must be full or small, got "${scale}"`);
+const quiet = flags.quiet === true || env.DEVNET_QUIET === '1';
+
+const logger: DevnetLogger = {
+  info: () => undefined,
+  warn: (obj, msg) => console.error(`devnet: ${msg ?? 'warning'}`, obj),
+  debug: (obj, msg) => {
+    if (quiet || msg !== 'devnet block') return;
+    const block = obj as { network?: string; block?: number; txns?: string[] };
+    const kinds = block.txns && block.txns.length > 0 ? block.txns.join(', ') : 'empty';
+    console.log(`block ${block.block} on ${block.network}: ${kinds}`);
+  },
+};
+
+const options: DevnetOptions = {
+  port: integer('--port', text('port', 'DEVNET_PORT'), 8777),
+  host: text('host', 'DEVNET_HOST') ?? '127.0.0.1',
+  seed: integer('--seed', text('seed', 'DEVNET_SEED'), 1),
+  blockIntervalMs: integer('--block-interval', text('block-interval', 'DEVNET_BLOCK_INTERVAL_MS'), 3_000),
+  heartbeatIntervalMs: integer('--heartbeat', text('heartbeat', 'DEVNET_HEARTBEAT_MS'), 10_000),
+  finalityDepth: integer('--finality', text('finality', 'DEVNET_FINALITY_DEPTH'), 3),
+  projectId: integer('--project-id', text('project-id', 'DEVNET_PROJECT_ID'), 16815),
+  scale,
+  logger,
+};
+const accessKey = text('access-key', 'DEVNET_ACCESS_KEY');
+if (accessKey) options.accessKey = accessKey;
+const secretToken = text('secret-token', 'DEVNET_SECRET_TOKEN');
+if (secretToken) options.secretToken = secretToken;
+
+try {
+  const devnet = await startDevnet(options);
+  const info = devnet.info();
+  const lines = [
+    `Floorwatch devnet listening on ${devnet.url}`,
+    `  seed ${info.seed}, ${info.scale} dataset, ${info.blockIntervalMs > 0 ? `a block every ${info.blockIntervalMs} ms` : 'blocks on request only'}, finality ${info.finalityDepth} blocks`,
+    '',
+    'Base addresses:',
+    ...Object.entries(devnet.endpoints).map(([name, url]) => `  ${name.padEnd(15)} ${url}`),
+    '',
+    `Access key (X-Access-Key):      ${devnet.accessKey}`,
+    `Bearer token (Authorization):   ${devnet.secretToken}`,
+    `Project id:                     ${devnet.projectId}`,
+    '',
+  ];
+  for (const network of info.networks) {
+    lines.push(
+      `Network ${network.name} (chain ${network.chainId}), marketplace contract ${network.marketplaceContract}`,
+    );
+    for (const c of info.collections[network.name] ?? []) {
+      lines.push(`  ${c.address}  ${c.standard.padEnd(7)} ${String(c.tokenCount).padStart(6)} tokens  ${c.name}`);
+    }
+  }
+  lines.push(
+    '',
+    `Control: GET ${devnet.url}/devnet/info, POST /devnet/mine, POST /devnet/reorg, POST|DELETE /devnet/faults`,
+    '',
+  );
+  console.log(lines.join('\n'));
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`\n${signal}: stopping the devnet`);
+    void devnet.close().then(() => process.exit(0));
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+} catch (error) {
+  const code = (error as { code?: string }).code;
+  if (code === 'EADDRINUSE') fail(`port ${options.port} is already in use; choose another with --port or DEVNET_PORT`);
+  throw error;
+}

@@ -1,0 +1,113 @@
+import type { Network } from '../platform/networks.ts';
+import type { PlatformEndpoints } from '../platform/services/context.ts';
+import type { ActivitySpec } from './activity.ts';
+import type { FaultSpec } from './faults.ts';
+import type { MineResult, ReorgResult } from './miner.ts';
+import type { Standard } from './model.ts';
+
+/** Pino-compatible logger; the devnet logs its start, failures and (at debug) each block. */
+export interface DevnetLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  debug?(obj: object, msg?: string): void;
+}
+
+/** Options of {@link startDevnet}; every one is optional. */
+export interface DevnetOptions {
+  /** Default 0: any free port. */
+  port?: number;
+  /** Default `127.0.0.1`. */
+  host?: string;
+  /** Seed of the dataset and of the random activity. Default 1. */
+  seed?: number;
+  /** Random blocks on a timer; 0 (the default) mines only on request. */
+  blockIntervalMs?: number;
+  /** Blank-line heartbeat of the streams. Default 10,000. */
+  heartbeatIntervalMs?: number;
+  /** Blocks on top of a block before its receipts are final (and it cannot be reorganised). Default 3. */
+  finalityDepth?: number;
+  /** Default: a v1 key (base64url of 0x01, the project id, 17 seeded bytes). */
+  accessKey?: string;
+  /** Default: an opaque string derived from the seed. */
+  secretToken?: string;
+  /** Default 16815. */
+  projectId?: number;
+  logger?: DevnetLogger;
+  /** `small` shrinks the large collections twentyfold (but for the ERC-1155 ones). Default `full`. */
+  scale?: 'full' | 'small';
+}
+
+export interface DevnetCollectionInfo {
+  /** Id of the collection in the Collections service (UnpublishCollection). */
+  id: number;
+  address: string;
+  name: string;
+  symbol: string;
+  slug: string;
+  standard: Standard;
+  tokenCount: number;
+  /** Unverified collections are left out of balances unless `contractStatus` is ALL or UNVERIFIED. */
+  verified: boolean;
+  /** Metadata built to break renderers. */
+  hostile: boolean;
+}
+
+export interface DevnetCurrencyInfo {
+  address: string;
+  symbol: string;
+  decimals: number;
+  usd: number;
+}
+
+export interface DevnetNetworkInfo extends Network {
+  head: { number: number; hash: string };
+  /** The platform's own marketplace contract: it emits RequestCreated/Accepted/Cancelled. */
+  marketplaceContract: string;
+  currencies: DevnetCurrencyInfo[];
+}
+
+/** What `GET /devnet/info` answers. */
+export interface DevnetInfo {
+  url: string;
+  endpoints: PlatformEndpoints;
+  networks: DevnetNetworkInfo[];
+  /** Per network name. */
+  collections: Record<string, DevnetCollectionInfo[]>;
+  accessKey: string;
+  secretToken: string;
+  projectId: number;
+  seed: number;
+  scale: 'full' | 'small';
+  blockIntervalMs: number;
+  heartbeatIntervalMs: number;
+  finalityDepth: number;
+  /** A few holders of the dataset, the first ones holding the most. */
+  sampleAccounts: string[];
+}
+
+/** A running devnet. `close()` ends every stream and connection. */
+export interface Devnet {
+  /** `http://127.0.0.1:PORT`. */
+  readonly url: string;
+  /** Base addresses to give a PlatformClient. */
+  readonly endpoints: PlatformEndpoints;
+  readonly networks: Network[];
+  readonly accessKey: string;
+  readonly secretToken: string;
+  readonly projectId: number;
+  /** Per network name; token counts are live. */
+  readonly collections: Record<string, DevnetCollectionInfo[]>;
+  info(): DevnetInfo;
+  /** Mines one block on `network` with exactly this activity (an empty list: an empty block). */
+  mine(network: string, activity?: readonly ActivitySpec[]): Promise<MineResult>;
+  /** Reorganises the last `depth` blocks of `network` (at most the blocks not yet final). */
+  reorg(network: string, depth: number): Promise<ReorgResult>;
+  /** Replaces the injected faults. */
+  setFaults(spec: FaultSpec): void;
+  clearFaults(): void;
+  close(): Promise<void>;
+}
+
+export type { ActivityKind, ActivitySpec, MinedTransaction } from './activity.ts';
+export type { FaultRule, FaultSpec } from './faults.ts';
+export type { MineResult, ReorgResult } from './miner.ts';
