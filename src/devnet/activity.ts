@@ -23,9 +23,9 @@ export interface ActivitySpec {
   tokenId?: string;
   /** Several tokens in one transaction: a sweep (sale), a batch mint or transfer. */
   tokenIds?: string[];
-  /** Price per token in whole currency units, e.g. "1.5". */
+  /** Listing or offer: price per token in whole currency units, e.g. "1.5". */
   price?: string;
-  /** Currency address or symbol (DEV, WDEV, DUSD). */
+  /** Listing or offer: currency address or symbol (DEV, WDEV, DUSD); default DEV for listings, WDEV for offers. */
   currency?: string;
   quantity?: string;
   from?: string;
@@ -262,6 +262,7 @@ export class ActivityRunner {
           const best = this.#bestFillable(collection, index, 'listing');
           if (!best)
             this.#fail(`tokenIds[${i}]`, `token ${tokenId} has no active listing on the platform's marketplace`);
+          if (fills.includes(best)) this.#fail(`tokenIds[${i}]`, `token ${tokenId} is named twice`);
           fills.push(best);
         });
       } else {

@@ -14,7 +14,7 @@ type Undo = () => void;
 
 function grown<T extends Uint8Array | Int32Array | Float32Array>(array: T, size: number, make: (n: number) => T): T {
   if (size <= array.length) return array;
-  const next = make(Math.max(size, array.length * 2, 16));
+  const next = make(size);
   next.set(array);
   return next;
 }
@@ -98,23 +98,13 @@ export class CollectionState {
 
   addToken(tokenId: string, traits: readonly number[], numeric: readonly number[], rarity: number, name = ''): number {
     const index = this.tokenIds.length;
+    if (index >= this.rarity.length) this.#grow(Math.max(16, this.rarity.length * 2));
     this.tokenIds.push(tokenId);
     this.#indexById.set(tokenId, index);
-    const size = index + 1;
-    this.traitValues = this.traitValues.map((array, t) => {
-      const next = grown(array, size, (n) => new Uint8Array(n));
-      next[index] = traits[t] ?? 0;
-      return next;
-    });
-    this.numericValues = this.numericValues.map((array, t) => {
-      const next = grown(array, size, (n) => new Uint8Array(n));
-      next[index] = numeric[t] ?? 0;
-      return next;
-    });
-    this.rarity = grown(this.rarity, size, (n) => new Float32Array(n));
+    for (let t = 0; t < this.traitValues.length; t++) (this.traitValues[t] as Uint8Array)[index] = traits[t] ?? 0;
+    for (let t = 0; t < this.numericValues.length; t++) (this.numericValues[t] as Uint8Array)[index] = numeric[t] ?? 0;
     this.rarity[index] = rarity;
     if (this.standard === 'ERC721') {
-      this.owners = grown(this.owners, size, (n) => new Int32Array(n).fill(-1));
       this.owners[index] = -1;
     } else {
       this.balances.push(new Map());
@@ -122,6 +112,18 @@ export class CollectionState {
     }
     this.version++;
     return index;
+  }
+
+  /** Makes room for `capacity` tokens without reallocating on every mint. */
+  reserve(capacity: number): void {
+    if (capacity > this.rarity.length) this.#grow(capacity);
+  }
+
+  #grow(capacity: number): void {
+    this.traitValues = this.traitValues.map((array) => grown(array, capacity, (n) => new Uint8Array(n)));
+    this.numericValues = this.numericValues.map((array) => grown(array, capacity, (n) => new Uint8Array(n)));
+    this.rarity = grown(this.rarity, capacity, (n) => new Float32Array(n));
+    if (this.standard === 'ERC721') this.owners = grown(this.owners, capacity, (n) => new Int32Array(n).fill(-1));
   }
 
   /** Removes the last token (undo of a mint that created it). */

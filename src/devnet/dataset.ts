@@ -185,6 +185,7 @@ function holder(prng: Prng, accounts: Accounts): number {
 function fillTokens(collection: CollectionState, prng: Prng, accounts: Accounts): void {
   const blueprint = collection.blueprint;
   const drawer = new TraitDrawer(blueprint);
+  collection.reserve(Math.max(blueprint.size, blueprint.maxSupply ?? 0) + 64);
   if (blueprint.standard === 'ERC721') {
     for (let i = 0; i < blueprint.size; i++) {
       const id = blueprint.hostile && i === blueprint.size - 1 ? MAX_UINT256_ID : String(i + 1);

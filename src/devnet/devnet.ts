@@ -1,6 +1,6 @@
 import type { Network } from '../platform/networks.ts';
 import type { PlatformEndpoints } from '../platform/services/context.ts';
-import type { ActivitySpec } from './activity.ts';
+import { type ActivitySpec, parseActivity } from './activity.ts';
 import { CollectiblesIndex } from './collectibles.ts';
 import { controlRoutes } from './control.ts';
 import { generateDataset } from './dataset.ts';
@@ -158,7 +158,8 @@ export class DevnetInstance implements Devnet {
   }
 
   async mine(network: string, activity: readonly ActivitySpec[] = []): Promise<MineResult> {
-    return this.#miner.mine(this.#miner.network(network), activity);
+    const specs = activity.map((spec, i) => parseActivity(spec, `activity[${i}]`));
+    return this.#miner.mine(this.#miner.network(network), specs);
   }
 
   async reorg(network: string, depth: number): Promise<ReorgResult> {

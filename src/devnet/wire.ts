@@ -140,7 +140,7 @@ export function tokenMetadataJson(
   if (override.animationUrl !== undefined) out.animation_url = override.animationUrl;
   if (collection.standard === 'ERC1155') out.decimals = 0;
   out.updatedAt = updatedAt;
-  if (!override.image) {
+  if (override.image === undefined) {
     out.assets = [
       {
         id: collection.id * 1_000_000 + index + 1,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
+import type { DevnetCollectionInfo, MineResult } from '../../src/devnet/index.ts';
 import type { CollectibleOrder, PlatformClient } from '../../src/platform/index.ts';
-import { startTestDevnet, type TestDevnet } from './devnet-helpers.ts';
+import { post, startTestDevnet, type TestDevnet } from './devnet-helpers.ts';
 
 let t: TestDevnet;
 let client: PlatformClient;
@@ -58,7 +58,7 @@ async function allCollectibles(
 }
 
 describe('devnet market state: mining changes what the operations return, consistently', () => {
-  it('GIVEN a listed token WHEN a sale is mined THEN the listing is gone, the order is filled and the buyer holds the token', async () => {
+  it('GIVEN a listed token WHEN a sale is mined through POST /devnet/mine THEN the listing is gone, the order is filled and the buyer holds the token', async () => {
     const tokenId = '777';
     const seller = await ownerOf(cats.address, tokenId);
     const listed = await t.devnet.mine('devnet', [
@@ -75,7 +75,13 @@ describe('devnet market state: mining changes what the operations return, consis
     });
     expect(best.collectibles.find((c) => c.metadata.tokenId === tokenId)?.order?.orderId).toBe(cheap);
 
-    const sale = await t.devnet.mine('devnet', [{ kind: 'sale', collection: cats.address, tokenId, to: BUYER }]);
+    const response = await post(`${t.devnet.url}/devnet/mine`, {
+      network: 'devnet',
+      activity: [{ kind: 'sale', collection: cats.address, tokenId, to: BUYER }],
+    });
+    expect(response.status).toBe(200);
+    const sale = (await response.json()) as MineResult;
+    expect(sale.txnHashes).toHaveLength(1);
     expect(sale.transactions[0]).toMatchObject({ kind: 'sale', orderIds: [cheap], tokenIds: [tokenId], from: BUYER });
 
     const remaining = await listingIds(tokenId);

@@ -12,7 +12,7 @@ import {
 } from '../collectibles.ts';
 import type { CollectionState } from '../collection.ts';
 import { errors } from '../errors.ts';
-import type { Currency, OrderRecord, Side } from '../model.ts';
+import type { OrderRecord, Side } from '../model.ts';
 import { compareListings, compareOffers } from '../orderbook.ts';
 import { type PageRules, pageJson, paginate, readPage } from '../paging.ts';
 import type { NetworkState } from '../state.ts';
@@ -378,31 +378,35 @@ const generateBuyTransaction: UnaryOperation = {
       const fee = new In(item.value, item.path);
       return { amount: BigInt(fee.uint('amount')), receiver: fee.address('receiver') };
     });
-    const totals = new Map<Currency, bigint>();
-    for (const { order, quantity } of fills)
-      totals.set(order.currency, (totals.get(order.currency) ?? 0n) + order.price * quantity);
-    const feeTotal = fees.reduce((sum, fee) => sum + fee.amount, 0n);
-    const steps: Json[] = [];
-    const marketAddress = (kind: number) =>
-      kind === OWN_MARKETPLACE
+    const first = fills[0] as { order: OrderRecord; quantity: bigint };
+    const currency = first.order.currency;
+    const spender =
+      first.order.marketplace === OWN_MARKETPLACE
         ? network.marketplaceAddress
-        : (network.externalMarketplaces.get(kind) ?? network.marketplaceAddress);
-    const spender = marketAddress(fills[0]?.order.marketplace ?? OWN_MARKETPLACE);
-    let nativeValue = 0n;
-    let price = 0n;
-    for (const [currency, total] of totals) {
-      const amount = total + feeTotal;
-      price += amount;
-      if (currency.native) {
-        nativeValue += amount;
-        continue;
+        : (network.externalMarketplaces.get(first.order.marketplace) ?? network.marketplaceAddress);
+    fills.forEach(({ order }, i) => {
+      if (order.currency !== currency) {
+        throw errors.invalidArgument(
+          `ordersData[${i}].orderId: order ${order.orderId} is in ${order.currency.symbol}, the first in ${currency.symbol}; buy one currency at a time`,
+        );
       }
+      if (order.marketplace !== first.order.marketplace) {
+        throw errors.invalidArgument(
+          `ordersData[${i}].orderId: order ${order.orderId} is on another marketplace than the first`,
+        );
+      }
+    });
+    const price =
+      fills.reduce((sum, { order, quantity }) => sum + order.price * quantity, 0n) +
+      fees.reduce((sum, fee) => sum + fee.amount, 0n);
+    const steps: Json[] = [];
+    if (!currency.native) {
       steps.push({
         id: 'tokenApproval',
         data: encodeFunctionData({
           abi: CHECKOUT_ABI,
           functionName: 'approve',
-          args: [spender as `0x${string}`, amount],
+          args: [spender as `0x${string}`, price],
         }),
         to: currency.address,
         value: '0',
@@ -426,7 +430,7 @@ const generateBuyTransaction: UnaryOperation = {
         ],
       }),
       to: spender,
-      value: nativeValue.toString(),
+      value: currency.native ? price.toString() : '0',
       price: price.toString(),
       signature: null,
       post: null,

@@ -46,6 +46,7 @@ const searchMetadata: UnaryOperation = {
   credential: 'accessKey',
   handle(ctx, body) {
     const text = body.string('filter').trim().toLowerCase();
+    if (text === '') throw errors.invalidArgument('filter: expected a non-empty search text');
     const hasChain = body.has('chainID') || body.has('chainId');
     const networks = hasChain ? [requestNetwork(ctx, body, 'Metadata')] : ctx.state.networks;
     const types = body
@@ -72,7 +73,6 @@ const searchMetadata: UnaryOperation = {
         }
       }
     }
-    if (text === '') throw errors.invalidArgument('filter: expected a non-empty search text');
     return { tokenMetadata, contractInfo };
   },
 };
