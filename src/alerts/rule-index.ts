@@ -1,0 +1,453 @@
+/**
+ * The rule index: which watch rules an event may concern, found without scanning the others.
+ *
+ * Matching has two phases. `candidates(event)` uses only what the event carries (network, collection,
+ * kind, token ids, wallets); the pipeline then enriches the event (order price, token traits) and keeps
+ * the candidates for which `passesPrice` and `passesTraits` / `passesTraitsAny` hold.
+ */
+import { ALERT_KINDS, type AlertKind, type ChainEvent, type MinimumPrice, type WatchRule } from './types.ts';
+
+interface Entry {
+  rule: WatchRule;
+  // Lower-case wallets of a rule that has a wallet filter as well as a token filter.
+  wallets: ReadonlySet<string> | undefined;
+}
+
+interface Bucket {
+  // Rules without token or wallet filters.
+  any: WatchRule[];
+  // Rules with a token filter (and maybe a wallet filter), by canonical token id.
+  byToken: Map<string, Entry[]> | undefined;
+  // Rules with a wallet filter only, by lower-case wallet.
+  byWallet: Map<string, WatchRule[]> | undefined;
+}
+
+// Position of each kind in a collection's bucket array (no prototype: unknown kinds give undefined).
+const KIND_SLOT: Readonly<Record<string, number | undefined>> = Object.assign(
+  Object.create(null) as Record<string, number | undefined>,
+  Object.fromEntries(ALERT_KINDS.map((k, i) => [k, i])),
+);
+
+// network -> collection -> buckets by kind slot.
+type Buckets = Map<string, Map<string, Array<Bucket | undefined>>>;
+
+interface Indexed {
+  rule: WatchRule;
+  collection: string;
+  // Kinds the rule is indexed under (none when paused).
+  kinds: AlertKind[];
+  tokens: readonly string[];
+  wallets: readonly string[];
+  entry: Entry | undefined;
+}
+
+// `007` -> `7`; anything that is not a plain decimal is kept as given.
+function normaliseTokenId(id: string): string {
+  const t = id.trim();
+  if (t.length > 1 && t.charCodeAt(0) === 48 && /^[0-9]+$/.test(t)) return BigInt(t).toString();
+  return t;
+}
+
+const NONE: readonly string[] = Object.freeze([]);
+
+function unique(values: readonly string[] | undefined, map: (v: string) => string): readonly string[] {
+  if (!values || values.length === 0) return NONE;
+  const out: string[] = [];
+  for (const value of values) {
+    const mapped = map(value);
+    if (!out.includes(mapped)) out.push(mapped);
+  }
+  return out;
+}
+
+function addTo<T>(map: Map<string, T[]>, key: string, item: T): void {
+  const list = map.get(key);
+  if (list) list.push(item);
+  else map.set(key, [item]);
+}
+
+function removeFrom<T>(map: Map<string, T[]> | undefined, key: string, item: T): void {
+  const list = map?.get(key);
+  if (!list) return;
+  const at = list.indexOf(item);
+  if (at >= 0) list.splice(at, 1);
+  if (list.length === 0) map?.delete(key);
+}
+
+/**
+ * Watch rules indexed by network, collection and kind; within such a bucket, by token id (rules with
+ * a token filter, whose wallet filter, if any, is checked on lookup), by wallet (rules with only a
+ * wallet filter), or in an "any" list. Paused rules are kept (`size`, `get`) but not indexed: they
+ * never match and cost nothing at lookup; `add` of the same rule unpaused indexes it. Collections and
+ * wallets are compared lower-case, token ids as canonical decimals. Removal is linear in the size of
+ * the rule's lists (rare: a user command); lookup is not.
+ */
+export class RuleIndex {
+  private readonly rules = new Map<string, Indexed>();
+  private readonly buckets: Buckets = new Map();
+  private changes = 0;
+
+  constructor(rules: Iterable<WatchRule> = []) {
+    for (const rule of rules) {
+      this.delete(rule.id);
+      this.insert(rule);
+    }
+  }
+
+  /** Rules held, paused ones included. */
+  get size(): number {
+    return this.rules.size;
+  }
+
+  /** Changes on every add, remove and replaceAll: the subscription planner re-plans when it moves. */
+  get version(): number {
+    return this.changes;
+  }
+
+  /** The rule with this id, paused or not. */
+  get(ruleId: string): WatchRule | undefined {
+    return this.rules.get(ruleId)?.rule;
+  }
+
+  /** Adds a rule, or replaces the rule with the same id (how edits, pause and resume arrive). */
+  add(rule: WatchRule): void {
+    this.delete(rule.id);
+    this.insert(rule);
+    this.changes++;
+  }
+
+  /** Removes a rule; false when there was none with that id. */
+  remove(ruleId: string): boolean {
+    if (!this.delete(ruleId)) return false;
+    this.changes++;
+    return true;
+  }
+
+  /** Replaces every rule (a reload from the store). */
+  replaceAll(rules: Iterable<WatchRule>): void {
+    this.rules.clear();
+    this.buckets.clear();
+    for (const rule of rules) {
+      this.delete(rule.id);
+      this.insert(rule);
+    }
+    this.changes++;
+  }
+
+  /**
+   * Phase 1: the active rules whose network, collection, kind, token ids and wallets admit the event,
+   * each once. Rules with a token filter need the event to carry one of their tokens; rules with a
+   * wallet filter need one of their wallets among `accounts` (or `from` / `to`). Price and traits are
+   * not checked here. Only the event's bucket is visited. The event's token ids are expected in
+   * canonical decimal form (as the classifier emits them); the returned array is the caller's.
+   */
+  candidates(event: ChainEvent): WatchRule[] {
+    const slot = KIND_SLOT[event.kind];
+    const bucket = slot === undefined ? undefined : this.buckets.get(event.network)?.get(event.collection)?.[slot];
+    if (!bucket) return [];
+    if (!bucket.byToken && !bucket.byWallet) return bucket.any.slice();
+    const out = bucket.any.slice();
+    let seen: Set<WatchRule> | undefined;
+    if (bucket.byToken) {
+      for (const token of event.tokens) {
+        const list = bucket.byToken.get(token.tokenId);
+        if (!list) continue;
+        for (const entry of list) {
+          if (entry.wallets && !involves(entry.wallets, event)) continue;
+          seen ??= new Set();
+          if (seen.has(entry.rule)) continue;
+          seen.add(entry.rule);
+          out.push(entry.rule);
+        }
+      }
+    }
+    const byWallet = bucket.byWallet;
+    if (byWallet) {
+      const accounts = event.accounts;
+      const n = accounts.length;
+      for (let i = 0; i < n + 2; i++) {
+        // accounts, then from and to unless accounts already holds them (they normally do).
+        const wallet = i < n ? accounts[i] : i === n ? event.from : event.to;
+        if (wallet === undefined || (i >= n && accounts.includes(wallet))) continue;
+        const list = byWallet.get(wallet);
+        if (!list) continue;
+        for (const rule of list) {
+          seen ??= new Set();
+          if (seen.has(rule)) continue;
+          seen.add(rule);
+          out.push(rule);
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Networks and the collections (lower-case) that active rules watch: what to subscribe to. */
+  collectionsByNetwork(): Map<string, Set<string>> {
+    const out = new Map<string, Set<string>>();
+    for (const [network, collections] of this.buckets) out.set(network, new Set(collections.keys()));
+    return out;
+  }
+
+  private insert(rule: WatchRule): void {
+    const indexed: Indexed = {
+      rule,
+      collection: rule.collection.toLowerCase(),
+      kinds: [],
+      tokens: unique(rule.tokenIds, normaliseTokenId),
+      wallets: unique(rule.wallets, (w) => w.trim().toLowerCase()),
+      entry: undefined,
+    };
+    this.rules.set(rule.id, indexed);
+    if (rule.paused) return;
+    if (indexed.tokens.length > 0) {
+      indexed.entry = { rule, wallets: indexed.wallets.length > 0 ? new Set(indexed.wallets) : undefined };
+    }
+    for (const kind of rule.kinds) {
+      if (indexed.kinds.includes(kind) || KIND_SLOT[kind] === undefined) continue;
+      indexed.kinds.push(kind);
+      const bucket = this.bucket(rule.network, indexed.collection, kind, true);
+      if (!bucket) continue;
+      if (indexed.entry) {
+        bucket.byToken ??= new Map();
+        for (const token of indexed.tokens) addTo(bucket.byToken, token, indexed.entry);
+      } else if (indexed.wallets.length > 0) {
+        bucket.byWallet ??= new Map();
+        for (const wallet of indexed.wallets) addTo(bucket.byWallet, wallet, rule);
+      } else {
+        bucket.any.push(rule);
+      }
+    }
+  }
+
+  private delete(ruleId: string): boolean {
+    const indexed = this.rules.get(ruleId);
+    if (!indexed) return false;
+    this.rules.delete(ruleId);
+    const { rule, collection, entry } = indexed;
+    for (const kind of indexed.kinds) {
+      const bucket = this.bucket(rule.network, collection, kind, false);
+      if (!bucket) continue;
+      if (entry) {
+        for (const token of indexed.tokens) removeFrom(bucket.byToken, token, entry);
+        if (bucket.byToken?.size === 0) bucket.byToken = undefined;
+      } else if (indexed.wallets.length > 0) {
+        for (const wallet of indexed.wallets) removeFrom(bucket.byWallet, wallet, rule);
+        if (bucket.byWallet?.size === 0) bucket.byWallet = undefined;
+      } else {
+        const at = bucket.any.indexOf(rule);
+        if (at >= 0) bucket.any.splice(at, 1);
+      }
+      if (bucket.any.length === 0 && !bucket.byToken && !bucket.byWallet) {
+        const collections = this.buckets.get(rule.network);
+        const kinds = collections?.get(collection);
+        const slot = KIND_SLOT[kind];
+        if (kinds && slot !== undefined) kinds[slot] = undefined;
+        if (kinds?.every((b) => b === undefined)) collections?.delete(collection);
+        if (collections?.size === 0) this.buckets.delete(rule.network);
+      }
+    }
+    return true;
+  }
+
+  private bucket(network: string, collection: string, kind: AlertKind, create: boolean): Bucket | undefined {
+    let collections = this.buckets.get(network);
+    if (!collections) {
+      if (!create) return undefined;
+      collections = new Map();
+      this.buckets.set(network, collections);
+    }
+    let kinds = collections.get(collection);
+    if (!kinds) {
+      if (!create) return undefined;
+      kinds = new Array<Bucket | undefined>(ALERT_KINDS.length).fill(undefined);
+      collections.set(collection, kinds);
+    }
+    const slot = KIND_SLOT[kind];
+    if (slot === undefined) return undefined;
+    let bucket = kinds[slot];
+    if (!bucket && create) {
+      bucket = { any: [], byToken: undefined, byWallet: undefined };
+      kinds[slot] = bucket;
+    }
+    return bucket;
+  }
+}
+
+function involves(wallets: ReadonlySet<string>, event: ChainEvent): boolean {
+  for (const account of event.accounts) if (wallets.has(account)) return true;
+  return (event.from !== undefined && wallets.has(event.from)) || (event.to !== undefined && wallets.has(event.to));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phase 2
+
+/** The price of an event after enrichment. */
+export interface PriceInfo {
+  /** Decimal amount in currency units (not wei), e.g. `1.25`. */
+  amount: string;
+  /** Value in US dollars, when known. */
+  usd: number | undefined;
+}
+
+/** One trait of a token, as read from its metadata attributes. */
+export interface TokenTrait {
+  name: string;
+  value: string | number | boolean;
+}
+
+// A decimal in canonical parts: no leading zeros in `int`, no trailing zeros in `frac`; zero is not negative.
+interface Decimal {
+  negative: boolean;
+  int: string;
+  frac: string;
+}
+
+const DECIMAL_TEXT = /^([+-]?)([0-9]*)(?:\.([0-9]*))?$/;
+
+function parseDecimal(text: string): Decimal | undefined {
+  const match = DECIMAL_TEXT.exec(text.trim());
+  if (!match) return undefined;
+  const intText = match[2] ?? '';
+  const fracText = match[3] ?? '';
+  if (intText === '' && fracText === '') return undefined;
+  let i = 0;
+  while (i < intText.length && intText.charCodeAt(i) === 48) i++;
+  let j = fracText.length;
+  while (j > 0 && fracText.charCodeAt(j - 1) === 48) j--;
+  const int = i === 0 ? intText : intText.slice(i);
+  const frac = j === fracText.length ? fracText : fracText.slice(0, j);
+  return { negative: match[1] === '-' && (int !== '' || frac !== ''), int, frac };
+}
+
+// Exact order of two canonical decimals, without floats or BigInt: integer digits by length then
+// lexicographically, fraction digits lexicographically (exact once trailing zeros are stripped).
+function compareParsed(x: Decimal, y: Decimal): -1 | 0 | 1 {
+  if (x.negative !== y.negative) return x.negative ? -1 : 1;
+  let order: -1 | 0 | 1 = 0;
+  if (x.int.length !== y.int.length) order = x.int.length < y.int.length ? -1 : 1;
+  else if (x.int !== y.int) order = x.int < y.int ? -1 : 1;
+  else if (x.frac !== y.frac) order = x.frac < y.frac ? -1 : 1;
+  return x.negative ? ((-order || 0) as -1 | 0 | 1) : order;
+}
+
+/** Exact decimal text of a finite number, without exponent (`1e-7` -> `0.0000001`). */
+export function numberToDecimal(value: number): string | undefined {
+  if (!Number.isFinite(value)) return undefined;
+  const text = String(value);
+  const match = /^(-?)([0-9]+)(?:\.([0-9]+))?e([+-][0-9]+)$/.exec(text);
+  if (!match) return text;
+  const sign = match[1] ?? '';
+  const digits = `${match[2] ?? ''}${match[3] ?? ''}`;
+  const point = (match[2] ?? '').length + Number(match[4]);
+  if (point <= 0) return `${sign}0.${'0'.repeat(-point)}${digits}`;
+  if (point >= digits.length) return `${sign}${digits}${'0'.repeat(point - digits.length)}`;
+  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
+}
+
+/**
+ * Compares two decimal strings exactly (no floats): -1, 0 or 1; undefined when one of them is not a
+ * decimal (`1`, `-2.50`, `.5`, `3.` are).
+ */
+export function compareDecimals(a: string, b: string): -1 | 0 | 1 | undefined {
+  const x = parseDecimal(a);
+  const y = parseDecimal(b);
+  return x && y ? compareParsed(x, y) : undefined;
+}
+
+// Parsed once per rule minimum, and once per price: the pipeline checks one event's price against
+// all its candidate rules in a row, so remembering the last price is enough (`null`: not a decimal).
+const parsedMinimums = new WeakMap<MinimumPrice, Decimal | null>();
+const last: {
+  amount: string | undefined;
+  usd: number | undefined;
+  parsedAmount: Decimal | null | undefined;
+  parsedUsd: Decimal | null | undefined;
+} = { amount: undefined, usd: undefined, parsedAmount: undefined, parsedUsd: undefined };
+
+function priceValue(price: PriceInfo, inUsd: boolean): Decimal | null {
+  if (price.amount !== last.amount || price.usd !== last.usd) {
+    last.amount = price.amount;
+    last.usd = price.usd;
+    last.parsedAmount = undefined;
+    last.parsedUsd = undefined;
+  }
+  if (inUsd) {
+    if (last.parsedUsd === undefined) {
+      const text = price.usd === undefined ? undefined : numberToDecimal(price.usd);
+      last.parsedUsd = (text === undefined ? undefined : parseDecimal(text)) ?? null;
+    }
+    return last.parsedUsd;
+  }
+  last.parsedAmount ??= parseDecimal(price.amount) ?? null;
+  return last.parsedAmount;
+}
+
+/**
+ * Phase 2, price: true without a minimum; with `minPrice.usd`, compares the USD value (false when
+ * unknown); else compares the amount in the order's currency. At or above the minimum passes; a
+ * minimum or amount that is not a decimal fails. Exact: decimals are compared digit by digit, never
+ * as floats.
+ */
+export function passesPrice(rule: WatchRule, price: PriceInfo | undefined): boolean {
+  const min = rule.minPrice;
+  if (!min) return true;
+  if (!price) return false;
+  let minimum = parsedMinimums.get(min);
+  if (minimum === undefined) {
+    minimum = parseDecimal(min.value) ?? null;
+    parsedMinimums.set(min, minimum);
+  }
+  if (!minimum) return false;
+  const value = priceValue(price, min.usd);
+  return value !== null && compareParsed(value, minimum) >= 0;
+}
+
+const WHITESPACE = /^\s|\s$/;
+
+// Case-insensitive equality, ignoring surrounding white space, allocating only when needed.
+function same(a: string, b: string): boolean {
+  if (a === b) return true;
+  if (a.length === b.length && !WHITESPACE.test(a) && !WHITESPACE.test(b)) {
+    for (let i = 0; i < a.length; i++) {
+      let x = a.charCodeAt(i);
+      let y = b.charCodeAt(i);
+      if (x === y) continue;
+      if (x >= 65 && x <= 90) x += 32;
+      if (y >= 65 && y <= 90) y += 32;
+      if (x !== y) return x > 127 || y > 127 ? a.toLowerCase() === b.toLowerCase() : false;
+    }
+    return true;
+  }
+  return a.trim().toLowerCase() === b.trim().toLowerCase();
+}
+
+/** Phase 2, traits of one token: every condition of the rule has a trait of that name and value (case-insensitive). */
+export function passesTraits(rule: WatchRule, traits: readonly TokenTrait[]): boolean {
+  const conditions = rule.traits;
+  if (!conditions || conditions.length === 0) return true;
+  for (const condition of conditions) {
+    let found = false;
+    for (const trait of traits) {
+      if (same(trait.name, condition.name) && same(String(trait.value), condition.value)) {
+        found = true;
+        break;
+      }
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+/**
+ * Phase 2, traits of a sweep or batch: some token passes {@link passesTraits}. A token whose traits
+ * are unknown (`undefined`: metadata not fetched) does not pass a rule that has trait conditions.
+ */
+export function passesTraitsAny(
+  rule: WatchRule,
+  traitsPerToken: ReadonlyArray<readonly TokenTrait[] | undefined>,
+): boolean {
+  if (!rule.traits || rule.traits.length === 0) return true;
+  for (const traits of traitsPerToken) if (traits && passesTraits(rule, traits)) return true;
+  return false;
+}

@@ -1,0 +1,318 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  compareDecimals,
+  numberToDecimal,
+  passesPrice,
+  passesTraits,
+  passesTraitsAny,
+  RuleIndex,
+} from '../../../src/alerts/rule-index.ts';
+import type { AlertKind, ChainEvent, WatchRule } from '../../../src/alerts/types.ts';
+import { ALICE, addr, BOB, CAROL, COLLECTION, OTHER_COLLECTION, rule } from './fixtures.ts';
+
+function event(overrides: Partial<ChainEvent> & { kind?: AlertKind } = {}): ChainEvent {
+  const kind = overrides.kind ?? 'sale';
+  return {
+    id: `polygon:0xabc:${COLLECTION}:${kind}`,
+    kind,
+    network: 'polygon',
+    collection: COLLECTION,
+    txnHash: '0xabc',
+    blockNumber: 1,
+    blockHash: '0xb1',
+    ts: '2026-11-21T15:00:00Z',
+    tokens: [{ tokenId: '1', amount: '1' }],
+    from: ALICE,
+    to: BOB,
+    accounts: [ALICE, BOB],
+    orderIds: ['9'],
+    logUids: ['u1'],
+    ...overrides,
+  };
+}
+
+function ids(rules: readonly WatchRule[]): string[] {
+  return rules.map((r) => r.id).sort();
+}
+
+describe('RuleIndex.candidates', () => {
+  it('matches on kinds', () => {
+    const sales = rule({ kinds: ['sale'] });
+    const listings = rule({ kinds: ['listing', 'offer'] });
+    const index = new RuleIndex([sales, listings]);
+    expect(ids(index.candidates(event({ kind: 'sale' })))).toEqual([sales.id]);
+    expect(ids(index.candidates(event({ kind: 'offer' })))).toEqual([listings.id]);
+    expect(index.candidates(event({ kind: 'mint' }))).toEqual([]);
+  });
+
+  it('matches token id filters, with canonical decimals', () => {
+    const some = rule({ tokenIds: ['007', '8'] });
+    const index = new RuleIndex([some]);
+    expect(index.candidates(event({ tokens: [{ tokenId: '7', amount: '1' }] }))).toEqual([some]);
+    expect(index.candidates(event({ tokens: [{ tokenId: '9', amount: '1' }] }))).toEqual([]);
+    expect(index.candidates(event({ tokens: [] }))).toEqual([]);
+  });
+
+  it('matches wallet filters on any side: seller, buyer or another party', () => {
+    const seller = rule({ wallets: [ALICE] });
+    const buyer = rule({ wallets: [BOB.toUpperCase().replace('0X', '0x')] });
+    const party = rule({ wallets: [CAROL] });
+    const index = new RuleIndex([seller, buyer, party]);
+    expect(ids(index.candidates(event()))).toEqual(ids([seller, buyer]));
+    expect(ids(index.candidates(event({ accounts: [ALICE, BOB, CAROL] })))).toEqual(ids([seller, buyer, party]));
+    expect(index.candidates(event({ from: CAROL, to: CAROL, accounts: [] }))).toEqual([party]);
+  });
+
+  it('checks the wallet of a rule that filters on tokens and wallets', () => {
+    const both = rule({ tokenIds: ['1'], wallets: [CAROL] });
+    const index = new RuleIndex([both]);
+    expect(index.candidates(event())).toEqual([]);
+    expect(index.candidates(event({ accounts: [ALICE, CAROL] }))).toEqual([both]);
+    expect(index.candidates(event({ accounts: [CAROL], tokens: [{ tokenId: '2', amount: '1' }] }))).toEqual([]);
+  });
+
+  it('returns each rule once, however many tokens and wallets match it', () => {
+    const tokens = rule({ tokenIds: ['1', '2', '3'] });
+    const wallets = rule({ wallets: [ALICE, BOB] });
+    const plain = rule({ kinds: ['sale', 'sale'] });
+    const index = new RuleIndex([tokens, wallets, plain]);
+    const sweep = event({
+      tokens: ['1', '2', '3'].map((tokenId) => ({ tokenId, amount: '1' })),
+      accounts: [ALICE, BOB, ALICE],
+    });
+    expect(ids(index.candidates(sweep))).toEqual(ids([tokens, wallets, plain]));
+  });
+
+  it('never matches paused rules, and matches them again when resumed', () => {
+    const paused = rule({ paused: true });
+    const index = new RuleIndex([paused]);
+    expect(index.size).toBe(1);
+    expect(index.candidates(event())).toEqual([]);
+    expect(index.collectionsByNetwork()).toEqual(new Map());
+    const resumed = { ...paused, paused: false };
+    index.add(resumed);
+    expect(index.size).toBe(1);
+    expect(index.candidates(event())).toEqual([resumed]);
+    index.add({ ...resumed, paused: true });
+    expect(index.candidates(event())).toEqual([]);
+  });
+
+  it('keeps networks apart', () => {
+    const polygon = rule({ network: 'polygon' });
+    const base = rule({ network: 'base' });
+    const index = new RuleIndex([polygon, base]);
+    expect(index.candidates(event({ network: 'base' }))).toEqual([base]);
+    expect(index.candidates(event({ network: 'arbitrum' }))).toEqual([]);
+  });
+
+  it('serves two chats with different rules on the same collection', () => {
+    const one = rule({ destination: { platform: 'discord', chatId: 'a' }, kinds: ['sale'] });
+    const two = rule({
+      destination: { platform: 'telegram', chatId: 'b' },
+      kinds: ['sale', 'listing'],
+      tokenIds: ['5'],
+    });
+    const index = new RuleIndex([one, two]);
+    expect(index.candidates(event())).toEqual([one]);
+    expect(ids(index.candidates(event({ tokens: [{ tokenId: '5', amount: '1' }] })))).toEqual(ids([one, two]));
+    expect(index.candidates(event({ kind: 'listing', tokens: [{ tokenId: '5', amount: '1' }] }))).toEqual([two]);
+  });
+
+  it('matches collections case-insensitively', () => {
+    const r = rule({ collection: COLLECTION.toUpperCase().replace('0X', '0x') });
+    expect(new RuleIndex([r]).candidates(event())).toEqual([r]);
+  });
+
+  it('touches no rule that cannot match: 10,000 others + 1 match -> exactly 1', () => {
+    let reads = 0;
+    const counted = (r: WatchRule): WatchRule =>
+      new Proxy(r, {
+        get(target, key, receiver) {
+          reads++;
+          return Reflect.get(target, key, receiver);
+        },
+      });
+    const others: WatchRule[] = [];
+    for (let i = 0; i < 10_000; i++) {
+      const bucket = i % 4;
+      if (bucket === 0) others.push(counted(rule({ collection: addr(10_000 + i) })));
+      else if (bucket === 1) others.push(counted(rule({ tokenIds: [String(100_000 + i)] })));
+      else if (bucket === 2) others.push(counted(rule({ wallets: [addr(20_000 + i)] })));
+      else others.push(counted(rule({ kinds: ['listing', 'mint', 'transfer'] })));
+    }
+    const match = rule({ tokenIds: ['1'] });
+    const index = new RuleIndex([...others, match]);
+    reads = 0;
+    expect(index.candidates(event())).toEqual([match]);
+    expect(reads).toBe(0);
+  });
+});
+
+describe('RuleIndex bookkeeping', () => {
+  it('adds, replaces and removes rules, moving the version each time', () => {
+    const index = new RuleIndex();
+    const r = rule({ tokenIds: ['1'] });
+    const v0 = index.version;
+    index.add(r);
+    expect(index.version).not.toBe(v0);
+    expect(index.get(r.id)).toBe(r);
+    const v1 = index.version;
+    index.add({ ...r, tokenIds: ['2'] });
+    expect(index.version).not.toBe(v1);
+    expect(index.size).toBe(1);
+    expect(index.candidates(event())).toEqual([]);
+    const v2 = index.version;
+    expect(index.remove(r.id)).toBe(true);
+    expect(index.version).not.toBe(v2);
+    const v3 = index.version;
+    expect(index.remove(r.id)).toBe(false);
+    expect(index.version).toBe(v3);
+    expect(index.size).toBe(0);
+    expect(index.candidates(event({ tokens: [{ tokenId: '2', amount: '1' }] }))).toEqual([]);
+  });
+
+  it('replaces all rules at once', () => {
+    const index = new RuleIndex([rule(), rule()]);
+    const fresh = rule({ kinds: ['mint'] });
+    const v = index.version;
+    index.replaceAll([fresh]);
+    expect(index.size).toBe(1);
+    expect(index.version).not.toBe(v);
+    expect(index.candidates(event())).toEqual([]);
+    expect(index.candidates(event({ kind: 'mint' }))).toEqual([fresh]);
+  });
+
+  it('lists the watched collections per network, without paused rules', () => {
+    const index = new RuleIndex([
+      rule({ network: 'polygon', collection: COLLECTION }),
+      rule({ network: 'polygon', collection: COLLECTION, kinds: ['mint'] }),
+      rule({ network: 'polygon', collection: OTHER_COLLECTION, paused: true }),
+      rule({ network: 'base', collection: OTHER_COLLECTION.toUpperCase().replace('0X', '0x') }),
+    ]);
+    expect(index.collectionsByNetwork()).toEqual(
+      new Map([
+        ['polygon', new Set([COLLECTION])],
+        ['base', new Set([OTHER_COLLECTION])],
+      ]),
+    );
+  });
+});
+
+describe('passesPrice', () => {
+  it('passes without a minimum', () => {
+    expect(passesPrice(rule(), undefined)).toBe(true);
+  });
+
+  it('compares the amount in the order currency, exactly', () => {
+    const r = rule({ minPrice: { value: '1.5', usd: false } });
+    expect(passesPrice(r, { amount: '1.5', usd: 1 })).toBe(true);
+    expect(passesPrice(r, { amount: '1.50000', usd: 1 })).toBe(true);
+    expect(passesPrice(r, { amount: '1.4999999999999999999', usd: 10_000 })).toBe(false);
+    expect(passesPrice(r, { amount: '12', usd: undefined })).toBe(true);
+    expect(passesPrice(r, undefined)).toBe(false);
+    expect(passesPrice(r, { amount: 'n/a', usd: 5 })).toBe(false);
+    const tiny = rule({ minPrice: { value: '1.0000000000000000002', usd: false } });
+    expect(passesPrice(tiny, { amount: '1.0000000000000000001', usd: undefined })).toBe(false);
+  });
+
+  it('compares the USD value when the minimum is in dollars', () => {
+    const r = rule({ minPrice: { value: '500', usd: true } });
+    expect(passesPrice(r, { amount: '0.01', usd: 500 })).toBe(true);
+    expect(passesPrice(r, { amount: '1000', usd: 499.99 })).toBe(false);
+    expect(passesPrice(r, { amount: '1000', usd: undefined })).toBe(false);
+    expect(passesPrice(rule({ minPrice: { value: '0.0000001', usd: true } }), { amount: '0', usd: 1e-7 })).toBe(true);
+    expect(passesPrice(rule({ minPrice: { value: 'lots', usd: true } }), { amount: '0', usd: 5000 })).toBe(false);
+  });
+
+  it('compares decimal spellings exactly', () => {
+    expect(compareDecimals('-0', '0')).toBe(0);
+    expect(compareDecimals('.5', '0.50')).toBe(0);
+    expect(compareDecimals('3.', '3')).toBe(0);
+    expect(compareDecimals('-1.5', '-1.25')).toBe(-1);
+    expect(compareDecimals('10', '9.999')).toBe(1);
+    expect(compareDecimals('0.1', '0.09')).toBe(1);
+    expect(compareDecimals('1e3', '1')).toBeUndefined();
+    expect(compareDecimals('', '1')).toBeUndefined();
+  });
+
+  it('writes numbers as plain decimals', () => {
+    expect(numberToDecimal(1.5e-7)).toBe('0.00000015');
+    expect(numberToDecimal(1e21)).toBe('1000000000000000000000');
+    expect(numberToDecimal(-2.5e22)).toBe('-25000000000000000000000');
+    expect(numberToDecimal(12.25)).toBe('12.25');
+    expect(numberToDecimal(Number.NaN)).toBeUndefined();
+  });
+
+  it('compares decimals like a scaled BigInt reference (property)', () => {
+    const decimal = fc
+      .record({ units: fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }), scale: fc.integer({ min: 0, max: 24 }) })
+      .map(({ units, scale }) => {
+        const negative = units < 0n;
+        const digits = (negative ? -units : units).toString().padStart(scale + 1, '0');
+        const text = scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+        return { units, scale, text: negative ? `-${text}` : text };
+      });
+    fc.assert(
+      fc.property(decimal, decimal, (a, b) => {
+        const scale = Math.max(a.scale, b.scale);
+        const x = a.units * 10n ** BigInt(scale - a.scale);
+        const y = b.units * 10n ** BigInt(scale - b.scale);
+        const expected = x < y ? -1 : x > y ? 1 : 0;
+        expect(compareDecimals(a.text, b.text)).toBe(expected);
+        const r = rule({ minPrice: { value: b.text, usd: false } });
+        expect(passesPrice(r, { amount: a.text, usd: undefined })).toBe(expected >= 0);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('passesTraits', () => {
+  const traits = [
+    { name: 'Background', value: 'Blue' },
+    { name: 'Eyes', value: 'Laser' },
+    { name: 'Level', value: 3 },
+  ];
+
+  it('passes without conditions', () => {
+    expect(passesTraits(rule(), [])).toBe(true);
+    expect(passesTraitsAny(rule(), [])).toBe(true);
+  });
+
+  it('needs every condition, compared case-insensitively', () => {
+    expect(passesTraits(rule({ traits: [{ name: 'background', value: 'BLUE' }] }), traits)).toBe(true);
+    expect(
+      passesTraits(
+        rule({
+          traits: [
+            { name: 'Background', value: 'Blue' },
+            { name: 'level', value: '3' },
+          ],
+        }),
+        traits,
+      ),
+    ).toBe(true);
+    expect(
+      passesTraits(
+        rule({
+          traits: [
+            { name: 'Background', value: 'Blue' },
+            { name: 'Eyes', value: 'Sleepy' },
+          ],
+        }),
+        traits,
+      ),
+    ).toBe(false);
+    expect(passesTraits(rule({ traits: [{ name: 'Hat', value: 'Blue' }] }), traits)).toBe(false);
+  });
+
+  it('passes a sweep when one of its tokens passes', () => {
+    const r = rule({ traits: [{ name: 'Eyes', value: 'laser' }] });
+    expect(passesTraitsAny(r, [[{ name: 'Eyes', value: 'Sleepy' }], traits])).toBe(true);
+    expect(passesTraitsAny(r, [[{ name: 'Eyes', value: 'Sleepy' }], []])).toBe(false);
+    expect(passesTraitsAny(r, [])).toBe(false);
+    expect(passesTraitsAny(r, [undefined, traits])).toBe(true);
+    expect(passesTraitsAny(r, [undefined])).toBe(false);
+  });
+});
