@@ -12,7 +12,7 @@ export function serveAsset(state: DevnetState, req: IncomingMessage, res: Server
     return;
   }
   const match = ASSET.exec(path);
-  const network = match ? state.network(decodeURIComponent(match[1] ?? '')) : undefined;
+  const network = match ? state.network(match[1] ?? '') : undefined;
   const collection = network && match ? network.byAddress.get((match[2] ?? '').toLowerCase()) : undefined;
   const name = match?.[3] ?? '';
   let svg: string | undefined;

@@ -7,18 +7,18 @@ const HELP = `Floorwatch devnet: a local platform with the real wire protocol, a
 
 Usage: npm run devnet -- [options]
 
-Options (environment variable in brackets):
-  --port <n>              TCP port, 0 = any free port           [DEVNET_PORT]            default 8777
-  --host <addr>           interface to listen on                [DEVNET_HOST]            default 127.0.0.1
-  --seed <n>              dataset and activity seed             [DEVNET_SEED]            default 1
-  --block-interval <ms>   a random block every <ms>, 0 = off    [DEVNET_BLOCK_INTERVAL_MS] default 3000
-  --heartbeat <ms>        stream heartbeat interval             [DEVNET_HEARTBEAT_MS]    default 10000
-  --finality <n>          blocks until a receipt is final       [DEVNET_FINALITY_DEPTH]  default 3
-  --scale <full|small>    dataset size                          [DEVNET_SCALE]           default full
-  --access-key <key>      the X-Access-Key to accept            [DEVNET_ACCESS_KEY]      default derived from the seed
-  --secret-token <token>  the bearer token to accept            [DEVNET_SECRET_TOKEN]    default derived from the seed
-  --project-id <n>        the project                           [DEVNET_PROJECT_ID]      default 16815
-  --quiet                 do not print every mined block        [DEVNET_QUIET=1]
+Options:                                                     environment                default
+  --port <n>              TCP port, 0 = any free port        DEVNET_PORT                8777
+  --host <addr>           interface to listen on             DEVNET_HOST                127.0.0.1
+  --seed <n>              dataset and activity seed          DEVNET_SEED                1
+  --block-interval <ms>   a random block every <ms>, 0 = off DEVNET_BLOCK_INTERVAL_MS   3000
+  --heartbeat <ms>        stream heartbeat interval          DEVNET_HEARTBEAT_MS        10000
+  --finality <n>          blocks until a receipt is final    DEVNET_FINALITY_DEPTH      3
+  --scale <full|small>    dataset size                       DEVNET_SCALE               full
+  --access-key <key>      the X-Access-Key to accept         DEVNET_ACCESS_KEY          derived from the seed
+  --secret-token <token>  the bearer token to accept         DEVNET_SECRET_TOKEN        derived from the seed
+  --project-id <n>        the project                        DEVNET_PROJECT_ID          16815
+  --quiet                 do not print every mined block     DEVNET_QUIET=1
   -h, --help              this text
 
 Control API on the same server:

@@ -1,4 +1,4 @@
-import { toEventSelector } from 'viem';
+import { toEventSelector } from 'viem/utils';
 import { addressWord, boolWord, uintWord } from './hex.ts';
 
 /** An event of the token standards or of the platform's marketplace contract. */

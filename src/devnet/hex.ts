@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { keccak256, stringToBytes } from 'viem';
+import { keccak256, stringToBytes } from 'viem/utils';
 
 export const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000';
 

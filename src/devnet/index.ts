@@ -6,7 +6,7 @@
  * const devnet = await startDevnet({ seed: 7 });
  * const client = new PlatformClient({ endpoints: devnet.endpoints, networks: devnet.networks, accessKey: devnet.accessKey });
  * const moonCats = devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
- * await devnet.mine('devnet', [{ kind: 'sale', collection: moonCats?.address }]);
+ * if (moonCats) await devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address }]);
  * await devnet.close();
  */
 import { DevnetInstance } from './devnet.ts';

@@ -100,8 +100,9 @@ export class RpcServer {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? '/', 'http://devnet').pathname;
+    let path = req.url ?? '/';
     try {
+      path = new URL(path, 'http://devnet').pathname;
       if (path === '/devnet' || path.startsWith('/devnet/')) {
         await this.#deps.control(req, res, path);
         return;
@@ -170,7 +171,13 @@ export class RpcServer {
       return { op, network: undefined };
     }
     if (rule === 'none') throw errors.badRoute(path);
-    const network = this.#deps.state.network(decodeURIComponent(segment));
+    let name: string;
+    try {
+      name = decodeURIComponent(segment);
+    } catch {
+      throw errors.badRoute(path);
+    }
+    const network = this.#deps.state.network(name);
     if (!network) throw errors.badRoute(path);
     return { op, network };
   }

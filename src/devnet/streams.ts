@@ -9,7 +9,7 @@ import { eventLogLine, receiptLine } from './wire.ts';
 /** Buffered bytes after which a subscriber that does not read counts as lost. */
 const MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
 
-export const WEBRPC_HEADER = 'webrpc@v0.31.2;floorwatch-devnet@v0.1.0;sequence-indexer@v0.4.0';
+export const WEBRPC_HEADER = 'webrpc@v0.31.2;floorwatch-devnet@v0.1.0';
 
 type Subscription = { kind: 'events'; filter: EventFilterSpec } | { kind: 'receipts'; filter: ReceiptFilterSpec };
 

@@ -1,4 +1,4 @@
-import { decodeAbiParameters } from 'viem';
+import { decodeAbiParameters } from 'viem/utils';
 import { describe, expect, it } from 'vitest';
 import { type Dataset, generateDataset } from '../../src/devnet/dataset.ts';
 import { canonicalSignature, EVENTS, encodeLog, topicOf } from '../../src/devnet/events.ts';

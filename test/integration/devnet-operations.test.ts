@@ -189,6 +189,20 @@ describe('devnet operations through the platform client', () => {
     expect(missing).toMatchObject({ errorName: 'NotFound', code: 2000 });
   });
 
+  it('GetCollectible passes the hostile collection metadata through untouched', async () => {
+    const gremlins = t.devnet.collections.devnet?.find((c) => c.hostile);
+    expect(gremlins?.name).toContain('@everyone');
+    const read = (tokenId: string) =>
+      client.marketplace.getCollectible({ network: 'devnet', contractAddress: gremlins?.address ?? '', tokenId });
+    expect((await read('1')).description).toContain('[here](http://evil.example/phish)');
+    expect((await read('2')).name).toBe("<script>alert('xss')</script>");
+    expect((await read('2')).image).toBe('javascript:alert(1)');
+    expect((await read('3')).description).toContain('<@123456789012345678>');
+    expect((await read('4')).description).toHaveLength(10_000);
+    const maxId = ((1n << 256n) - 1n).toString();
+    expect((await read(maxId)).tokenId).toBe(maxId);
+  });
+
   it('GetOrders returns orders by id, whatever their state', async () => {
     const { orders } = await client.marketplace.getOrders({
       network: 'devnet',

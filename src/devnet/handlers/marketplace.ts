@@ -1,4 +1,4 @@
-import { encodeFunctionData, parseAbi } from 'viem';
+import { encodeFunctionData, parseAbi } from 'viem/utils';
 import { MARKETPLACE_KINDS, PROPERTY_TYPES, SPEC_MARKETPLACE_KINDS, WALLET_KINDS } from '../../platform/types.ts';
 import { OWN_MARKETPLACE } from '../catalog.ts';
 import {
