@@ -93,6 +93,11 @@ export function parseActivity(value: unknown, path: string): ActivitySpec {
 
 const DAY_MS = 86_400_000;
 
+/** The transaction an activity builds, once it has begun. */
+interface Built {
+  txn: PendingTxn | undefined;
+}
+
 /**
  * Applies activity to a network's state inside a transaction being built: changes the book and
  * the balances (recording the undo of each change) and emits the logs a real chain would.
@@ -121,18 +126,18 @@ export class ActivityRunner {
     this.#path = path;
     this.#now = block.timestampMs;
     this.#blockNumber = block.number;
-    const txn = new PendingTxn(ZERO_ADDRESS, ZERO_ADDRESS);
-    const built = { txn, summary: undefined as PendingSummary | undefined };
+    const built: Built = { txn: undefined };
     try {
-      built.summary = this.#dispatch(spec, built);
+      const summary = this.#dispatch(spec, built);
+      if (!built.txn) throw new Error(`activity ${spec.kind} built no transaction`);
+      return { txn: built.txn, summary };
     } catch (error) {
-      built.txn.rollback();
+      built.txn?.rollback();
       throw error;
     }
-    return { txn: built.txn, summary: built.summary };
   }
 
-  #dispatch(spec: ActivitySpec, built: { txn: PendingTxn }): PendingSummary {
+  #dispatch(spec: ActivitySpec, built: Built): PendingSummary {
     switch (spec.kind) {
       case 'listing':
       case 'offer':
@@ -152,7 +157,7 @@ export class ActivityRunner {
   // ---------------------------------------------------------------------------------------------
   // Orders
 
-  #createOrder(spec: ActivitySpec, side: Side, built: { txn: PendingTxn }): PendingSummary {
+  #createOrder(spec: ActivitySpec, side: Side, built: Built): PendingSummary {
     const net = this.#net;
     const collection = this.#collection(spec, (c) => c.size > 0);
     let index: number;
@@ -244,7 +249,7 @@ export class ActivityRunner {
     return this.#summary(side, collection, [order.tokenId], [order.orderId], txn);
   }
 
-  #sale(spec: ActivitySpec, built: { txn: PendingTxn }): PendingSummary {
+  #sale(spec: ActivitySpec, built: Built): PendingSummary {
     const net = this.#net;
     const fills: OrderRecord[] = [];
     let collection: CollectionState;
@@ -367,7 +372,7 @@ export class ActivityRunner {
     }
   }
 
-  #cancel(spec: ActivitySpec, built: { txn: PendingTxn }): PendingSummary {
+  #cancel(spec: ActivitySpec, built: Built): PendingSummary {
     const net = this.#net;
     let order: OrderRecord;
     if (spec.orderId !== undefined) {
@@ -413,7 +418,7 @@ export class ActivityRunner {
   // ---------------------------------------------------------------------------------------------
   // Tokens
 
-  #mint(spec: ActivitySpec, built: { txn: PendingTxn }): PendingSummary {
+  #mint(spec: ActivitySpec, built: Built): PendingSummary {
     const net = this.#net;
     const collection = this.#collection(
       spec,
@@ -458,7 +463,7 @@ export class ActivityRunner {
     return this.#summary('mint', collection, chosen, [], txn);
   }
 
-  #transfer(spec: ActivitySpec, built: { txn: PendingTxn }): PendingSummary {
+  #transfer(spec: ActivitySpec, built: Built): PendingSummary {
     const net = this.#net;
     const burn = spec.kind === 'burn';
     const collection = this.#collection(spec, (c) => c.size > 0 && !c.blueprint.hostile);
@@ -588,7 +593,7 @@ export class ActivityRunner {
   // ---------------------------------------------------------------------------------------------
   // Choices and checks
 
-  #begin(built: { txn: PendingTxn }, from: string, to: string): PendingTxn {
+  #begin(built: Built, from: string, to: string): PendingTxn {
     const txn = new PendingTxn(from, to);
     built.txn = txn;
     return txn;

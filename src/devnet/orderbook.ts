@@ -9,6 +9,8 @@ export interface TokenOrders {
   offers: OrderRecord[];
 }
 
+const NO_ORDERS: readonly OrderRecord[] = Object.freeze([]);
+
 export function compareListings(a: OrderRecord, b: OrderRecord): number {
   return a.priceUsd - b.priceUsd || a.createdAt - b.createdAt || a.orderId.localeCompare(b.orderId);
 }
@@ -109,7 +111,7 @@ export class OrderBook {
   /** Active orders of one side for a token, best first. */
   side(collectionAddress: string, tokenIndex: number, side: Side): readonly OrderRecord[] {
     const orders = this.tokenOrders(collectionAddress, tokenIndex);
-    if (!orders) return [];
+    if (!orders) return NO_ORDERS;
     return side === 'listing' ? orders.listings : orders.offers;
   }
 
