@@ -1,7 +1,7 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
-import { formatPrice, shortAddress, tokenName } from '../src/bot/format.ts';
-import { fetchToken, footerOf } from '../src/bot/market.ts';
+import { byPriceAscending, formatPrice, shortAddress, tokenName } from '../src/bot/format.ts';
+import { fetchToken, firstItems, footerOf } from '../src/bot/market.ts';
 import { bold, code, type ReplyField, type Rich, truncate } from '../src/bot/reply.ts';
 import type { Step } from '../src/platform/types.ts';
 
@@ -44,10 +44,10 @@ export default defineCommand({
       fetchToken(ctx, collection, token),
       ctx.platform.marketplace.listListingsForCollectible({
         ...target,
-        page: { page: 0, pageSize: 1, sort: [{ column: 'price', order: 'ASC' }] },
+        page: firstItems(20),
       }),
     ]);
-    const cheapest = listings[0];
+    const cheapest = [...listings].sort(byPriceAscending)[0];
     if (!cheapest) {
       throw new UserError('not_found', {
         what: `${tokenName(metadata, token)} is not listed, so it cannot be bought now.`,

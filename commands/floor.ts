@@ -1,7 +1,7 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { ArgumentError } from '../src/bot/errors.ts';
 import { byPriceAscending, tokenName } from '../src/bot/format.ts';
-import { describeOrder, footerOf } from '../src/bot/market.ts';
+import { describeOrder, firstItems, footerOf } from '../src/bot/market.ts';
 import { bold, type ReplyField } from '../src/bot/reply.ts';
 import type { CollectiblesFilter } from '../src/platform/types.ts';
 
@@ -55,7 +55,7 @@ export default defineCommand({
       side: 'listing',
       contractAddress: collection.address,
       filter: { includeEmpty: false, ...(properties.length ? { properties } : {}) },
-      page: { page: 0, pageSize: size, sort: [{ column: 'price', order: 'ASC' }] },
+      page: firstItems(size),
     });
     const listed = collectibles
       .map((c) => ({ metadata: c.metadata, order: c.order ?? c.listing }))

@@ -1,6 +1,6 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { shortAddress } from '../src/bot/format.ts';
-import { footerOf } from '../src/bot/market.ts';
+import { footerOf, nextPage } from '../src/bot/market.ts';
 import { code, type Reply } from '../src/bot/reply.ts';
 
 /** Bounded work: at most this many balance records are read. */
@@ -24,14 +24,15 @@ export default defineCommand({
   async run(ctx, { collection, count = 10 }) {
     const byAccount = new Map<string, bigint>();
     let more = true;
-    let page = 0;
+    let page: number | undefined;
+    let pages = 0;
     let records = 0;
-    while (more && page < MAX_PAGES) {
+    while (more && pages < MAX_PAGES) {
       const result = await ctx.platform.indexer.getTokenBalancesByContract({
         network: collection.network,
         filter: { contractAddresses: [collection.address], contractStatus: 'ALL' },
         omitMetadata: true,
-        page: { page, pageSize: PAGE_SIZE },
+        page: page === undefined ? { pageSize: PAGE_SIZE } : { page, pageSize: PAGE_SIZE },
       });
       for (const balance of result.balances) {
         const account = balance.accountAddress.toLowerCase();
@@ -39,7 +40,8 @@ export default defineCommand({
       }
       records += result.balances.length;
       more = result.page.more === true;
-      page++;
+      page = nextPage(result.page, page);
+      pages++;
     }
     const ranked = [...byAccount.entries()]
       .filter(([, amount]) => amount > 0n)

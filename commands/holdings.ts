@@ -1,6 +1,6 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { shortAddress, tokenName } from '../src/bot/format.ts';
-import { footerOf } from '../src/bot/market.ts';
+import { footerOf, nextPage } from '../src/bot/market.ts';
 import type { Reply } from '../src/bot/reply.ts';
 import type { TokenBalance } from '../src/platform/types.ts';
 
@@ -25,17 +25,19 @@ export default defineCommand({
   async run(ctx, { collection, address }) {
     const balances: TokenBalance[] = [];
     let more = true;
-    let page = 0;
-    while (more && page < MAX_PAGES) {
+    let page: number | undefined;
+    let pages = 0;
+    while (more && pages < MAX_PAGES) {
       const result = await ctx.platform.indexer.getTokenBalancesByContract({
         network: collection.network,
         filter: { contractAddresses: [collection.address], accountAddresses: [address], contractStatus: 'ALL' },
         omitMetadata: false,
-        page: { page, pageSize: PAGE_SIZE },
+        page: page === undefined ? { pageSize: PAGE_SIZE } : { page, pageSize: PAGE_SIZE },
       });
       balances.push(...result.balances.filter((b) => b.balance !== '0'));
       more = result.page.more === true;
-      page++;
+      page = nextPage(result.page, page);
+      pages++;
     }
     const reply: Reply = {
       title: `${shortAddress(address)} in ${collection.name}`,

@@ -1,6 +1,6 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { tokenName } from '../src/bot/format.ts';
-import { describeOrder, fetchToken, footerOf, wirePage } from '../src/bot/market.ts';
+import { byPriceDescending, tokenName } from '../src/bot/format.ts';
+import { describeOrder, fetchToken, firstItems, footerOf, MAX_BOOK_PAGES } from '../src/bot/market.ts';
 import { bold, type Reply, type ReplyButton } from '../src/bot/reply.ts';
 
 const PAGE_SIZE = 5;
@@ -18,7 +18,7 @@ export default defineCommand({
       autocomplete: true,
     },
     { name: 'token', type: 'tokenId', description: 'Token id', required: true },
-    { name: 'page', type: 'integer', description: 'Page (1 = highest)', min: 1, max: 1000 },
+    { name: 'page', type: 'integer', description: 'Page (1 = highest)', min: 1, max: MAX_BOOK_PAGES },
   ],
   async run(ctx, { collection, token, page = 1 }) {
     const target = { network: collection.network, contractAddress: collection.address, tokenId: token };
@@ -26,7 +26,7 @@ export default defineCommand({
       fetchToken(ctx, collection, token),
       ctx.platform.marketplace.listOffersForCollectible({
         ...target,
-        page: { page: wirePage(page), pageSize: PAGE_SIZE, sort: [{ column: 'price', order: 'DESC' }] },
+        page: firstItems(page * PAGE_SIZE + 1),
       }),
       ctx.platform.marketplace.getLowestPriceOfferForCollectible(target),
     ]);
@@ -36,13 +36,15 @@ export default defineCommand({
       footer: `${footerOf(collection)} · page ${page}`,
     };
     if (metadata.image) reply.thumbnail = metadata.image;
-    if (list.offers.length === 0) {
+    const sorted = [...list.offers].sort(byPriceDescending);
+    const shown = sorted.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE);
+    if (shown.length === 0) {
       reply.lines = [
         page === 1 ? 'Nobody has made an offer on this token.' : `There is no page ${page}: the offers end earlier.`,
       ];
     } else {
       reply.fields = await Promise.all(
-        list.offers.map(async (order, i) => ({
+        shown.map(async (order, i) => ({
           name: `${(page - 1) * PAGE_SIZE + i + 1}.`,
           value: await describeOrder(ctx, collection.network, order),
         })),
@@ -55,7 +57,10 @@ export default defineCommand({
       ];
     const nav: ReplyButton[] = [];
     if (page > 1) nav.push({ label: '◀ Higher', action: ctx.rerun({ page: String(page - 1) }) });
-    if (list.page.more || list.offers.length === PAGE_SIZE)
+    if (
+      page < MAX_BOOK_PAGES &&
+      (sorted.length > page * PAGE_SIZE || (list.page.more === true && sorted.length >= page * PAGE_SIZE))
+    )
       nav.push({ label: 'More ▶', action: ctx.rerun({ page: String(page + 1) }) });
     if (nav.length) reply.buttons = [nav];
     return reply;

@@ -27,7 +27,7 @@ export default defineGroup({
         const { contracts } = await ctx.platform.builder.listContracts({
           projectId,
           filter: { chainId, ...(type ? { contractType: type.toUpperCase() } : {}) },
-          page: { page: 1, pageSize: 50 },
+          page: { pageSize: 50 },
         });
         const reply: Reply = { title: `Contracts of project ${projectId}`, tone: 'info', footer: ctx.network };
         reply.lines = contracts.length
@@ -49,7 +49,7 @@ export default defineGroup({
       async run(ctx) {
         const { contractSources } = await ctx.platform.builder.listContractSources({
           projectId: requireProject(ctx.settings.projectId),
-          page: { page: 1, pageSize: 50 },
+          page: { pageSize: 50 },
         });
         const reply: Reply = { title: 'Contract sources', tone: 'info' };
         reply.lines = contractSources.length
@@ -73,7 +73,7 @@ export default defineGroup({
         const { gasSponsors } = await ctx.platform.relayer.listGasSponsors({
           network: ctx.network,
           projectId: requireProject(ctx.settings.projectId),
-          page: { page: 1, pageSize: 50 },
+          page: { pageSize: 50 },
         });
         const active = gasSponsors.filter((s) => s.active).length;
         const reply: Reply = { title: `Gas sponsors on ${ctx.network}`, tone: 'info' };

@@ -1,9 +1,11 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { tokenName, traitsOf } from '../src/bot/format.ts';
-import { describeOrder, fetchToken, footerOf } from '../src/bot/market.ts';
+import { byPriceAscending, byPriceDescending, tokenName, traitsOf } from '../src/bot/format.ts';
+import { describeOrder, fetchToken, firstItems, footerOf } from '../src/bot/market.ts';
 import { type Reply, type ReplyField, safeUrl, truncate } from '../src/bot/reply.ts';
 
 const MAX_TRAIT_FIELDS = 12;
+/** Orders read to find the best of each side. */
+const BOOK_SAMPLE = 20;
 
 export default defineCommand({
   name: 'token',
@@ -25,11 +27,11 @@ export default defineCommand({
       fetchToken(ctx, collection, token),
       ctx.platform.marketplace.listListingsForCollectible({
         ...target,
-        page: { page: 0, pageSize: 1, sort: [{ column: 'price', order: 'ASC' }] },
+        page: firstItems(BOOK_SAMPLE),
       }),
       ctx.platform.marketplace.listOffersForCollectible({
         ...target,
-        page: { page: 0, pageSize: 1, sort: [{ column: 'price', order: 'DESC' }] },
+        page: firstItems(BOOK_SAMPLE),
       }),
     ]);
     const traits = traitsOf(metadata);
@@ -39,8 +41,8 @@ export default defineCommand({
     if (traits.length > MAX_TRAIT_FIELDS) {
       fields.push({ name: 'More traits', value: `${traits.length - MAX_TRAIT_FIELDS} more`, inline: true });
     }
-    const bestListing = listings.listings[0];
-    const bestOffer = offers.offers[0];
+    const bestListing = [...listings.listings].sort(byPriceAscending)[0];
+    const bestOffer = [...offers.offers].sort(byPriceDescending)[0];
     fields.push({
       name: 'Best listing',
       value: bestListing ? await describeOrder(ctx, collection.network, bestListing) : 'not listed',

@@ -221,7 +221,7 @@ export default defineGroup({
           side: 'listing',
           contractAddress: found.collection,
           filter: { includeEmpty: true },
-          page: { page: 0, pageSize: 1 },
+          page: { pageSize: 1 },
         });
         const sample = collectibles[0];
         const tokenId = found.tokenIds?.[0] ?? sample?.metadata.tokenId ?? '1';

@@ -122,10 +122,12 @@ export class CommandEngine {
     const started = performance.now();
     const logger = this.#options.logger;
     let name = invocation.command;
+    let selected: { label: string; args: Tokens } | undefined;
     let outcome: Outcome = 'ok';
     try {
       const { spec, label, args } = this.#select(invocation);
       name = label;
+      selected = { label, args };
       const wait = this.#rateLimit(invocation);
       if (wait > 0) {
         outcome = 'rate_limited';
@@ -133,14 +135,18 @@ export class CommandEngine {
       }
       return await this.#execute(spec, label, args, invocation);
     } catch (error) {
-      if (error instanceof AmbiguousCollectionError) {
+      if (error instanceof AmbiguousCollectionError && selected) {
         outcome = 'user_error';
-        return this.#chooseCollection(error, invocation);
+        return chooseCollection(error, selected.label, selected.args);
       }
       const reference = randomBytes(4).toString('hex');
       outcome = outcomeOf(error);
       if (isExpectedFailure(error)) {
-        logger.info({ command: name, outcome, err: error }, 'command failed');
+        // The user's mistake or the platform's answer: a line without a stack is enough.
+        logger.info(
+          { command: name, outcome, reason: error instanceof Error ? error.message : String(error) },
+          'command failed',
+        );
       } else {
         logger.error({ command: name, reference, err: error }, 'command crashed');
       }
@@ -276,34 +282,31 @@ export class CommandEngine {
     };
     return spec.run(context, values as never);
   }
+}
 
-  #chooseCollection(error: AmbiguousCollectionError, invocation: Invocation): Reply {
-    const named = new Map(invocation.args.named);
-    const positional = [...invocation.args.positional];
-    // The chosen collection replaces the words of the name.
-    const words = error.query.split(/\s+/);
-    const at = positional.findIndex((_, i) => positional.slice(i, i + words.length).join(' ') === error.query);
-    if (at >= 0) positional.splice(at, words.length);
-    else named.delete(error.option);
-    const prefix = invocation.subcommand ? `/${invocation.command} ${invocation.subcommand}` : `/${invocation.command}`;
-    const buttons = error.candidates.map((c) => {
-      const rest = [...positional.map((w) => (/\s/.test(w) ? `"${w}"` : w))];
-      for (const [k, v] of named) rest.push(`${k}=${/\s/.test(v) ? `"${v}"` : v}`);
-      return [
-        {
-          label: `${c.name} (${c.network} ${c.address.slice(0, 6)}…${c.address.slice(-4)})`,
-          action: [prefix, `${error.option}=${c.network}:${c.address}`, ...rest].join(' '),
-        },
-      ];
-    });
-    return {
-      tone: 'warning',
-      ephemeral: true,
-      title: 'Which collection?',
-      lines: [`"${error.query}" matches ${error.candidates.length} collections. Choose one:`],
-      buttons,
-    };
-  }
+/** The candidates of an ambiguous name as buttons, each re-running the command with one of them. */
+function chooseCollection(error: AmbiguousCollectionError, label: string, args: Tokens): Reply {
+  const named = new Map(args.named);
+  const positional = [...args.positional];
+  // The chosen collection replaces the words of the name.
+  const words = error.query.split(/\s+/);
+  const at = positional.findIndex((_, i) => positional.slice(i, i + words.length).join(' ') === error.query);
+  if (at >= 0) positional.splice(at, words.length);
+  else named.delete(error.option);
+  const quote = (w: string) => (/\s/.test(w) ? `"${w.replace(/"/g, '')}"` : w);
+  const rest = [...positional.map(quote), ...[...named].map(([k, v]) => `${k}=${quote(v)}`)];
+  return {
+    tone: 'warning',
+    ephemeral: true,
+    title: 'Which collection?',
+    lines: [`"${error.query}" matches ${error.candidates.length} collections. Choose one:`],
+    buttons: error.candidates.map((c) => [
+      {
+        label: `${c.name} (${c.network} ${c.address.slice(0, 6)}…${c.address.slice(-4)})`,
+        action: [`/${label}`, `${error.option}=${c.network}:${c.address}`, ...rest].join(' '),
+      },
+    ]),
+  };
 }
 
 function outcomeOf(error: unknown): Outcome {
@@ -355,14 +358,18 @@ function assignWords(
     if (option.rest) {
       raw.set(option.name, positional.splice(0).join(' '));
     } else if (option.type === 'collection' || option.type === 'text') {
-      const later = open.slice(i + 1).filter((o) => o.type !== 'text');
+      // Required options after the name always get their word (so a malformed one is reported
+      // as such); optional ones only when the word reads as their type.
+      // Free-text options after a name take words only by `key=value`: any word would read as text.
+      const later = open.slice(i + 1).filter((o) => o.required || o.type !== 'text');
+      const required = later.filter((o) => o.required).length;
       let keep = Math.min(later.length, positional.length - 1);
-      while (keep > 0) {
+      while (keep > required) {
         const tail = positional.slice(positional.length - keep);
         if (tail.every((word, j) => parseOption(later[j] as OptionSpec, word, ctx).ok)) break;
         keep--;
       }
-      raw.set(option.name, positional.splice(0, positional.length - keep).join(' '));
+      raw.set(option.name, positional.splice(0, positional.length - Math.max(0, keep)).join(' '));
     } else {
       raw.set(option.name, positional.shift() as string);
     }

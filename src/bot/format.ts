@@ -74,6 +74,11 @@ export function byPriceAscending(a: Order, b: Order): number {
   return 0;
 }
 
+/** Offers highest first. */
+export function byPriceDescending(a: Order, b: Order): number {
+  return byPriceAscending(b, a);
+}
+
 /** Relative time like `in 3 days` or `5 hours ago`. */
 export function relativeTime(iso: string | undefined, now: Date): string | undefined {
   if (!iso) return undefined;

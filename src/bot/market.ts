@@ -36,10 +36,22 @@ export async function fetchToken(
   }
 }
 
-/** Page number on the wire for a page as people count it (1, 2, ...): marketplace pages start at 0. */
-export function wirePage(page: number): number {
-  return page - 1;
+/**
+ * Deployments differ on whether page numbers start at 0 or 1, so user-facing pages are cut from
+ * the first `count` items (no page number sent), and the book is sorted here, cheapest or highest
+ * first, whatever order the server used.
+ */
+export function firstItems(count: number): { pageSize: number } {
+  return { pageSize: count };
 }
+
+/** The page after `page` as the server numbered it (works for 0- and 1-based servers). */
+export function nextPage(page: { page?: number } | undefined, requested: number | undefined): number {
+  return (page?.page ?? requested ?? 0) + 1;
+}
+
+/** Pages of /listings and /offers people can flip through. */
+export const MAX_BOOK_PAGES = 20;
 
 /** Footer text: `Moon Cats · devnet` */
 export function footerOf(collection: ResolvedCollection): string {

@@ -123,6 +123,9 @@ function describePlatformError(error: PlatformError): string {
     return `The platform's ${service} service cannot be reached right now. Try again in a minute.`;
   }
   if (error instanceof PlatformBadResponseError) {
+    if (error.status !== undefined && error.status >= 500) {
+      return `The platform's ${service} service is having trouble (HTTP ${error.status}). Try again in a minute.`;
+    }
     return `The platform's ${service} service sent an answer the bot cannot read. It was logged for the operators.`;
   }
   if (error instanceof PlatformAbortedError) return 'The request was cancelled.';

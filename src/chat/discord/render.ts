@@ -89,7 +89,7 @@ function cut(text: string, max: number): string {
 }
 
 /** Markdown cut to `max`, re-rendered from the plain text if the markup would be split. */
-function fit(text: Rich, max: number): string {
+function fitMarkdown(text: Rich, max: number): string {
   const rendered = richToMarkdown(text);
   if (rendered.length <= max) return rendered;
   let room = max - 1;
@@ -114,7 +114,7 @@ export function renderEmbed(reply: Reply, budget: number = DISCORD_LIMITS.embedT
   const url = safeUrl(reply.url);
   if (url && embed.title) embed.url = url;
   if (reply.lines?.length) {
-    embed.description = fit(
+    embed.description = fitMarkdown(
       reply.lines.flatMap((line, i): Inline[] => [...(i ? ['\n'] : []), ...(typeof line === 'string' ? [line] : line)]),
       DISCORD_LIMITS.description,
     );
@@ -122,8 +122,8 @@ export function renderEmbed(reply: Reply, budget: number = DISCORD_LIMITS.embedT
   const fields = (reply.fields ?? []).slice(0, DISCORD_LIMITS.fields);
   if (fields.length) {
     embed.fields = fields.map((f) => ({
-      name: fit(f.name, DISCORD_LIMITS.fieldName) || '\u200b',
-      value: fit(f.value, DISCORD_LIMITS.fieldValue) || '\u200b',
+      name: fitMarkdown(f.name, DISCORD_LIMITS.fieldName) || '\u200b',
+      value: fitMarkdown(f.value, DISCORD_LIMITS.fieldValue) || '\u200b',
       ...(f.inline ? { inline: true } : {}),
     }));
   }

@@ -1,0 +1,178 @@
+/**
+ * Composition root: configuration -> logger -> platform (the local one when none is configured)
+ * -> store -> command engine -> chat adapters. Nothing else wires components together.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import { CommandEngine } from './bot/engine.ts';
+import { loadCommands } from './bot/registry.ts';
+import { ConsoleChat } from './chat/console/console-chat.ts';
+import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
+import type { Devnet } from './devnet/index.ts';
+import { createLogger } from './logger.ts';
+import { PlatformClient } from './platform/client.ts';
+import { StateStore, StoreFileError } from './store/state.ts';
+
+export const VERSION = '0.1.0';
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const COMMANDS_DIR = join(ROOT, 'commands');
+
+export interface RunningBot {
+  config: Config;
+  logger: Logger;
+  platform: PlatformClient;
+  engine: CommandEngine;
+  store: StateStore;
+  devnet: Devnet | undefined;
+  console: ConsoleChat | undefined;
+  /** Resolves when the bot has stopped by itself (end of piped input). */
+  finished: Promise<void>;
+  /** Stops everything, in reverse order of start. */
+  stop: () => Promise<void>;
+}
+
+export interface StartOptions {
+  env?: Readonly<Record<string, string | undefined>>;
+  stdin?: Readable & { isTTY?: boolean };
+  stdout?: Writable;
+  /** Log destination (file descriptor or stream); stderr by default. */
+  logDestination?: NodeJS.WritableStream | number;
+  cwd?: string;
+}
+
+/** Starts the bot with its configuration; used by the CLI entry point and by end-to-end tests. */
+export async function startBot(options: StartOptions = {}): Promise<RunningBot> {
+  const config = loadConfig(options.env ?? process.env, options.cwd);
+  const logger = createLogger(config.logLevel, secretsOf(config), options.logDestination ?? 2);
+  const stops: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    for (const step of stops.reverse()) {
+      try {
+        await step();
+      } catch (error) {
+        logger.warn({ err: error }, 'error while stopping');
+      }
+    }
+    stops.length = 0;
+  };
+
+  try {
+    let devnet: Devnet | undefined;
+    let endpoints = config.platform.endpoints;
+    let platformOptions = {
+      accessKey: config.platform.accessKey,
+      secretToken: config.platform.secretToken,
+      projectId: config.platform.projectId,
+      networks: config.platform.networks,
+    };
+    if (!endpoints) {
+      const { startDevnet } = await import('./devnet/index.ts');
+      devnet = await startDevnet({
+        seed: config.devnet.seed,
+        blockIntervalMs: config.devnet.blockIntervalMs,
+        port: config.devnet.port,
+        logger: logger.child({ component: 'devnet' }),
+      });
+      const running = devnet;
+      stops.push(() => running.close());
+      endpoints = devnet.endpoints;
+      platformOptions = {
+        accessKey: devnet.accessKey,
+        secretToken: devnet.secretToken,
+        projectId: config.platform.projectId ?? devnet.projectId,
+        networks: devnet.networks,
+      };
+      logger.info({ url: devnet.url, networks: devnet.networks.map((n) => n.name) }, 'using the local platform');
+    }
+
+    const platform = new PlatformClient({ ...platformOptions, endpoints, userAgent: `floorwatch/${VERSION}` });
+    stops.push(() => platform.close());
+    const defaultNetwork = config.defaultNetwork ?? platform.networks.all[0]?.name;
+    if (!defaultNetwork) throw new ConfigError(['FLOORWATCH_NETWORKS lists no network.']);
+
+    await mkdir(config.dataDir, { recursive: true });
+    const store = await StateStore.open(join(config.dataDir, 'state.json'));
+
+    const commands = await loadCommands(COMMANDS_DIR);
+    const engine = new CommandEngine({
+      platform,
+      store,
+      logger: logger.child({ component: 'commands' }),
+      settings: {
+        operators: config.operators,
+        projectId: platformOptions.projectId,
+        allowlistAudience: config.allowlistAudience,
+        defaultNetwork,
+        version: VERSION,
+      },
+      commands,
+    });
+
+    let consoleChat: ConsoleChat | undefined;
+    let finished: Promise<void> = new Promise(() => undefined);
+    if (config.console || (!config.discord && !config.telegram)) {
+      const stdin = options.stdin ?? process.stdin;
+      consoleChat = new ConsoleChat({
+        engine,
+        input: stdin,
+        output: options.stdout ?? process.stdout,
+        interactive: stdin.isTTY === true,
+        attachmentsDir: join(config.dataDir, 'attachments'),
+        logger,
+      });
+      const chat = consoleChat;
+      stops.push(async () => chat.close());
+      finished = chat.run();
+    }
+    if (config.discord || config.telegram) {
+      logger.warn('Discord and Telegram adapters are not part of this build yet; only the terminal chat runs.');
+    }
+    logger.info({ commands: commands.length, dataDir: config.dataDir }, 'floorwatch started');
+    return { config, logger, platform, engine, store, devnet, console: consoleChat, finished, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** CLI entry: start, stop on SIGINT/SIGTERM or at the end of piped input, exit with a clear message on bad setup. */
+async function cli(): Promise<void> {
+  if (existsSync('.env')) process.loadEnvFile('.env');
+  let bot: RunningBot;
+  try {
+    bot = await startBot();
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof StoreFileError) {
+      process.stderr.write(`floorwatch: ${error.message}\n`);
+      process.exit(78);
+    }
+    throw error;
+  }
+  let stopping = false;
+  const shutdown = async (reason: string, code: number) => {
+    if (stopping) return;
+    stopping = true;
+    bot.logger.info({ reason }, 'stopping');
+    const timer = setTimeout(() => {
+      bot.logger.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, 10_000);
+    timer.unref();
+    await bot.stop();
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT', 0));
+  process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
+  if (bot.console) {
+    await bot.finished;
+    await shutdown('end of input', 0);
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  await cli();
+}
