@@ -9,6 +9,8 @@ export interface EventFilterSpec {
   accounts: ReadonlySet<string>;
   tokenIds: ReadonlySet<string>;
   topics: ReadonlySet<string>;
+  /** Events named without a signature (`Transfer`): every event of that name. */
+  names: ReadonlySet<string>;
 }
 
 /** A SubscribeReceipts filter, normalised. */
@@ -43,17 +45,30 @@ export function parseEventFilter(filter: In | undefined): EventFilterSpec {
     );
   }
   const tokenIds = filter?.optUintList('tokenIDs') ?? filter?.optUintList('tokenIds') ?? [];
-  const events = filter?.optList('events') ?? [];
-  const topics = events.map((item) => {
-    if (typeof item.value !== 'string')
+  const topics: string[] = [];
+  const names: string[] = [];
+  for (const item of filter?.optList('events') ?? []) {
+    if (typeof item.value !== 'string') {
       throw errors.invalidArgument(`${item.path}: expected a string, got ${typeof item.value}`);
-    return eventTopic(item.value, item.path);
-  });
+    }
+    const text = item.value.trim();
+    if (/^[A-Za-z_$][\w$]*$/.test(text)) names.push(text);
+    else topics.push(eventTopic(text, item.path));
+  }
+  for (const item of filter?.optList('topicHashes') ?? []) {
+    if (typeof item.value !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(item.value)) {
+      throw errors.invalidArgument(
+        `${item.path}: expected a topic hash (0x and 64 hex digits), got ${JSON.stringify(item.value)}`,
+      );
+    }
+    topics.push(item.value.toLowerCase());
+  }
   return {
     contracts: new Set(contracts),
     accounts: new Set(accounts),
     tokenIds: new Set(tokenIds),
     topics: new Set(topics),
+    names: new Set(names),
   };
 }
 
@@ -61,7 +76,8 @@ export function parseEventFilter(filter: In | undefined): EventFilterSpec {
  * Whether a log passes the filter. Each part that is present must match (they combine with AND):
  * contracts match the emitting contract, or the collection a marketplace request is about; accounts
  * match any address argument or the transaction's sender or recipient; token ids match the token(s)
- * of the log, including the token of a marketplace request; events match on the topic hash.
+ * of the log, including the token of a marketplace request; events match on the topic hash (a
+ * signature in any spelling, a `topicHashes` entry) or on the bare event name.
  */
 export function matchLog(filter: EventFilterSpec, log: LogRecord, txn: TxnRecord): boolean {
   if (
@@ -80,7 +96,13 @@ export function matchLog(filter: EventFilterSpec, log: LogRecord, txn: TxnRecord
     return false;
   }
   if (filter.tokenIds.size > 0 && !log.tokenIds.some((id) => filter.tokenIds.has(id))) return false;
-  if (filter.topics.size > 0 && !filter.topics.has(log.def.topicHash)) return false;
+  if (
+    (filter.topics.size > 0 || filter.names.size > 0) &&
+    !filter.topics.has(log.def.topicHash) &&
+    !filter.names.has(log.def.name)
+  ) {
+    return false;
+  }
   return true;
 }
 

@@ -191,6 +191,16 @@ describe('devnet streams', () => {
     expect(sub.items.map((l) => l.event?.topicHash)).toEqual([TOPICS.RequestCreated]);
     expect(sub.items[0]?.event?.values[4]).toBe('false');
     await sub.close();
+
+    const byName = events({ contractAddresses: [cats.address], events: ['RequestCancelled'] });
+    await byName.connected();
+    await t.devnet.mine('devnet', [{ kind: 'transfer', collection: cats.address, tokenId: '9201', to: BUYER }]);
+    const cancel = await t.devnet.mine('devnet', [
+      { kind: 'cancel', orderId: offer.transactions[0]?.orderIds[0] ?? '' },
+    ]);
+    await byName.waitFor((l) => l.txnHash === cancel.txnHashes[0]);
+    expect(byName.items.map((l) => l.event?.topicHash)).toEqual([TOPICS.RequestCancelled]);
+    await byName.close();
   });
 
   it('emits TransferBatch for a batch mint and TransferSingle for a transfer of ERC-1155 tokens', async () => {
