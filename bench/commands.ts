@@ -1,0 +1,96 @@
+// Engine overhead per command over the raw platform call, with warm caches, and start-up time of
+// the real entry point to its first answer. Prints figures; asserts nothing.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startHarness } from '../test/helpers/bot-harness.ts';
+
+const ROUNDS = 300;
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<number[]> {
+  for (let i = 0; i < 20; i++) await fn();
+  const out: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const started = performance.now();
+    await fn();
+    out.push(performance.now() - started);
+  }
+  return out;
+}
+
+const h = await startHarness({ scale: 'full' });
+const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
+if (!moonCats) throw new Error('no Moon Cats');
+const target = { network: 'devnet', contractAddress: moonCats.address };
+
+const cases = [
+  {
+    name: '/traits (one TokenCollectionFilters call)',
+    raw: () => h.platform.metadata.tokenCollectionFilters(target),
+    command: `/traits ${moonCats.address}`,
+  },
+  {
+    name: '/floor (one ListCollectibles call)',
+    raw: () =>
+      h.platform.marketplace.listCollectibles({
+        ...target,
+        side: 'listing',
+        filter: { includeEmpty: false },
+        page: { pageSize: 5 },
+      }),
+    command: `/floor ${moonCats.address} count=5`,
+  },
+];
+for (const c of cases) {
+  const raw = await timed(c.raw);
+  const engine = await timed(() => h.run(c.command));
+  const overhead = percentile(engine, 50) - percentile(raw, 50);
+  console.log(
+    `${c.name}: raw call p50 ${percentile(raw, 50).toFixed(2)} ms, through the engine p50 ${percentile(engine, 50).toFixed(2)} ms p99 ${percentile(engine, 99).toFixed(2)} ms -> engine overhead p50 ${overhead.toFixed(2)} ms (target < 2 ms: ${overhead < 2 ? 'met' : 'NOT met'})`,
+  );
+}
+await h.close();
+
+// Start-up: spawn the entry point with one piped command; time to the "started" log line and to the answer.
+const startups: Array<{ ready: number; answer: number }> = [];
+for (let i = 0; i < 5; i++) {
+  const dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-bench-'));
+  const started = performance.now();
+  const result = await new Promise<{ ready: number; answer: number }>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: join(import.meta.dirname, '..'),
+      env: { PATH: process.env.PATH ?? '', FLOORWATCH_DATA_DIR: dataDir },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let ready = Number.NaN;
+    let answer = Number.NaN;
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (Number.isNaN(ready) && chunk.toString().includes('floorwatch started')) ready = performance.now() - started;
+    });
+    child.stdout.on('data', () => {
+      if (Number.isNaN(answer)) answer = performance.now() - started;
+    });
+    child.on('error', reject);
+    child.on('close', () => resolve({ ready, answer }));
+    child.stdin.end('/help\n');
+  });
+  startups.push(result);
+  await rm(dataDir, { recursive: true, force: true });
+}
+const ready = percentile(
+  startups.map((s) => s.ready),
+  50,
+);
+const answer = percentile(
+  startups.map((s) => s.answer),
+  50,
+);
+console.log(
+  `start-up (npm start's entry point, local platform included), median of 5: ready ${ready.toFixed(0)} ms, first answer ${answer.toFixed(0)} ms (target < 1500 ms to the first prompt: ${ready < 1500 ? 'met' : 'NOT met'})`,
+);

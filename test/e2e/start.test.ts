@@ -1,0 +1,81 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the bot's real entry point as `npm start` does, with piped input. */
+function start(input: string, env: Record<string, string>): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(input);
+  });
+}
+
+let dataDir: string;
+beforeEach(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-e2e-'));
+});
+afterEach(async () => {
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('npm start with piped input', () => {
+  it('answers every line on stdout, keeps logs on stderr, and exits when the input ends', async () => {
+    const run = await start('/floor moon cats count=2\n/help\n', { FLOORWATCH_DATA_DIR: dataDir });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('Floor of Moon Cats');
+    expect(run.stdout).toContain('Floorwatch commands');
+    expect(run.stdout.indexOf('Floor of Moon Cats')).toBeLessThan(run.stdout.indexOf('Floorwatch commands'));
+    expect(run.stdout).not.toContain('"level"');
+    expect(run.stderr).toContain('"msg":"floorwatch started"');
+  });
+
+  it('refuses a bad configuration with every problem named, and no secret echoed', async () => {
+    const run = await start('', {
+      FLOORWATCH_DATA_DIR: dataDir,
+      LOG_LEVEL: 'chatty',
+      FLOORWATCH_API_URL: 'https://x.example/?key=S3CRET',
+    });
+    expect(run.code).toBe(78);
+    expect(run.stderr).toContain('LOG_LEVEL must be one of');
+    expect(run.stderr).toContain('FLOORWATCH_METADATA_URL');
+    expect(run.stderr).not.toContain('S3CRET');
+  });
+
+  it('refuses to start on a corrupt state file and leaves it as it was', async () => {
+    const file = join(dataDir, 'state.json');
+    await writeFile(file, '{"version":2,"chats":');
+    const run = await start('/help\n', { FLOORWATCH_DATA_DIR: dataDir });
+    expect(run.code).toBe(78);
+    expect(run.stderr).toContain(`${file}: is not valid JSON`);
+    expect(run.stdout).toBe('');
+    expect(await readFile(file, 'utf8')).toBe('{"version":2,"chats":');
+  });
+});
