@@ -62,6 +62,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
 
   try {
     let devnet: Devnet | undefined;
+    let nativeSymbols: Record<string, string> = {};
     let endpoints = config.platform.endpoints;
     let platformOptions = {
       accessKey: config.platform.accessKey,
@@ -86,6 +87,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         projectId: config.platform.projectId ?? devnet.projectId,
         networks: devnet.networks,
       };
+      nativeSymbols = nativeSymbolsOf(devnet);
       logger.info({ url: devnet.url, networks: devnet.networks.map((n) => n.name) }, 'using the local platform');
     }
 
@@ -110,6 +112,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         version: VERSION,
       },
       commands,
+      nativeSymbols,
     });
 
     let consoleChat: ConsoleChat | undefined;
@@ -137,6 +140,16 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     await stop();
     throw error;
   }
+}
+
+/** The local platform's native coin per network (the zero address among its currencies). */
+export function nativeSymbolsOf(devnet: Devnet): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const network of devnet.info().networks) {
+    const native = network.currencies.find((c) => /^0x0{40}$/.test(c.address));
+    if (native) out[network.name] = native.symbol;
+  }
+  return out;
 }
 
 /** CLI entry: start, stop on SIGINT/SIGTERM or at the end of piped input, exit with a clear message on bad setup. */

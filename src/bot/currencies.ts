@@ -20,14 +20,17 @@ export class CurrencyDirectory {
   readonly #platform: PlatformClient;
   readonly #symbols = new LRUCache<string, string>({ max: 1_000 });
   readonly #pending = new Map<string, Promise<string>>();
+  readonly #native: Readonly<Record<string, string>>;
 
-  constructor(platform: PlatformClient) {
+  /** `nativeSymbols` names the native coin per network where the built-in table does not. */
+  constructor(platform: PlatformClient, nativeSymbols: Readonly<Record<string, string>> = {}) {
     this.#platform = platform;
+    this.#native = { ...NATIVE_SYMBOLS, ...nativeSymbols };
   }
 
   async symbol(network: string, address: string): Promise<string> {
     const lower = address.toLowerCase();
-    if (lower === NATIVE_CURRENCY) return NATIVE_SYMBOLS[network] ?? 'ETH';
+    if (lower === NATIVE_CURRENCY) return this.#native[network] ?? 'ETH';
     const key = `${network}:${lower}`;
     const known = this.#symbols.get(key);
     if (known) return known;

@@ -37,6 +37,8 @@ export interface EngineOptions {
   settings: BotSettings;
   commands: readonly CommandDefinition[];
   now?: () => Date;
+  /** Symbol of the native coin per network, where it is not ETH or a well-known one. */
+  nativeSymbols?: Readonly<Record<string, string>>;
   userLimit?: RateLimitPolicy;
   chatLimit?: RateLimitPolicy;
 }
@@ -84,7 +86,7 @@ export class CommandEngine {
     this.#now = options.now ?? (() => new Date());
     this.startedAt = this.#now();
     this.resolver = new CollectionResolver(options.platform);
-    this.currencies = new CurrencyDirectory(options.platform);
+    this.currencies = new CurrencyDirectory(options.platform, options.nativeSymbols);
     this.#userLimiter = new RateLimiter(options.userLimit ?? DEFAULT_USER_LIMIT);
     this.#chatLimiter = new RateLimiter(options.chatLimit ?? DEFAULT_CHAT_LIMIT);
   }

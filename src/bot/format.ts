@@ -35,8 +35,10 @@ const MARKETPLACE_NAMES: Record<string, string> = {
 
 /** Where an order lives, for people. */
 export function marketplaceName(order: Order): string {
+  const known = order.marketplace && MARKETPLACE_NAMES[order.marketplace];
+  if (known) return known;
   if (order.originName?.trim()) return truncate(order.originName.trim(), 40);
-  return (order.marketplace && MARKETPLACE_NAMES[order.marketplace]) ?? 'unknown market';
+  return 'unknown market';
 }
 
 /** `Moon Cat #12`, or `#12` when the token has no name. */

@@ -8,7 +8,7 @@ import { loadCommands } from '../../src/bot/registry.ts';
 import type { Reply } from '../../src/bot/reply.ts';
 import { renderPlain } from '../../src/chat/console/render.ts';
 import { type Devnet, type DevnetOptions, startDevnet } from '../../src/devnet/index.ts';
-import { COMMANDS_DIR } from '../../src/main.ts';
+import { COMMANDS_DIR, nativeSymbolsOf } from '../../src/main.ts';
 import { PlatformClient } from '../../src/platform/client.ts';
 import { StateStore } from '../../src/store/state.ts';
 
@@ -59,6 +59,7 @@ export async function startHarness(
       version: 'test',
     },
     commands: await loadCommands(COMMANDS_DIR),
+    nativeSymbols: nativeSymbolsOf(devnet),
     // Generous limits: tests that check rate limiting build their own engine.
     userLimit: { capacity: 1_000, refillPerSecond: 1_000 },
     chatLimit: { capacity: 1_000, refillPerSecond: 1_000 },

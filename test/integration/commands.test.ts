@@ -59,6 +59,9 @@ describe('market commands on the local platform', () => {
     const reply = await h.run('/floor moon cats count=4');
     expect(reply.title).toBe('Floor of Moon Cats');
     expect(reply.fields).toHaveLength(4);
+    // Prices carry the currency's symbol, looked up on the platform, never a bare address.
+    for (const field of reply.fields ?? [])
+      expect(h.text({ lines: [field.value] })).toMatch(/^[\d.]+ (DEV|WDEV|DUSD) \(\$/);
     const prices = usdValues({ ...reply, lines: [] });
     expect(prices).toEqual([...prices].sort((a, b) => a - b));
     const { collectibles } = await h.platform.marketplace.listCollectibles({

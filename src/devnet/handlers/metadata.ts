@@ -57,6 +57,28 @@ const searchMetadata: UnaryOperation = {
     const contractInfo: Json[] = [];
     const tokenMetadata: Json[] = [];
     for (const network of networks) {
+      // Payment tokens are ERC-20 contracts: found by address, symbol or name, like on the platform.
+      if (!types || types.length === 0 || types.includes('ERC20')) {
+        for (const currency of network.currencies) {
+          if (currency.native) continue;
+          const lowerName = currency.name.toLowerCase();
+          if (currency.address === text || currency.symbol.toLowerCase() === text || lowerName.includes(text)) {
+            contractInfo.push({
+              chainId: network.chainId,
+              address: currency.address,
+              source: 'devnet',
+              name: currency.name,
+              type: 'ERC20',
+              symbol: currency.symbol,
+              decimals: currency.decimals,
+              deployed: true,
+              extensions: { verified: true, verifiedBy: 'devnet' },
+              status: 'AVAILABLE',
+              queuedAt: null,
+            });
+          }
+        }
+      }
       for (const collection of network.collections) {
         if (hidden.has(collection.id)) continue;
         if (types && types.length > 0 && !types.includes(collection.standard)) continue;
