@@ -77,6 +77,25 @@ export default defineCommand({
       },
     ];
     const lines = await Promise.all(probes.map(probe));
+    const alerts = ctx.alerts?.();
+    if (alerts) {
+      lines.push('Alert streams:');
+      if (alerts.streams.length === 0) lines.push('  none open (no watch rules yet)');
+      for (const s of alerts.streams) {
+        const ago = s.lastEventAt
+          ? `${Math.round((ctx.now().getTime() - Date.parse(s.lastEventAt)) / 1000)} s ago`
+          : 'none yet';
+        lines.push(
+          `  ${s.events === 'connected' ? '✅' : '⚠️'} ${s.network}: events ${s.events}, receipts ${s.receipts}, ${s.contracts} contracts, last event ${ago}${s.lastBlock === undefined ? '' : ` (block ${s.lastBlock})`}, ${s.reconnects} reconnects`,
+        );
+        for (const gap of s.gaps.slice(-3))
+          lines.push(`    gap: blocks ${gap.fromBlock}-${gap.toBlock} not seen (${gap.at.slice(0, 19)}Z)`);
+        if (s.events !== 'connected' && s.lastError) lines.push(`    last error: ${s.lastError.slice(0, 200)}`);
+      }
+      lines.push(
+        `Alerts: ${alerts.counters.events} events, ${alerts.counters.deliveries} deliveries recorded, ${alerts.journal.pending} waiting, ${alerts.journal.failed} failed, ${alerts.counters.reorged} reorgs`,
+      );
+    }
     return {
       title: 'Floorwatch status',
       tone: 'info',

@@ -28,6 +28,8 @@ export interface Config {
   logLevel: LogLevel;
   discord: { token: string; applicationId: string; guildId: string | undefined } | undefined;
   telegram: { token: string; apiRoot: string | undefined } | undefined;
+  /** The platform's marketplace contracts per network (their Request* logs are the listings, offers and sales). */
+  marketplaceContracts: Record<string, string[]>;
   /** Open the terminal chat even when a chat platform is configured. */
   console: boolean;
 }
@@ -166,6 +168,20 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
     problems.push(`FLOORWATCH_DEFAULT_NETWORK "${defaultNetwork}" is not in FLOORWATCH_NETWORKS.`);
   }
 
+  const marketplaceContracts: Record<string, string[]> = {};
+  for (const entry of (value(env, 'FLOORWATCH_MARKETPLACE_CONTRACTS') ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
+    const match = /^([a-z][a-z0-9-]{0,40}):(0x[0-9a-fA-F]{40})$/i.exec(entry);
+    if (!match) {
+      problems.push(`FLOORWATCH_MARKETPLACE_CONTRACTS: "${entry.slice(0, 60)}" must look like network:0x<40 hex>.`);
+      continue;
+    }
+    const network = (match[1] ?? '').toLowerCase();
+    marketplaceContracts[network] = [...(marketplaceContracts[network] ?? []), (match[2] ?? '').toLowerCase()];
+  }
+
   const config: Config = {
     platform: {
       endpoints,
@@ -180,6 +196,7 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
       port: integer(env, 'FLOORWATCH_DEVNET_PORT', problems, 0, 65_535) ?? 0,
     },
     operators,
+    marketplaceContracts,
     allowlistAudience: integer(env, 'FLOORWATCH_ALLOWLIST_AUDIENCE', problems, 1, Number.MAX_SAFE_INTEGER),
     defaultNetwork,
     dataDir: resolve(cwd, value(env, 'FLOORWATCH_DATA_DIR') ?? 'data'),

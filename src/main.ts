@@ -8,13 +8,18 @@ import { dirname, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
+import { type AlertSink, Dispatcher } from './alerts/delivery.ts';
+import { Enricher } from './alerts/enrich.ts';
+import { AlertPipeline } from './alerts/pipeline.ts';
 import { CommandEngine } from './bot/engine.ts';
 import { loadCommands } from './bot/registry.ts';
 import { ConsoleChat } from './chat/console/console-chat.ts';
+import { ConsoleSink } from './chat/console/console-sink.ts';
 import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
 import type { Devnet } from './devnet/index.ts';
 import { createLogger } from './logger.ts';
 import { PlatformClient } from './platform/client.ts';
+import { DeliveryJournal } from './store/journal.ts';
 import { StateStore, StoreFileError } from './store/state.ts';
 
 export const VERSION = '0.1.0';
@@ -27,6 +32,9 @@ export interface RunningBot {
   platform: PlatformClient;
   engine: CommandEngine;
   store: StateStore;
+  journal: DeliveryJournal;
+  pipeline: AlertPipeline;
+  dispatcher: Dispatcher;
   devnet: Devnet | undefined;
   console: ConsoleChat | undefined;
   /** Resolves when the bot has stopped by itself (end of piped input). */
@@ -63,6 +71,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
   try {
     let devnet: Devnet | undefined;
     let nativeSymbols: Record<string, string> = {};
+    let marketplaceContracts: Record<string, string[]> = config.marketplaceContracts;
     let endpoints = config.platform.endpoints;
     let platformOptions = {
       accessKey: config.platform.accessKey,
@@ -88,6 +97,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         networks: devnet.networks,
       };
       nativeSymbols = nativeSymbolsOf(devnet);
+      marketplaceContracts = Object.fromEntries(devnet.info().networks.map((n) => [n.name, [n.marketplaceContract]]));
       logger.info({ url: devnet.url, networks: devnet.networks.map((n) => n.name) }, 'using the local platform');
     }
 
@@ -98,6 +108,20 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
 
     await mkdir(config.dataDir, { recursive: true });
     const store = await StateStore.open(join(config.dataDir, 'state.json'));
+
+    const journal = await DeliveryJournal.open(join(config.dataDir, 'deliveries.jsonl'), {
+      onCompactionError: (error) => logger.error({ err: error }, 'journal compaction failed'),
+    });
+    stops.push(() => journal.close());
+    const sinks = new Map<AlertSink['platform'], AlertSink>();
+    let pipeline: AlertPipeline | undefined;
+    const dispatcher = new Dispatcher({
+      journal,
+      sinks,
+      logger: logger.child({ component: 'delivery' }),
+      onUnreachable: (destination, reason) => void pipeline?.destinationUnreachable(destination, reason),
+    });
+    stops.push(() => dispatcher.stop());
 
     const commands = await loadCommands(COMMANDS_DIR);
     const engine = new CommandEngine({
@@ -113,7 +137,25 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       },
       commands,
       nativeSymbols,
+      alerts: () => {
+        const stats = journal.stats();
+        return {
+          streams: pipeline?.health() ?? [],
+          journal: { records: stats.records, pending: stats.pending + stats.sending, failed: stats.failed },
+          counters: pipeline?.counters ?? { logs: 0, events: 0, matched: 0, deliveries: 0, reorged: 0 },
+        };
+      },
     });
+    const alertPipeline = new AlertPipeline({
+      platform,
+      store,
+      journal,
+      dispatcher,
+      enricher: new Enricher(platform, engine.currencies, logger.child({ component: 'enrich' })),
+      logger: logger.child({ component: 'alerts' }),
+      marketplaceContracts,
+    });
+    pipeline = alertPipeline;
 
     let consoleChat: ConsoleChat | undefined;
     let finished: Promise<void> = new Promise(() => undefined);
@@ -129,13 +171,32 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       });
       const chat = consoleChat;
       stops.push(async () => chat.close());
+      sinks.set('console', new ConsoleSink(chat));
       finished = chat.run();
     }
+    // Streams open in the background: a platform that is down must not hold the chat back.
+    stops.push(() => alertPipeline.stop());
+    void alertPipeline
+      .start()
+      .catch((error: unknown) => logger.error({ err: error }, 'alert pipeline failed to start'));
     if (config.discord || config.telegram) {
       logger.warn('Discord and Telegram adapters are not part of this build yet; only the terminal chat runs.');
     }
     logger.info({ commands: commands.length, dataDir: config.dataDir }, 'floorwatch started');
-    return { config, logger, platform, engine, store, devnet, console: consoleChat, finished, stop };
+    return {
+      config,
+      logger,
+      platform,
+      engine,
+      store,
+      journal,
+      pipeline: alertPipeline,
+      dispatcher,
+      devnet,
+      console: consoleChat,
+      finished,
+      stop,
+    };
   } catch (error) {
     await stop();
     throw error;

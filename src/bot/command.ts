@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { StreamHealth } from '../alerts/streams.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { StateStore } from '../store/state.ts';
 import type { CollectionResolver } from './collections.ts';
@@ -46,6 +47,13 @@ export type ArgsOf<O extends readonly OptionSpec[]> = {
   [S in O[number] as S['name']]: S extends { required: true } ? ArgValue<S> : ArgValue<S> | undefined;
 };
 
+/** What /status shows of the alert pipeline. */
+export interface AlertStatus {
+  streams: StreamHealth[];
+  journal: { records: number; pending: number; failed: number };
+  counters: { logs: number; events: number; matched: number; deliveries: number; reorged: number };
+}
+
 /** Static settings commands read. */
 export interface BotSettings {
   /** Operator ids as `platform:id`, e.g. `discord:1234`. */
@@ -78,6 +86,8 @@ export interface CommandContext {
   commandLine: string;
   /** Builds the command line of a button that re-runs this command with some arguments changed. */
   rerun: (changes: Record<string, string | undefined>) => string;
+  /** The alert pipeline's state, when it runs. */
+  alerts: (() => AlertStatus) | undefined;
   /** Whether the person who typed the command has a permission here. */
   may: (permission: Permission) => boolean;
   currencies: CurrencyDirectory;

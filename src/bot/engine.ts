@@ -5,6 +5,7 @@ import type { StateStore } from '../store/state.ts';
 import { CollectionResolver } from './collections.ts';
 import {
   type Actor,
+  type AlertStatus,
   type BotSettings,
   type ChatRef,
   type CommandContext,
@@ -37,6 +38,8 @@ export interface EngineOptions {
   settings: BotSettings;
   commands: readonly CommandDefinition[];
   now?: () => Date;
+  /** The alert pipeline's state for /status. */
+  alerts?: () => AlertStatus;
   /** Symbol of the native coin per network, where it is not ETH or a well-known one. */
   nativeSymbols?: Readonly<Record<string, string>>;
   userLimit?: RateLimitPolicy;
@@ -278,6 +281,7 @@ export class CommandEngine {
       commandLine: rerun({}),
       rerun,
       commands: this.commands,
+      alerts: this.#options.alerts,
       may: (permission) => this.mayRun(permission, invocation.chat, invocation.actor),
       currencies: this.currencies,
       collections: this.resolver,
@@ -359,6 +363,9 @@ function assignWords(
     const option = open[i] as OptionSpec;
     if (option.rest) {
       raw.set(option.name, positional.splice(0).join(' '));
+    } else if (option.type === 'collection' && /^(0x|[\w-]+:0x)|@/i.test(positional[0] ?? '')) {
+      // An address (or network:address) is one word.
+      raw.set(option.name, positional.shift() as string);
     } else if (option.type === 'collection' || option.type === 'text') {
       // Required options after the name always get their word (so a malformed one is reported
       // as such); optional ones only when the word reads as their type.

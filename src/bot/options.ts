@@ -13,6 +13,7 @@ export type OptionType =
   | 'amount'
   | 'integer'
   | 'choice'
+  | 'choiceList'
   | 'duration'
   | 'timeOfDay'
   | 'timeZone';
@@ -22,7 +23,7 @@ export interface OptionSpec {
   type: OptionType;
   description: string;
   required?: boolean;
-  /** For `choice`. */
+  /** For `choice` and `choiceList`. */
   choices?: readonly string[];
   /** For `integer`. */
   min?: number;
@@ -57,6 +58,8 @@ export interface OptionValues {
   amount: Amount;
   integer: number;
   choice: string;
+  /** Comma-separated choices, e.g. `sale,listing`. */
+  choiceList: string[];
   duration: number;
   timeOfDay: TimeOfDay;
   timeZone: string;
@@ -148,6 +151,17 @@ export function parseChoice(input: string, option: string, choices: readonly str
   const wanted = input.trim().toLowerCase();
   const found = choices.find((c) => c.toLowerCase() === wanted);
   return found ? ok(found) : fail({ code: 'invalid_choice', option, input: shown(input.trim()), allowed: choices });
+}
+
+/** `sale,listing` or `sale listing`: each must be one of the choices. */
+export function parseChoiceList(input: string, option: string, choices: readonly string[]): Parsed<string[]> {
+  const out: string[] = [];
+  for (const word of input.split(/[\s,]+/).filter(Boolean)) {
+    const one = parseChoice(word, option, choices);
+    if (!one.ok) return one;
+    if (!out.includes(one.value)) out.push(one.value);
+  }
+  return out.length ? ok(out) : fail({ code: 'missing', option });
 }
 
 export function parseNetwork(input: string, ctx: ParseContext, option = 'network'): Parsed<string> {
@@ -286,6 +300,8 @@ export function parseOption(spec: OptionSpec, input: string, ctx: ParseContext):
       return parseInteger(input, spec.name, spec.min, spec.max);
     case 'choice':
       return parseChoice(input, spec.name, spec.choices ?? []);
+    case 'choiceList':
+      return parseChoiceList(input, spec.name, spec.choices ?? []);
     case 'duration':
       return parseDuration(input, spec.name);
     case 'timeOfDay':

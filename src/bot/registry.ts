@@ -45,7 +45,10 @@ function checkSpec(spec: CommandSpec, where: string): void {
     if (!option.required) optionalSeen = true;
     if (option.rest && index !== spec.options.length - 1)
       throw new CommandDefinitionError(`${at}: only the last option may take the rest`);
-    if (option.type === 'choice' && (!option.choices?.length || option.choices.length > COMMAND_LIMITS.choices)) {
+    if (
+      (option.type === 'choice' || option.type === 'choiceList') &&
+      (!option.choices?.length || option.choices.length > COMMAND_LIMITS.choices)
+    ) {
       throw new CommandDefinitionError(`${at}: a choice needs 1-${COMMAND_LIMITS.choices} choices`);
     }
   });

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import type { Actor, ChatRef } from '../../src/bot/command.ts';
+import type { Actor, AlertStatus, ChatRef } from '../../src/bot/command.ts';
 import { CommandEngine } from '../../src/bot/engine.ts';
 import { loadCommands } from '../../src/bot/registry.ts';
 import type { Reply } from '../../src/bot/reply.ts';
@@ -34,7 +34,7 @@ export interface Harness {
 
 export async function startHarness(
   options: DevnetOptions = {},
-  platformOptions: { retries?: number } = {},
+  extra: { retries?: number; alerts?: () => AlertStatus } = {},
 ): Promise<Harness> {
   const devnet = await startDevnet({ scale: 'small', ...options });
   const platform = new PlatformClient({
@@ -43,7 +43,7 @@ export async function startHarness(
     accessKey: devnet.accessKey,
     secretToken: devnet.secretToken,
     projectId: devnet.projectId,
-    retry: { retries: platformOptions.retries ?? 1, baseDelayMs: 5, maxDelayMs: 50 },
+    retry: { retries: extra.retries ?? 1, baseDelayMs: 5, maxDelayMs: 50 },
   });
   const dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-test-'));
   const store = await StateStore.open(join(dataDir, 'state.json'));
@@ -60,6 +60,7 @@ export async function startHarness(
     },
     commands: await loadCommands(COMMANDS_DIR),
     nativeSymbols: nativeSymbolsOf(devnet),
+    ...(extra.alerts ? { alerts: extra.alerts } : {}),
     // Generous limits: tests that check rate limiting build their own engine.
     userLimit: { capacity: 1_000, refillPerSecond: 1_000 },
     chatLimit: { capacity: 1_000, refillPerSecond: 1_000 },

@@ -1,0 +1,241 @@
+import type { Logger } from 'pino';
+import type { Reply } from '../bot/reply.ts';
+import type { DeliveryJournal, DeliveryRecord } from '../store/journal.ts';
+import { renderReorged } from './render.ts';
+import { type Destination, destinationKey } from './types.ts';
+
+/**
+ * What a chat adapter offers the alert pipeline. It builds platform messages from neutral Replies
+ * and reports failures as {@link DeliveryError}s; rate limits and retries are the dispatcher's.
+ */
+export interface AlertSink {
+  readonly platform: Destination['platform'];
+  /** Most alerts one message may carry (Discord: 10 embeds). Bursts are merged up to this. */
+  readonly maxBatch: number;
+  /** Least time between two messages to one chat. */
+  readonly minIntervalMs: number;
+  /**
+   * Sends one message; resolves with its message id. `idempotencyKey` is stable across restarts
+   * for the same deliveries (Discord uses it as the message nonce).
+   */
+  send(chatId: string, replies: readonly Reply[], idempotencyKey: string): Promise<string>;
+  edit(chatId: string, messageId: string, replies: readonly Reply[]): Promise<void>;
+}
+
+/** A failed send or edit, as the adapter understood it. */
+export class DeliveryError extends Error {
+  override name = 'DeliveryError';
+  /** The chat is gone or the bot may not post there: retrying will not help. */
+  readonly permanent: boolean;
+  /** The platform asked to wait this long. */
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, options: { permanent: boolean; retryAfterMs?: number; cause?: unknown }) {
+    super(message, { cause: options.cause });
+    this.permanent = options.permanent;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}
+
+export interface DispatcherOptions {
+  journal: DeliveryJournal;
+  sinks: ReadonlyMap<Destination['platform'], AlertSink>;
+  logger: Logger;
+  /** First retry delay of a failing destination; doubles up to `maxRetryDelayMs`. */
+  retryDelayMs?: number;
+  maxRetryDelayMs?: number;
+  /** Attempts before a delivery is given up and reported. */
+  maxAttempts?: number;
+  /** Called when a destination cannot be posted to (its rules are paused by the caller). */
+  onUnreachable?: (destination: Destination, reason: string) => void;
+  /** Observes each outcome (metrics, tests). */
+  onOutcome?: (outcome: 'sent' | 'retried' | 'failed' | 'edited', platform: string, count: number) => void;
+}
+
+interface Lane {
+  destination: Destination;
+  queue: string[];
+  edits: string[];
+  running: boolean;
+  nextAt: number;
+  failures: number;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Sends journaled deliveries, one lane per destination: each lane keeps its chat's pace, merges a
+ * burst into one message where the platform allows, backs off on failure without holding up the
+ * other lanes, and records every outcome in the journal.
+ */
+export class Dispatcher {
+  readonly #options: DispatcherOptions;
+  readonly #lanes = new Map<string, Lane>();
+  readonly #idle = new Set<() => void>();
+  #stopping = false;
+
+  constructor(options: DispatcherOptions) {
+    this.#options = options;
+  }
+
+  /** Queues journaled deliveries (new ones, or unfinished ones after a restart). */
+  enqueue(records: readonly DeliveryRecord[]): void {
+    for (const record of records) {
+      const lane = this.#lane(record.destination);
+      if (!lane.queue.includes(record.id)) lane.queue.push(record.id);
+      this.#run(lane);
+    }
+  }
+
+  /** Queues the edit of sent deliveries whose transaction was reorganised away. */
+  enqueueEdits(records: readonly DeliveryRecord[]): void {
+    for (const record of records) {
+      const lane = this.#lane(record.destination);
+      if (!lane.edits.includes(record.id)) lane.edits.push(record.id);
+      this.#run(lane);
+    }
+  }
+
+  /** Deliveries waiting, per platform (metrics). */
+  depth(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const lane of this.#lanes.values()) {
+      out.set(
+        lane.destination.platform,
+        (out.get(lane.destination.platform) ?? 0) + lane.queue.length + lane.edits.length,
+      );
+    }
+    return out;
+  }
+
+  /** Resolves when every lane is empty (tests, shutdown). */
+  async drained(): Promise<void> {
+    while ([...this.#lanes.values()].some((l) => l.running || l.queue.length || l.edits.length)) {
+      await new Promise<void>((resolve) => this.#idle.add(resolve));
+    }
+  }
+
+  /** Stops taking new work; in-flight sends finish, the rest stays journaled for the next start. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    while ([...this.#lanes.values()].some((l) => l.running)) {
+      await new Promise<void>((resolve) => this.#idle.add(resolve));
+    }
+  }
+
+  #lane(destination: Destination): Lane {
+    const key = destinationKey(destination);
+    let lane = this.#lanes.get(key);
+    if (!lane) {
+      lane = { destination, queue: [], edits: [], running: false, nextAt: 0, failures: 0 };
+      this.#lanes.set(key, lane);
+    }
+    return lane;
+  }
+
+  #run(lane: Lane): void {
+    if (lane.running || this.#stopping) return;
+    lane.running = true;
+    void this.#drain(lane).finally(() => {
+      lane.running = false;
+      for (const resolve of this.#idle) resolve();
+      this.#idle.clear();
+      if (!this.#stopping && (lane.queue.length || lane.edits.length)) this.#run(lane);
+    });
+  }
+
+  async #drain(lane: Lane): Promise<void> {
+    const { journal, logger } = this.#options;
+    const sink = this.#options.sinks.get(lane.destination.platform);
+    if (!sink) {
+      for (const id of lane.queue.splice(0))
+        await journal.markFailed(id, `no ${lane.destination.platform} adapter is running`, { final: false });
+      lane.edits.length = 0;
+      return;
+    }
+    while (!this.#stopping && (lane.queue.length || lane.edits.length)) {
+      const wait = lane.nextAt - Date.now();
+      if (wait > 0) await sleep(wait);
+      if (this.#stopping) return;
+      try {
+        if (lane.edits.length) await this.#edit(lane, sink);
+        else await this.#send(lane, sink);
+        lane.failures = 0;
+        lane.nextAt = Date.now() + sink.minIntervalMs;
+      } catch (error) {
+        const failure =
+          error instanceof DeliveryError
+            ? error
+            : new DeliveryError(String((error as Error)?.message ?? error), { permanent: false, cause: error });
+        lane.failures++;
+        const ids = lane.edits.length ? lane.edits.slice(0, 1) : lane.queue.slice(0, sink.maxBatch);
+        const attempts = Math.max(...ids.map((id) => journal.get(id)?.attempts ?? 0));
+        const giveUp = failure.permanent || attempts >= (this.#options.maxAttempts ?? 8);
+        logger.warn(
+          { destination: destinationKey(lane.destination), permanent: failure.permanent, attempts, err: failure },
+          giveUp ? 'alert delivery failed; giving up' : 'alert delivery failed; will retry',
+        );
+        if (giveUp) {
+          for (const id of ids) await journal.markFailed(id, failure.message, { final: true });
+          if (lane.edits.length) lane.edits.shift();
+          else lane.queue.splice(0, ids.length);
+          this.#options.onOutcome?.('failed', lane.destination.platform, ids.length);
+          if (failure.permanent) {
+            this.#options.onUnreachable?.(lane.destination, failure.message);
+            for (const id of lane.queue.splice(0)) await journal.markFailed(id, failure.message, { final: true });
+          }
+        } else {
+          for (const id of ids) await journal.markFailed(id, failure.message, { final: false });
+          this.#options.onOutcome?.('retried', lane.destination.platform, ids.length);
+          const base = this.#options.retryDelayMs ?? 1_000;
+          const backoff = Math.min(this.#options.maxRetryDelayMs ?? 60_000, base * 2 ** (lane.failures - 1));
+          lane.nextAt = Date.now() + Math.max(failure.retryAfterMs ?? 0, backoff * (0.5 + Math.random() / 2));
+        }
+      }
+    }
+  }
+
+  async #send(lane: Lane, sink: AlertSink): Promise<void> {
+    const { journal } = this.#options;
+    const records: DeliveryRecord[] = [];
+    while (lane.queue.length && records.length < sink.maxBatch) {
+      const id = lane.queue[records.length];
+      if (id === undefined) break;
+      const record = journal.get(id);
+      if (!record || record.state === 'sent' || record.state === 'dropped' || record.reorged) {
+        lane.queue.splice(records.length, 1);
+        continue;
+      }
+      records.push(record);
+    }
+    if (records.length === 0) return;
+    const first = records[0] as DeliveryRecord;
+    for (const record of records) await journal.markSending(record.id);
+    const messageId = await sink.send(
+      lane.destination.chatId,
+      records.map((r) => r.payload as Reply),
+      first.id,
+    );
+    for (const record of records) await journal.markSent(record.id, messageId);
+    lane.queue.splice(0, records.length);
+    this.#options.onOutcome?.('sent', lane.destination.platform, records.length);
+  }
+
+  async #edit(lane: Lane, sink: AlertSink): Promise<void> {
+    const { journal } = this.#options;
+    const id = lane.edits[0] as string;
+    const record = journal.get(id);
+    if (!record?.messageId || record.editedAt) {
+      lane.edits.shift();
+      return;
+    }
+    // A merged message is rewritten whole: the reversed alert is marked, the others stay as they were.
+    const siblings = journal
+      .byMessage(record.destination, record.messageId)
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    const replies = siblings.map((r) => (r.reorged ? renderReorged(r.payload as Reply) : (r.payload as Reply)));
+    await sink.edit(lane.destination.chatId, record.messageId, replies);
+    for (const sibling of siblings.filter((s) => s.reorged)) await journal.markEdited(sibling.id);
+    lane.edits = lane.edits.filter((e) => !siblings.some((s) => s.id === e));
+    this.#options.onOutcome?.('edited', lane.destination.platform, 1);
+  }
+}

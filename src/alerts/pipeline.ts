@@ -1,0 +1,282 @@
+import type { Logger } from 'pino';
+import type { Reply } from '../bot/reply.ts';
+import type { PlatformClient } from '../platform/client.ts';
+import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
+import type { DeliveryJournal, NewDelivery } from '../store/journal.ts';
+import type { StateStore } from '../store/state.ts';
+import { classifyTransaction, TransactionAssembler } from './classify.ts';
+import type { Dispatcher } from './delivery.ts';
+import type { EnrichedEvent, Enricher } from './enrich.ts';
+import { renderAlert } from './render.ts';
+import { passesPrice, passesTraitsAny, RuleIndex } from './rule-index.ts';
+import { NetworkStreams, type StreamHealth, type StreamOptionsForAlerts } from './streams.ts';
+import { type ChainEvent, type Destination, destinationKey, type WatchRule } from './types.ts';
+
+export interface AlertPipelineOptions {
+  platform: PlatformClient;
+  store: StateStore;
+  journal: DeliveryJournal;
+  dispatcher: Dispatcher;
+  enricher: Enricher;
+  logger: Logger;
+  /** The platform's marketplace contracts per network: their logs are subscribed to as well. */
+  marketplaceContracts?: Readonly<Record<string, readonly string[]>>;
+  /** Rule changes are gathered this long before the streams are re-planned. Default 1 s. */
+  replanDelayMs?: number;
+  /** A transaction's logs are complete once the next transaction starts, or after this quiet time. Default 10 ms. */
+  flushDelayMs?: number;
+  streams?: StreamOptionsForAlerts;
+  /** Observes each alert handed to delivery (metrics, latency benchmarks). */
+  onRecorded?: (event: ChainEvent, destinations: number) => void;
+}
+
+/** Counters of what went through, for /status and metrics. */
+export interface PipelineCounters {
+  logs: number;
+  events: number;
+  matched: number;
+  deliveries: number;
+  reorged: number;
+}
+
+interface NetworkState {
+  assembler: TransactionAssembler;
+  flushTimer: NodeJS.Timeout | undefined;
+  streams: NetworkStreams;
+  /** Events of this network are recorded in arrival order, whatever their enrichment time. */
+  chain: Promise<void>;
+}
+
+/**
+ * From the indexer's streams to journaled deliveries: plans one events stream per network from the
+ * watch rules, groups logs into transactions, classifies them, finds the matching rules through the
+ * index, enriches each event once, renders one alert per destination, records the deliveries in the
+ * journal before anything is sent, and hands them to the dispatcher. Receipts close deliveries when
+ * final and turn sent alerts into "reversed" edits when reorganised.
+ */
+export class AlertPipeline {
+  readonly counters: PipelineCounters = { logs: 0, events: 0, matched: 0, deliveries: 0, reorged: 0 };
+  readonly #options: AlertPipelineOptions;
+  readonly #index = new RuleIndex();
+  readonly #networks = new Map<string, NetworkState>();
+  #watched = new Map<string, Set<string>>();
+  #replanTimer: NodeJS.Timeout | undefined;
+  #planning: Promise<void> = Promise.resolve();
+  #stopped = false;
+
+  constructor(options: AlertPipelineOptions) {
+    this.#options = options;
+  }
+
+  /** Replays the journal, indexes the rules, opens the streams. Resolves once they are connected. */
+  async start(): Promise<void> {
+    const { journal, dispatcher, store, logger } = this.#options;
+    const unfinished = journal.unfinished();
+    const edits = journal.pendingEdits();
+    if (unfinished.length || edits.length) {
+      logger.info({ unfinished: unfinished.length, edits: edits.length }, 'resuming deliveries from the journal');
+    }
+    dispatcher.enqueue(unfinished);
+    dispatcher.enqueueEdits(edits);
+    this.#index.replaceAll(store.rules.map((r) => ({ ...r })));
+    store.onRulesChanged(() => this.#rulesChanged());
+    await this.#plan();
+  }
+
+  /** Stops the streams; deliveries already recorded stay in the journal for the next start. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#replanTimer);
+    for (const state of this.#networks.values()) {
+      clearTimeout(state.flushTimer);
+      state.streams.stop();
+    }
+    await Promise.all([...this.#networks.values()].map((s) => s.chain));
+  }
+
+  health(): StreamHealth[] {
+    return [...this.#networks.values()].map((s) => s.streams.health());
+  }
+
+  /** Resolves when every event received so far has been recorded (tests, benchmarks). */
+  async settled(): Promise<void> {
+    for (const state of this.#networks.values()) {
+      clearTimeout(state.flushTimer);
+      state.flushTimer = undefined;
+      const rest = state.assembler.flush();
+      if (rest) this.#transaction(this.#networkOf(state), rest);
+    }
+    await Promise.all([...this.#networks.values()].map((s) => s.chain));
+  }
+
+  /** Pauses the rules of a destination that cannot be posted to any more. */
+  async destinationUnreachable(destination: Destination, reason: string): Promise<void> {
+    const key = destinationKey(destination);
+    const rules = this.#options.store.rules.filter((r) => destinationKey(r.destination) === key && !r.paused);
+    for (const rule of rules) await this.#options.store.updateRule(rule.id, (r) => ({ ...r, paused: true }));
+    this.#options.logger.warn(
+      { destination: key, rules: rules.map((r) => r.id), reason },
+      'destination unreachable: its rules are paused',
+    );
+  }
+
+  #networkOf(state: NetworkState): string {
+    return state.streams.network;
+  }
+
+  #rulesChanged(): void {
+    this.#index.replaceAll(this.#options.store.rules.map((r) => ({ ...r })));
+    clearTimeout(this.#replanTimer);
+    this.#replanTimer = setTimeout(() => {
+      this.#planning = this.#planning
+        .then(() => this.#plan())
+        .catch((error: unknown) => {
+          this.#options.logger.error({ err: error }, 'could not re-plan the alert streams');
+        });
+    }, this.#options.replanDelayMs ?? 1_000);
+  }
+
+  /** One events filter per network: the watched collections plus the marketplace contracts. */
+  async #plan(): Promise<void> {
+    if (this.#stopped) return;
+    this.#watched = this.#index.collectionsByNetwork();
+    const networks = new Set([...this.#watched.keys(), ...this.#networks.keys()]);
+    const plans: Promise<void>[] = [];
+    for (const network of networks) {
+      if (!this.#options.platform.networks.find(network)) {
+        this.#options.logger.warn({ network }, 'rules name a network the platform client does not know');
+        continue;
+      }
+      const collections = [...(this.#watched.get(network) ?? [])].sort();
+      const marketplaces = collections.length ? (this.#options.marketplaceContracts?.[network] ?? []) : [];
+      const filter: EventFilter = { contractAddresses: [...collections, ...marketplaces.map((m) => m.toLowerCase())] };
+      plans.push(this.#state(network).streams.plan(filter));
+    }
+    await Promise.all(plans);
+    this.#options.logger.debug(
+      { networks: [...this.#watched].map(([n, c]) => `${n}:${c.size}`) },
+      'alert streams planned',
+    );
+  }
+
+  #state(network: string): NetworkState {
+    let state = this.#networks.get(network);
+    if (!state) {
+      const created: NetworkState = {
+        assembler: new TransactionAssembler(),
+        flushTimer: undefined,
+        chain: Promise.resolve(),
+        streams: new NetworkStreams(
+          this.#options.platform,
+          network,
+          { onLog: (log) => this.#log(created, log), onReceipt: (receipt) => this.#receipt(network, receipt) },
+          this.#options.logger,
+          this.#options.streams,
+        ),
+      };
+      state = created;
+      this.#networks.set(network, state);
+    }
+    return state;
+  }
+
+  #log(state: NetworkState, log: EventLog): void {
+    this.counters.logs++;
+    const network = this.#networkOf(state);
+    const complete = state.assembler.push(log);
+    if (complete) this.#transaction(network, complete);
+    clearTimeout(state.flushTimer);
+    state.flushTimer = setTimeout(() => {
+      state.flushTimer = undefined;
+      const rest = state.assembler.flush();
+      if (rest) this.#transaction(network, rest);
+    }, this.#options.flushDelayMs ?? 10);
+  }
+
+  #transaction(network: string, logs: EventLog[]): void {
+    const state = this.#state(network);
+    const watched = this.#watched.get(network);
+    const marketplaces = new Set((this.#options.marketplaceContracts?.[network] ?? []).map((m) => m.toLowerCase()));
+    const { events, skipped } = classifyTransaction(logs, {
+      network,
+      isCollection: (address) => watched?.has(address) === true,
+      ...(marketplaces.size ? { isMarketplace: (address: string) => marketplaces.has(address) } : {}),
+    });
+    for (const bad of skipped) this.#options.logger.warn({ network, ...bad }, 'skipped a log');
+    for (const event of events) {
+      this.counters.events++;
+      const rules = this.#index.candidates(event);
+      if (rules.length === 0) continue;
+      this.counters.matched++;
+      const collectionName = rules[0]?.collectionName ?? event.collection;
+      // Enrichment starts at once; recording waits its turn so alerts keep the chain's order.
+      const enriched = this.#options.enricher.enrich(event, collectionName);
+      state.chain = state.chain.then(async () => {
+        try {
+          await this.#record(event, rules, await enriched);
+        } catch (error) {
+          this.#options.logger.error({ event: event.id, err: error }, 'could not record the alerts of an event');
+        }
+      });
+    }
+  }
+
+  async #record(event: ChainEvent, rules: readonly WatchRule[], enriched: EnrichedEvent): Promise<void> {
+    const { logger, journal, dispatcher } = this.#options;
+    if (enriched.missing.length)
+      logger.warn({ event: event.id, missing: enriched.missing }, 'alert without some details');
+    const byDestination = new Map<string, { destination: Destination; roles: string[] }>();
+    for (const rule of rules) {
+      if (rule.minPrice && !enriched.price) {
+        logger.warn({ event: event.id, rule: rule.id }, 'price unknown: a rule with a minimum price is not served');
+        continue;
+      }
+      if (!passesPrice(rule, enriched.price) || !passesTraitsAny(rule, enriched.traits)) continue;
+      const key = destinationKey(rule.destination);
+      const entry = byDestination.get(key) ?? { destination: rule.destination, roles: [] };
+      if (rule.mentionRole && !entry.roles.includes(rule.mentionRole)) entry.roles.push(rule.mentionRole);
+      byDestination.set(key, entry);
+    }
+    if (byDestination.size === 0) return;
+    const deliveries: NewDelivery[] = [];
+    for (const { destination, roles } of byDestination.values()) {
+      const reply: Reply = renderAlert(enriched.details, roles[0] ? { mentionRole: roles[0] } : {});
+      if (roles.length > 1) reply.mentionRoles = roles;
+      deliveries.push({
+        // The block is part of the id: a transaction re-mined after a reorg is a new event.
+        eventId: `${event.id}@${event.blockHash}`,
+        destination,
+        network: event.network,
+        txnHash: event.txnHash,
+        blockNumber: event.blockNumber,
+        payload: reply,
+      });
+    }
+    const recorded = await journal.record(deliveries);
+    this.counters.deliveries += recorded.length;
+    this.#options.onRecorded?.(event, recorded.length);
+    dispatcher.enqueue(recorded);
+  }
+
+  #receipt(network: string, receipt: TransactionReceipt): void {
+    const { journal, dispatcher, logger } = this.#options;
+    if (!receipt.reorged && !receipt.final) return;
+    const state = this.#state(network);
+    // After the events of the same transaction are recorded, so a reorg cannot overtake its alert.
+    state.chain = state.chain.then(async () => {
+      try {
+        if (journal.byTransaction(network, receipt.txnHash).length === 0) return;
+        if (receipt.reorged) {
+          const edits = await journal.markReorged(network, receipt.txnHash);
+          this.counters.reorged++;
+          logger.info({ network, txnHash: receipt.txnHash, edits: edits.length }, 'transaction reorganised away');
+          dispatcher.enqueueEdits(edits);
+        } else if (receipt.final) {
+          await journal.markFinal(network, receipt.txnHash);
+        }
+      } catch (error) {
+        logger.error({ network, txnHash: receipt.txnHash, err: error }, 'could not apply a receipt');
+      }
+    });
+  }
+}

@@ -1,0 +1,232 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeliveryError } from '../../src/alerts/delivery.ts';
+import type { Reply } from '../../src/bot/reply.ts';
+import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
+import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
+import { ADMIN, CONSOLE, GROUP } from '../helpers/bot-harness.ts';
+
+let h: AlertHarness;
+let moonCats: DevnetCollectionInfo;
+let gardens: DevnetCollectionInfo;
+
+function named(name: string): DevnetCollectionInfo {
+  const found = h.devnet.collections.devnet?.find((c) => c.name === name);
+  if (!found) throw new Error(`no ${name}`);
+  return found;
+}
+
+/** A token of the collection that is listed, with its seller, from the platform. */
+async function listed(address: string): Promise<{ tokenId: string; seller: string }> {
+  const { collectibles } = await h.platform.marketplace.listCollectibles({
+    network: 'devnet',
+    side: 'listing',
+    contractAddress: address,
+    filter: { includeEmpty: false },
+    page: { pageSize: 10 },
+  });
+  const item = collectibles.find((c) => c.order);
+  if (!item?.order) throw new Error('nothing listed');
+  return { tokenId: item.metadata.tokenId, seller: item.order.createdBy.toLowerCase() };
+}
+
+function titles(replies: Reply[]): string[] {
+  return replies.map((r) => r.title ?? '');
+}
+
+beforeAll(async () => {
+  h = await startAlertHarness();
+  moonCats = named('Moon Cats');
+  gardens = named('Glitch Gardens');
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('alerts from the live stream', () => {
+  it('GIVEN a rule for every kind WHEN activity is mined THEN exactly the matching alerts arrive, enriched', async () => {
+    expect((await h.run(`/watch add ${moonCats.address} all`)).title).toBe('Watching');
+    expect((await h.run(`/watch add ${gardens.address} mint`)).title).toBe('Watching');
+    await h.planned();
+    const sale = await listed(moonCats.address);
+    const before = h.console.alerts(CONSOLE.id).length;
+    await h.devnet.mine('devnet', [
+      { kind: 'sale', collection: moonCats.address, tokenId: sale.tokenId },
+      { kind: 'listing', collection: moonCats.address, price: '2.5' },
+      { kind: 'offer', collection: moonCats.address, price: '0.75' },
+      { kind: 'transfer', collection: moonCats.address },
+      { kind: 'burn', collection: moonCats.address },
+      { kind: 'mint', collection: gardens.address },
+      // Not watched: no alert.
+      { kind: 'sale', collection: named('Moon Cats Rescue').address },
+    ]);
+    await h.console.until(() => h.console.alerts(CONSOLE.id).length >= before + 6);
+    await h.pipeline.settled();
+    await h.dispatcher.drained();
+    const alerts = h.console.alerts(CONSOLE.id).slice(before);
+    expect(alerts).toHaveLength(6);
+    const byVerb = (verb: string) => alerts.find((a) => a.title?.startsWith(verb));
+    const sold = byVerb('Sold: ');
+    expect(sold?.title).toMatch(/^Sold: Moon Cat #\d+ for [\d.]+ (DEV|WDEV|DUSD)$/);
+    expect(sold?.fields?.find((f) => f.name === 'Price')?.value).toMatch(/\(\$[\d,.]+\)/);
+    expect(JSON.stringify(sold?.fields)).toContain(sale.seller.slice(0, 6));
+    expect(sold?.image).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/assets\//);
+    expect(byVerb('Listed: ')?.title).toMatch(/ for 2\.5 DEV$/);
+    expect(byVerb('Offer: ')?.title).toMatch(/ for 0\.75 WDEV$/);
+    expect(byVerb('Transferred: ')).toBeDefined();
+    expect(byVerb('Burned: ')).toBeDefined();
+    expect(byVerb('Minted: ')?.title).toMatch(/^Minted: /);
+    // The sale's own Transfer is part of the sale, not a second alert.
+    expect(titles(alerts).filter((t) => t.startsWith('Transferred')).length).toBe(1);
+  });
+
+  it('GIVEN a sweep of three tokens in one transaction THEN one alert lists them with the total', async () => {
+    const before = h.console.alerts(CONSOLE.id).length;
+    const mined = await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address, count: 3 }]);
+    expect(mined.transactions[0]?.tokenIds).toHaveLength(3);
+    await h.console.until(() => h.console.alerts(CONSOLE.id).length > before);
+    await h.pipeline.settled();
+    await h.dispatcher.drained();
+    const alerts = h.console.alerts(CONSOLE.id).slice(before);
+    expect(alerts).toHaveLength(1);
+    expect(alerts[0]?.title).toMatch(/^Sweep: 3 × Moon Cats for [\d.]+ \w+$/);
+    expect(alerts[0]?.fields?.find((f) => f.name === 'Tokens (3)')).toBeDefined();
+  });
+
+  it('GIVEN a second chat with narrow rules THEN it gets only its own matches', async () => {
+    const whale = '0x00000000000000000000000000000000000a11ce';
+    await h.run(`/watch add ${moonCats.address} listing min=5`, GROUP, ADMIN);
+    await h.run(`/watch add ${moonCats.address} transfer wallets=${whale}`, GROUP, ADMIN);
+    await h.planned();
+    const consoleBefore = h.console.alerts(CONSOLE.id).length;
+    await h.devnet.mine('devnet', [
+      { kind: 'listing', collection: moonCats.address, price: '1' },
+      { kind: 'listing', collection: moonCats.address, price: '9' },
+      { kind: 'transfer', collection: moonCats.address },
+      { kind: 'transfer', collection: moonCats.address, to: whale },
+    ]);
+    await h.telegram.until(() => h.telegram.alerts(GROUP.id).length >= 2);
+    await h.pipeline.settled();
+    await h.dispatcher.drained();
+    const group = titles(h.telegram.alerts(GROUP.id));
+    expect(group).toHaveLength(2);
+    expect(group.some((t) => /^Listed: .* for 9 DEV$/.test(t))).toBe(true);
+    expect(group.some((t) => t.startsWith('Transferred: '))).toBe(true);
+    // The console chat watches everything of Moon Cats: all four.
+    expect(h.console.alerts(CONSOLE.id).length - consoleBefore).toBe(4);
+  });
+
+  it('GIVEN a token filter and a trait filter THEN only those tokens alert', async () => {
+    const filters = await h.platform.metadata.tokenCollectionFilters({
+      network: 'devnet',
+      contractAddress: moonCats.address,
+    });
+    const fur = filters.find((f) => f.name === 'Fur');
+    const value = String(fur?.values[0]);
+    const chat = { ...GROUP, id: '-100300' };
+    await h.run(`/watch add ${moonCats.address} transfer tokens=1,2`, chat, ADMIN);
+    await h.run(`/watch add ${moonCats.address} transfer fur="${value}"`, chat, ADMIN);
+    await h.planned();
+    // Tokens 1 and 2, and tokens with and without the trait.
+    const { collectibles } = await h.platform.marketplace.listCollectibles({
+      network: 'devnet',
+      side: 'listing',
+      contractAddress: moonCats.address,
+      filter: { includeEmpty: true, properties: [{ name: 'Fur', values: [value] }] },
+      page: { pageSize: 1 },
+    });
+    const withTrait = collectibles[0]?.metadata.tokenId ?? '';
+    const withoutTrait = (
+      await h.platform.marketplace.listCollectibles({
+        network: 'devnet',
+        side: 'listing',
+        contractAddress: moonCats.address,
+        filter: { includeEmpty: true },
+        page: { pageSize: 50 },
+      })
+    ).collectibles.find(
+      (c) =>
+        !c.metadata.attributes.some((a) => a.trait_type === 'Fur' && String(a.value) === value) &&
+        !['1', '2'].includes(c.metadata.tokenId),
+    )?.metadata.tokenId;
+    await h.devnet.mine('devnet', [
+      { kind: 'transfer', collection: moonCats.address, tokenId: '2' },
+      { kind: 'transfer', collection: moonCats.address, tokenId: withTrait },
+      { kind: 'transfer', collection: moonCats.address, tokenId: withoutTrait ?? '3' },
+    ]);
+    await h.telegram.until(() => h.telegram.alerts(chat.id).length >= 2);
+    await h.pipeline.settled();
+    await h.dispatcher.drained();
+    const got = titles(h.telegram.alerts(chat.id)).join('\n');
+    expect(h.telegram.alerts(chat.id)).toHaveLength(withTrait === '2' ? 1 : 2);
+    expect(got).toContain('#2');
+    expect(got).not.toContain(`#${withoutTrait} `);
+  });
+
+  it('GIVEN a sale alert WHEN its block is reorganised away THEN the message is edited to say so', async () => {
+    const before = h.console.sent.length;
+    const { tokenId } = await listed(moonCats.address);
+    const mined = await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address, tokenId }]);
+    await h.console.until(() => h.console.sent.length > before);
+    await h.pipeline.settled();
+    await h.dispatcher.drained();
+    const message = h.console.sent.at(-1);
+    expect(message?.replies[0]?.title).toMatch(/^Sold: /);
+    await h.devnet.reorg('devnet', 1);
+    await h.console.until(() => h.console.edits.some((e) => e.messageId === message?.messageId));
+    const edit = h.console.edits.find((e) => e.messageId === message?.messageId);
+    expect(edit?.replies.some((r) => r.title?.startsWith('Reversed: Sold: '))).toBe(true);
+    expect(h.journal.byTransaction('devnet', mined.txnHashes[0] ?? '').every((r) => r.reorged)).toBe(true);
+  });
+
+  it('GIVEN alerts recorded but not sent WHEN the bot restarts THEN each is delivered once', async () => {
+    const before = h.console.sent.length;
+    const recorded = h.journal.stats().records;
+    h.console.failures = Array.from({ length: 5 }, () => new DeliveryError('chat down', { permanent: false }));
+    await h.devnet.mine('devnet', [{ kind: 'listing', collection: moonCats.address, price: '3.25' }]);
+    await h.console.until(() => h.journal.stats().records > recorded);
+    expect(h.journal.unfinished().length).toBeGreaterThan(0);
+    h.console.failures = [];
+    await h.restart();
+    await h.console.until(() => h.console.sent.length > before);
+    await h.dispatcher.drained();
+    const listings = h.console.sent
+      .slice(before)
+      .flatMap((m) => m.replies)
+      .filter((r) => r.title?.endsWith('for 3.25 DEV'));
+    expect(listings).toHaveLength(1);
+    await h.restart();
+    await h.dispatcher.drained();
+    expect(
+      h.console.sent
+        .slice(before)
+        .flatMap((m) => m.replies)
+        .filter((r) => r.title?.endsWith('for 3.25 DEV')),
+    ).toHaveLength(1);
+  });
+
+  it('GIVEN a dropped stream THEN it reconnects by itself and /status shows the gap', async () => {
+    h.devnet.setFaults({ operation: 'SubscribeEvents', dropStreamAfterMessages: 1, times: 1 });
+    await h.restart();
+    await h.planned();
+    const before = h.console.alerts(CONSOLE.id).length;
+    await h.devnet.mine('devnet', [{ kind: 'listing', collection: moonCats.address, price: '4' }]);
+    await h.devnet.mine('devnet', []);
+    await h.devnet.mine('devnet', []);
+    await h.devnet.mine('devnet', [{ kind: 'listing', collection: moonCats.address, price: '4.5' }]);
+    await h.console.until(() => h.pipeline.health().some((s) => s.reconnects > 0 && s.events === 'connected'));
+    h.devnet.clearFaults();
+    await h.devnet.mine('devnet', [{ kind: 'listing', collection: moonCats.address, price: '5.5' }]);
+    await h.console.until(() =>
+      h.console
+        .alerts(CONSOLE.id)
+        .slice(before)
+        .some((a) => a.title?.endsWith('for 5.5 DEV')),
+    );
+    const status = h.text(await h.run('/status'));
+    expect(status).toMatch(
+      /devnet: events connected, receipts connected, \d+ contracts, last event \d+ s ago \(block \d+\), [1-9]\d* reconnects/,
+    );
+    const health = h.pipeline.health().find((s) => s.network === 'devnet');
+    expect(health?.reconnects).toBeGreaterThan(0);
+  });
+});
