@@ -20,22 +20,10 @@ function list(text: string | undefined): string[] {
     .filter(Boolean);
 }
 
-function parseKinds(text: string | undefined): AlertKind[] {
-  const words = list(text?.toLowerCase());
-  if (words.length === 0) return ['sale'];
+function parseKinds(words: readonly string[] | undefined): AlertKind[] {
+  if (!words || words.length === 0) return ['sale'];
   if (words.includes('all')) return [...ALERT_KINDS];
-  const kinds: AlertKind[] = [];
-  for (const word of words) {
-    const kind = word.replace(/s$/, '') as AlertKind;
-    if (!ALERT_KINDS.includes(kind)) {
-      throw new ArgumentError(
-        { code: 'invalid_choice', option: 'kinds', input: word, allowed: [...ALERT_KINDS, 'all'] },
-        USAGE,
-      );
-    }
-    if (!kinds.includes(kind)) kinds.push(kind);
-  }
-  return kinds;
+  return ALERT_KINDS.filter((kind) => words.includes(kind));
 }
 
 function describeRule(rule: WatchRule): Rich {
@@ -80,8 +68,9 @@ export default defineGroup({
         },
         {
           name: 'kinds',
-          type: 'text',
+          type: 'choiceList',
           description: 'sale, listing, offer, mint, transfer, burn, cancel or all (default sale)',
+          choices: [...ALERT_KINDS, 'all'],
         },
         { name: 'tokens', type: 'text', description: 'Only these token ids, comma-separated' },
         { name: 'wallets', type: 'text', description: 'Only events involving these wallets, comma-separated' },

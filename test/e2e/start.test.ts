@@ -38,6 +38,33 @@ function start(input: string, env: Record<string, string>): Promise<Run> {
   });
 }
 
+/** Runs the entry point interactively-by-pipe: sends lines, keeps input open until stdout matches. */
+function converse(lines: string[], until: RegExp, env: Record<string, string>): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (until.test(stdout)) child.stdin.end();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => child.stdin.end(), 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.write(lines.map((l) => `${l}\n`).join(''));
+  });
+}
+
 let dataDir: string;
 beforeEach(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-e2e-'));
@@ -47,6 +74,17 @@ afterEach(async () => {
 });
 
 describe('npm start with piped input', () => {
+  it('shows alerts in the terminal as the local chain mines them', async () => {
+    const run = await converse(['/watch add moon cats all'], /^(Sold|Sweep|Listed|Offer|Minted|Transferred|Burned|Cancelled): /m, {
+      FLOORWATCH_DATA_DIR: dataDir,
+      FLOORWATCH_DEVNET_BLOCK_MS: '150',
+    });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('Watching');
+    expect(run.stdout).toMatch(/^(Sold|Sweep|Listed|Offer|Minted|Transferred|Burned|Cancelled): .*$/m);
+    expect(run.stdout).toMatch(/Moon Cats · devnet · block \d+/);
+  });
+
   it('answers every line on stdout, keeps logs on stderr, and exits when the input ends', async () => {
     const run = await start('/floor moon cats count=2\n/help\n', { FLOORWATCH_DATA_DIR: dataDir });
     expect(run.code).toBe(0);
