@@ -26,8 +26,30 @@ export interface Config {
   defaultNetwork: string | undefined;
   dataDir: string;
   logLevel: LogLevel;
-  discord: { token: string; applicationId: string; guildId: string | undefined } | undefined;
-  telegram: { token: string; apiRoot: string | undefined } | undefined;
+  discord:
+    | {
+        token: string;
+        applicationId: string;
+        /** Register commands in this guild only (instant, for development); global otherwise. */
+        guildId: string | undefined;
+        /** REST base for a proxy or a test stand-in (ends in /api). */
+        apiRoot: string | undefined;
+        /** Discord permission that lets a member manage the bot's settings in a channel. */
+        managePermission: 'ManageGuild' | 'ManageChannels';
+      }
+    | undefined;
+  telegram:
+    | {
+        token: string;
+        apiRoot: string | undefined;
+        /** Webhook mode when set (the public https URL Telegram posts updates to); long polling otherwise. */
+        webhookUrl: string | undefined;
+        /** Checked on every webhook request (X-Telegram-Bot-Api-Secret-Token). */
+        webhookSecret: string | undefined;
+        /** Local port of the webhook listener. */
+        webhookPort: number;
+      }
+    | undefined;
   /** The platform's marketplace contracts per network (their Request* logs are the listings, offers and sales). */
   marketplaceContracts: Record<string, string[]>;
   /** Open the terminal chat even when a chat platform is configured. */
@@ -163,6 +185,17 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
     problems.push('TELEGRAM_BOT_TOKEN does not look like a BotFather token (digits:letters).');
   }
 
+  const manage = value(env, 'DISCORD_MANAGE_PERMISSION');
+  if (manage && manage !== 'ManageGuild' && manage !== 'ManageChannels') {
+    problems.push('DISCORD_MANAGE_PERMISSION must be ManageGuild or ManageChannels.');
+  }
+  const webhookUrl = value(env, 'TELEGRAM_WEBHOOK_URL');
+  const webhookSecret = value(env, 'TELEGRAM_WEBHOOK_SECRET');
+  if (webhookUrl && !/^https:\/\//.test(webhookUrl)) problems.push('TELEGRAM_WEBHOOK_URL must be an https URL.');
+  if (webhookUrl && (!webhookSecret || !/^[A-Za-z0-9_-]{16,256}$/.test(webhookSecret))) {
+    problems.push('TELEGRAM_WEBHOOK_SECRET (16-256 letters, digits, _ or -) is required with TELEGRAM_WEBHOOK_URL.');
+  }
+
   const defaultNetwork = value(env, 'FLOORWATCH_DEFAULT_NETWORK')?.toLowerCase();
   if (defaultNetwork && networks.length > 0 && !networks.some((n) => n.name === defaultNetwork)) {
     problems.push(`FLOORWATCH_DEFAULT_NETWORK "${defaultNetwork}" is not in FLOORWATCH_NETWORKS.`);
@@ -203,9 +236,23 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
     logLevel: logLevel as LogLevel,
     discord:
       discordToken && discordApp
-        ? { token: discordToken, applicationId: discordApp, guildId: value(env, 'DISCORD_GUILD_ID') }
+        ? {
+            token: discordToken,
+            applicationId: discordApp,
+            guildId: value(env, 'DISCORD_GUILD_ID'),
+            apiRoot: value(env, 'DISCORD_API_ROOT'),
+            managePermission: manage === 'ManageChannels' ? 'ManageChannels' : 'ManageGuild',
+          }
         : undefined,
-    telegram: telegramToken ? { token: telegramToken, apiRoot: value(env, 'TELEGRAM_API_ROOT') } : undefined,
+    telegram: telegramToken
+      ? {
+          token: telegramToken,
+          apiRoot: value(env, 'TELEGRAM_API_ROOT'),
+          webhookUrl,
+          webhookSecret,
+          webhookPort: integer(env, 'TELEGRAM_WEBHOOK_PORT', problems, 1, 65_535) ?? 8443,
+        }
+      : undefined,
     console: value(env, 'FLOORWATCH_CONSOLE') === '1' || value(env, 'FLOORWATCH_CONSOLE') === 'true',
   };
   if (problems.length > 0) throw new ConfigError(problems);
@@ -214,7 +261,11 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
 
 /** Secrets of a configuration, to scrub from anything printed. */
 export function secretsOf(config: Config): string[] {
-  return [config.platform.accessKey, config.platform.secretToken, config.discord?.token, config.telegram?.token].filter(
-    (s): s is string => typeof s === 'string' && s.length >= 4,
-  );
+  return [
+    config.platform.accessKey,
+    config.platform.secretToken,
+    config.discord?.token,
+    config.telegram?.token,
+    config.telegram?.webhookSecret,
+  ].filter((s): s is string => typeof s === 'string' && s.length >= 4);
 }
