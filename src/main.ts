@@ -17,6 +17,8 @@ import { ConsoleChat } from './chat/console/console-chat.ts';
 import { ConsoleSink } from './chat/console/console-sink.ts';
 import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
 import type { Devnet } from './devnet/index.ts';
+import { DigestService } from './digests/digest-service.ts';
+import { DigestScheduler } from './digests/scheduler.ts';
 import { createLogger } from './logger.ts';
 import { PlatformClient } from './platform/client.ts';
 import { DeliveryJournal } from './store/journal.ts';
@@ -123,6 +125,8 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     });
     stops.push(() => dispatcher.stop());
 
+    let digests: DigestService | undefined;
+    let scheduler: DigestScheduler | undefined;
     const commands = await loadCommands(COMMANDS_DIR);
     const engine = new CommandEngine({
       platform,
@@ -137,6 +141,13 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       },
       commands,
       nativeSymbols,
+      digests: {
+        preview: async (chatKey, digest) => {
+          if (!digests) throw new Error('digests are not running');
+          return (await digests.build(chatKey, digest, new Date())).reply;
+        },
+        nextRun: (digest) => scheduler?.nextRun(digest.hour, digest.minute, digest.timeZone) ?? null,
+      },
       alerts: () => {
         const stats = journal.stats();
         return {
@@ -156,6 +167,22 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       marketplaceContracts,
     });
     pipeline = alertPipeline;
+    digests = new DigestService({
+      platform,
+      store,
+      journal,
+      dispatcher,
+      currencies: engine.currencies,
+      logger: logger.child({ component: 'digests' }),
+      projectId: platformOptions.projectId,
+    });
+    const digestService = digests;
+    const digestScheduler = new DigestScheduler({
+      store,
+      logger: logger.child({ component: 'digests' }),
+      run: (chatKeys, dueAt) => digestService.run(chatKeys, dueAt),
+    });
+    scheduler = digestScheduler;
 
     let consoleChat: ConsoleChat | undefined;
     let finished: Promise<void> = new Promise(() => undefined);
@@ -179,6 +206,10 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     void alertPipeline
       .start()
       .catch((error: unknown) => logger.error({ err: error }, 'alert pipeline failed to start'));
+    stops.push(() => digestScheduler.stop());
+    void digestScheduler
+      .start()
+      .catch((error: unknown) => logger.error({ err: error }, 'digest scheduler failed to start'));
     if (config.discord || config.telegram) {
       logger.warn('Discord and Telegram adapters are not part of this build yet; only the terminal chat runs.');
     }

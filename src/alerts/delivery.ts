@@ -22,6 +22,33 @@ export interface AlertSink {
   edit(chatId: string, messageId: string, replies: readonly Reply[]): Promise<void>;
 }
 
+/** A Reply as journal payload: JSON, with attachment bytes as base64. */
+export function encodePayload(reply: Reply): unknown {
+  if (!reply.attachments?.length) return reply;
+  return {
+    ...reply,
+    attachments: reply.attachments.map((a) => ({
+      ...a,
+      data: Buffer.from(a.data).toString('base64'),
+      encoding: 'base64',
+    })),
+  };
+}
+
+/** The Reply of a journal payload written by {@link encodePayload}. */
+export function decodePayload(payload: unknown): Reply {
+  const reply = payload as Reply & { attachments?: Array<{ name: string; contentType: string; data: unknown }> };
+  if (!reply.attachments?.length) return reply;
+  return {
+    ...reply,
+    attachments: reply.attachments.map((a) => ({
+      name: a.name,
+      contentType: a.contentType,
+      data: typeof a.data === 'string' ? new Uint8Array(Buffer.from(a.data, 'base64')) : (a.data as Uint8Array),
+    })),
+  };
+}
+
 /** A failed send or edit, as the adapter understood it. */
 export class DeliveryError extends Error {
   override name = 'DeliveryError';
@@ -54,6 +81,8 @@ export interface DispatcherOptions {
 interface Lane {
   destination: Destination;
   queue: string[];
+  /** The deliveries of the send under way (or that just failed). */
+  sending: string[];
   edits: string[];
   running: boolean;
   nextAt: number;
@@ -79,11 +108,14 @@ export class Dispatcher {
 
   /** Queues journaled deliveries (new ones, or unfinished ones after a restart). */
   enqueue(records: readonly DeliveryRecord[]): void {
+    const lanes = new Set<Lane>();
     for (const record of records) {
       const lane = this.#lane(record.destination);
       if (!lane.queue.includes(record.id)) lane.queue.push(record.id);
-      this.#run(lane);
+      lanes.add(lane);
     }
+    // All queued before a lane starts: a batch resent after a restart must find all its deliveries.
+    for (const lane of lanes) this.#run(lane);
   }
 
   /** Queues the edit of sent deliveries whose transaction was reorganised away. */
@@ -126,7 +158,7 @@ export class Dispatcher {
     const key = destinationKey(destination);
     let lane = this.#lanes.get(key);
     if (!lane) {
-      lane = { destination, queue: [], edits: [], running: false, nextAt: 0, failures: 0 };
+      lane = { destination, queue: [], sending: [], edits: [], running: false, nextAt: 0, failures: 0 };
       this.#lanes.set(key, lane);
     }
     return lane;
@@ -167,7 +199,7 @@ export class Dispatcher {
             ? error
             : new DeliveryError(String((error as Error)?.message ?? error), { permanent: false, cause: error });
         lane.failures++;
-        const ids = lane.edits.length ? lane.edits.slice(0, 1) : lane.queue.slice(0, sink.maxBatch);
+        const ids = lane.edits.length ? lane.edits.slice(0, 1) : lane.sending;
         const attempts = Math.max(...ids.map((id) => journal.get(id)?.attempts ?? 0));
         const giveUp = failure.permanent || attempts >= (this.#options.maxAttempts ?? 8);
         logger.warn(
@@ -177,7 +209,7 @@ export class Dispatcher {
         if (giveUp) {
           for (const id of ids) await journal.markFailed(id, failure.message, { final: true });
           if (lane.edits.length) lane.edits.shift();
-          else lane.queue.splice(0, ids.length);
+          else lane.queue = lane.queue.filter((id) => !ids.includes(id));
           this.#options.onOutcome?.('failed', lane.destination.platform, ids.length);
           if (failure.permanent) {
             this.#options.onUnreachable?.(lane.destination, failure.message);
@@ -196,27 +228,32 @@ export class Dispatcher {
 
   async #send(lane: Lane, sink: AlertSink): Promise<void> {
     const { journal } = this.#options;
-    const records: DeliveryRecord[] = [];
-    while (lane.queue.length && records.length < sink.maxBatch) {
-      const id = lane.queue[records.length];
-      if (id === undefined) break;
+    lane.sending = [];
+    lane.queue = lane.queue.filter((id) => {
       const record = journal.get(id);
-      if (!record || record.state === 'sent' || record.state === 'dropped' || record.reorged) {
-        lane.queue.splice(records.length, 1);
-        continue;
-      }
-      records.push(record);
-    }
-    if (records.length === 0) return;
-    const first = records[0] as DeliveryRecord;
-    for (const record of records) await journal.markSending(record.id);
+      return record !== undefined && record.state !== 'sent' && record.state !== 'dropped' && !record.reorged;
+    });
+    const queued = lane.queue.map((id) => journal.get(id) as DeliveryRecord);
+    const first = queued[0];
+    if (!first) return;
+    // The chat answers a known key with the message first sent under it, whatever this one holds: a
+    // send tried before (maybe before a crash) goes again under its key with exactly its deliveries,
+    // and a new batch takes none of them.
+    const key = first.sendKey ?? first.id;
+    const records =
+      first.sendKey === undefined
+        ? queued.filter((r) => r.sendKey === undefined).slice(0, sink.maxBatch)
+        : queued.filter((r) => r.sendKey === key);
+    lane.sending = records.map((r) => r.id);
+    for (const record of records) await journal.markSending(record.id, key);
     const messageId = await sink.send(
       lane.destination.chatId,
-      records.map((r) => r.payload as Reply),
-      first.id,
+      records.map((r) => decodePayload(r.payload)),
+      key,
     );
     for (const record of records) await journal.markSent(record.id, messageId);
-    lane.queue.splice(0, records.length);
+    lane.queue = lane.queue.filter((id) => !lane.sending.includes(id));
+    lane.sending = [];
     this.#options.onOutcome?.('sent', lane.destination.platform, records.length);
   }
 
@@ -232,7 +269,9 @@ export class Dispatcher {
     const siblings = journal
       .byMessage(record.destination, record.messageId)
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
-    const replies = siblings.map((r) => (r.reorged ? renderReorged(r.payload as Reply) : (r.payload as Reply)));
+    const replies = siblings.map((r) =>
+      r.reorged ? renderReorged(decodePayload(r.payload)) : decodePayload(r.payload),
+    );
     await sink.edit(lane.destination.chatId, record.messageId, replies);
     for (const sibling of siblings.filter((s) => s.reorged)) await journal.markEdited(sibling.id);
     lane.edits = lane.edits.filter((e) => !siblings.some((s) => s.id === e));

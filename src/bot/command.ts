@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { StreamHealth } from '../alerts/streams.ts';
 import type { PlatformClient } from '../platform/client.ts';
-import type { StateStore } from '../store/state.ts';
+import type { DigestSettings, StateStore } from '../store/state.ts';
 import type { CollectionResolver } from './collections.ts';
 import type { CurrencyDirectory } from './currencies.ts';
 import type { OptionSpec, OptionValues } from './options.ts';
@@ -54,6 +54,14 @@ export interface AlertStatus {
   counters: { logs: number; events: number; matched: number; deliveries: number; reorged: number };
 }
 
+/** What /digest needs of the digest service. */
+export interface DigestPort {
+  /** The digest of a chat as it would be posted now. */
+  preview: (chatKey: string, digest: DigestSettings) => Promise<Reply>;
+  /** When the schedule fires next. */
+  nextRun: (digest: DigestSettings) => Date | null;
+}
+
 /** Static settings commands read. */
 export interface BotSettings {
   /** Operator ids as `platform:id`, e.g. `discord:1234`. */
@@ -88,6 +96,8 @@ export interface CommandContext {
   rerun: (changes: Record<string, string | undefined>) => string;
   /** The alert pipeline's state, when it runs. */
   alerts: (() => AlertStatus) | undefined;
+  /** Digests, when they run. */
+  digests: DigestPort | undefined;
   /** Whether the person who typed the command has a permission here. */
   may: (permission: Permission) => boolean;
   currencies: CurrencyDirectory;

@@ -11,6 +11,7 @@ import {
   type CommandContext,
   type CommandDefinition,
   type CommandSpec,
+  type DigestPort,
   isGroup,
   type Permission,
   type ResolvedCollection,
@@ -40,6 +41,8 @@ export interface EngineOptions {
   now?: () => Date;
   /** The alert pipeline's state for /status. */
   alerts?: () => AlertStatus;
+  /** Digests for /digest. */
+  digests?: DigestPort;
   /** Symbol of the native coin per network, where it is not ETH or a well-known one. */
   nativeSymbols?: Readonly<Record<string, string>>;
   userLimit?: RateLimitPolicy;
@@ -282,6 +285,7 @@ export class CommandEngine {
       rerun,
       commands: this.commands,
       alerts: this.#options.alerts,
+      digests: this.#options.digests,
       may: (permission) => this.mayRun(permission, invocation.chat, invocation.actor),
       currencies: this.currencies,
       collections: this.resolver,

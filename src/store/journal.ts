@@ -6,7 +6,10 @@
  *
  * 1. `record()` the deliveries of an event (one per destination). When it resolves, they are on disk.
  *    An id that is already known is skipped, so recording an event twice does not alert twice.
- * 2. `markSending(id)` right before the chat API call, `markSent(id, messageId)` right after it.
+ * 2. `markSending(id, key)` right before the chat API call, `markSent(id, messageId)` right after it.
+ *    `key` is the send's idempotency key (the first delivery's id when a burst is merged into one
+ *    message); it is kept as {@link DeliveryRecord.sendKey}, so that the deliveries that went out
+ *    under it can be sent again together, under it, and only together.
  * 3. A send that failed: `markFailed(id, error)` (retried later) or with `{ final: true }` (given up).
  * 4. A receipt with `reorged: true`: `markReorged(network, txnHash)` drops the deliveries not yet sent
  *    (a reorganised event is never sent) and returns the sent ones, whose messages must be edited;
@@ -15,9 +18,10 @@
  * On restart, {@link DeliveryJournal.unfinished} lists what must still be sent, in recording order,
  * and {@link DeliveryJournal.pendingEdits} the reorg edits not done yet. The journal cannot know
  * whether a message sent just before a crash reached the chat: such deliveries come back in state
- * `'sending'` (distinct from `'pending'`, never sent). Send them again idempotently, with the delivery
- * id as the idempotency key (Discord: the message `nonce` with `enforce_nonce`), so that the chat
- * drops the copy if the first send got through.
+ * `'sending'` (distinct from `'pending'`, never sent). Send them again idempotently, with the same
+ * idempotency key and the same deliveries in the message (Discord: the message `nonce` with
+ * `enforce_nonce` answers the first message, whatever the new one holds), so that the chat drops the
+ * copy if the first send got through.
  *
  * ## File format
  *
@@ -26,7 +30,7 @@
  * ```
  * {"op":"journal","v":1}
  * {"op":"add","r":{"id":"devnet:0xab…:0xc0…:sale>discord:42","eventId":…,"state":"pending",…,"payload":{…}}}
- * {"op":"sending","id":"…","t":"2025-01-01T00:00:00.000Z"}
+ * {"op":"sending","id":"…","k":"…","t":"2025-01-01T00:00:00.000Z"}
  * {"op":"sent","id":"…","m":"1234567890","t":"…"}
  * {"op":"failed","id":"…","e":"429 Too Many Requests","p":false,"t":"…"}
  * {"op":"reorged","n":"devnet","h":"0xab…","t":"…"}
@@ -90,6 +94,11 @@ export interface DeliveryRecord {
   readonly state: DeliveryState;
   /** How many sends were started. */
   readonly attempts: number;
+  /**
+   * The idempotency key of the last send started. Deliveries sharing it were (maybe) posted as one
+   * message: until they are sent, they must be sent again together under this key.
+   */
+  readonly sendKey?: string;
   /** The chat's id of the sent message. */
   readonly messageId?: string;
   /** The last send failure. */
@@ -167,7 +176,7 @@ const STATES: ReadonlySet<string> = new Set(['pending', 'sending', 'sent', 'fail
 
 type Op =
   | { op: 'add'; r: DeliveryRecord }
-  | { op: 'sending'; id: string; t: string }
+  | { op: 'sending'; id: string; t: string; k?: string }
   | { op: 'sent'; id: string; m: string; t: string }
   | { op: 'failed'; id: string; e: string; p: boolean; t: string }
   | { op: 'edited'; id: string; t: string }
@@ -257,7 +266,15 @@ function apply(overlay: Overlay, op: Op): string | undefined {
   if (!r) return `changes delivery ${JSON.stringify(op.id)}, which was never added`;
   switch (op.op) {
     case 'sending':
-      overlay.replace(freeze({ ...r, state: 'sending', attempts: r.attempts + 1, updatedAt: op.t }));
+      overlay.replace(
+        freeze({
+          ...r,
+          state: 'sending',
+          attempts: r.attempts + 1,
+          ...(op.k === undefined ? {} : { sendKey: op.k }),
+          updatedAt: op.t,
+        }),
+      );
       break;
     case 'sent':
       overlay.replace(freeze({ ...r, state: 'sent', messageId: op.m, updatedAt: op.t }));
@@ -436,12 +453,15 @@ export class DeliveryJournal {
     });
   }
 
-  /** A send starts (attempts + 1). Allowed while pending or sending and not reorganised. */
-  markSending(id: string): Promise<DeliveryRecord> {
+  /**
+   * A send starts (attempts + 1), under the idempotency key `key` (kept as `sendKey`). Allowed while
+   * pending or sending and not reorganised.
+   */
+  markSending(id: string, key?: string): Promise<DeliveryRecord> {
     return this.#change(id, (r, t) => {
       if (r.reorged) throw this.#refuse(id, 'its transaction was reorganised away; it must not be sent');
       if (r.state !== 'pending' && r.state !== 'sending') throw this.#refuse(id, `it is ${r.state}`);
-      return [{ op: 'sending', id, t }];
+      return [key === undefined ? { op: 'sending', id, t } : { op: 'sending', id, k: key, t }];
     });
   }
 
@@ -539,6 +559,12 @@ export class DeliveryJournal {
    * The deliveries sent as one chat message (a burst merged into one message), in recording order:
    * what an edit of that message must rewrite.
    */
+  /** Every record of a destination still kept (within the retention), in recording order. */
+  byDestination(destination: Destination): DeliveryRecord[] {
+    const key = destinationKey(destination);
+    return [...this.#records.byId.values()].filter((r) => destinationKey(r.destination) === key);
+  }
+
   byMessage(destination: Destination, messageId: string): DeliveryRecord[] {
     const ids = this.#records.byMessage.get(messageKey(destination, messageId)) ?? [];
     return ids.map((id) => this.#records.byId.get(id)).filter(isDefined);
@@ -943,6 +969,10 @@ function parseOp(value: unknown): Op | string {
       return typeof record === 'string' ? `has an invalid record: ${record}` : { op, r: record };
     }
     case 'sending':
+      if (!isString(value.id) || !isString(value.t) || (value.k !== undefined && !isString(value.k))) {
+        return 'has an invalid "sending"';
+      }
+      return isString(value.k) ? { op, id: value.id, k: value.k, t: value.t } : { op, id: value.id, t: value.t };
     case 'edited':
       return isString(value.id) && isString(value.t) ? { op, id: value.id, t: value.t } : `has an invalid "${op}"`;
     case 'sent':
@@ -972,7 +1002,7 @@ function parseRecord(value: unknown): DeliveryRecord | string {
   for (const key of ['id', 'eventId', 'network', 'txnHash', 'createdAt', 'updatedAt'] as const) {
     if (!isString(value[key])) return key;
   }
-  for (const key of ['messageId', 'lastError', 'editedAt'] as const) {
+  for (const key of ['messageId', 'lastError', 'editedAt', 'sendKey'] as const) {
     if (value[key] !== undefined && !isString(value[key])) return key;
   }
   if (typeof value.blockNumber !== 'number' || !Number.isFinite(value.blockNumber)) return 'blockNumber';

@@ -11,6 +11,29 @@ export interface CollectionKey {
   name?: string;
 }
 
+/** Market figures of a collection at the last digest, to show the change since. */
+export interface MarketSnapshot {
+  floorUsd?: number;
+  bestOfferUsd?: number;
+  listings?: number;
+}
+
+/** A chat's daily digest (`/digest set`). */
+export interface DigestSettings {
+  hour: number;
+  minute: number;
+  /** IANA name, validated when set. */
+  timeZone: string;
+  collections: CollectionKey[];
+  /** Days the analytics cover. */
+  days: number;
+  /** When the schedule was set: a digest due before that is not "missed". */
+  setAt: string;
+  /** Due time of the last digest posted (never posted twice for the same due time). */
+  lastPostedFor?: string;
+  lastMarket?: Record<string, MarketSnapshot>;
+}
+
 /** What a chat has set with commands. */
 export interface ChatSettings {
   /** Default network for commands in this chat. */
@@ -19,6 +42,7 @@ export interface ChatSettings {
   collection?: CollectionKey;
   /** Short names for collections (`/alias`), keyed by the lower-cased alias. */
   aliases: Record<string, CollectionKey & { alias: string }>;
+  digest?: DigestSettings;
 }
 
 export interface StoredButton {
@@ -106,6 +130,7 @@ export class StateStore {
   readonly file: string;
   readonly #db: Low<State>;
   readonly #ruleListeners: Array<() => void> = [];
+  readonly #chatListeners: Array<(chatKey: string) => void> = [];
 
   private constructor(file: string, db: Low<State>) {
     this.file = file;
@@ -156,6 +181,7 @@ export class StateStore {
     change(settings);
     this.#db.data.chats[chatKey] = settings;
     await this.#db.write();
+    for (const listener of this.#chatListeners) listener(chatKey);
     return settings;
   }
 
@@ -189,6 +215,18 @@ export class StateStore {
     await this.#db.write();
     for (const listener of this.#ruleListeners) listener();
     return true;
+  }
+
+  /** Called after every change of a chat's settings (digest schedules are rebuilt). */
+  onChatsChanged(listener: (chatKey: string) => void): void {
+    this.#chatListeners.push(listener);
+  }
+
+  /** The chats that have a digest, with it. */
+  digests(): Array<[string, DigestSettings]> {
+    return Object.entries(this.#db.data.chats).flatMap(([key, chat]) =>
+      chat.digest ? [[key, chat.digest] as [string, DigestSettings]] : [],
+    );
   }
 
   /** Called after every change of the rules (the alert planner re-plans). */

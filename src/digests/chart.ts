@@ -1,0 +1,90 @@
+import { Resvg } from '@resvg/resvg-js';
+import type { ChartPoint } from '../platform/types.ts';
+
+export interface ChartSeries {
+  name: string;
+  points: readonly ChartPoint[];
+  /** Formats axis and last-value labels. */
+  format: (value: number) => string;
+  color: string;
+}
+
+export const CHART_WIDTH = 960;
+const PANEL_HEIGHT = 220;
+const MARGIN = { left: 72, right: 24, top: 56, bottom: 36 };
+
+/**
+ * One opaque dark card (readable on dark and light chat themes alike) with one panel per series,
+ * since the series have different scales. Text is drawn with the system's sans-serif font.
+ */
+export function chartSvg(title: string, series: readonly ChartSeries[]): string {
+  const height = MARGIN.top + series.length * (PANEL_HEIGHT + MARGIN.bottom) + 8;
+  const width = CHART_WIDTH;
+  const plotWidth = width - MARGIN.left - MARGIN.right;
+  const out: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="DejaVu Sans, Arial, sans-serif">`,
+    `<rect width="${width}" height="${height}" rx="16" fill="#1e2230"/>`,
+    `<text x="${MARGIN.left}" y="36" fill="#f2f4f8" font-size="22" font-weight="bold">${escapeXml(title)}</text>`,
+  ];
+  series.forEach((s, index) => {
+    const top = MARGIN.top + index * (PANEL_HEIGHT + MARGIN.bottom);
+    const values = s.points.map((p) => p.value);
+    const min = Math.min(0, ...values);
+    const max = Math.max(...values, min + 1e-9);
+    const span = max - min || 1;
+    const x = (i: number) =>
+      MARGIN.left + (s.points.length <= 1 ? plotWidth / 2 : (i / (s.points.length - 1)) * plotWidth);
+    const y = (v: number) => top + 24 + (1 - (v - min) / span) * (PANEL_HEIGHT - 36);
+    out.push(
+      `<text x="${MARGIN.left}" y="${top + 12}" fill="${s.color}" font-size="16" font-weight="bold">${escapeXml(s.name)}</text>`,
+    );
+    for (let g = 0; g <= 3; g++) {
+      const v = min + (span * g) / 3;
+      const gy = y(v);
+      out.push(
+        `<line x1="${MARGIN.left}" x2="${width - MARGIN.right}" y1="${gy.toFixed(1)}" y2="${gy.toFixed(1)}" stroke="#3a4052" stroke-width="1"/>`,
+      );
+      out.push(
+        `<text x="${MARGIN.left - 8}" y="${(gy + 4).toFixed(1)}" fill="#aab2c5" font-size="12" text-anchor="end">${escapeXml(s.format(v))}</text>`,
+      );
+    }
+    if (s.points.length === 0) {
+      out.push(
+        `<text x="${MARGIN.left + plotWidth / 2}" y="${top + PANEL_HEIGHT / 2}" fill="#aab2c5" font-size="16" text-anchor="middle">no data</text>`,
+      );
+      return;
+    }
+    const path = s.points.map((p, i) => `${i === 0 ? 'M' : 'L'}${x(i).toFixed(1)},${y(p.value).toFixed(1)}`).join(' ');
+    const area = `${path} L${x(s.points.length - 1).toFixed(1)},${y(min).toFixed(1)} L${x(0).toFixed(1)},${y(min).toFixed(1)} Z`;
+    out.push(`<path d="${area}" fill="${s.color}" fill-opacity="0.15"/>`);
+    out.push(`<path d="${path}" fill="none" stroke="${s.color}" stroke-width="3" stroke-linejoin="round"/>`);
+    s.points.forEach((p, i) => {
+      out.push(`<circle cx="${x(i).toFixed(1)}" cy="${y(p.value).toFixed(1)}" r="3.5" fill="${s.color}"/>`);
+      const every = Math.max(1, Math.ceil(s.points.length / 8));
+      if (i % every === 0 || i === s.points.length - 1) {
+        out.push(
+          `<text x="${x(i).toFixed(1)}" y="${top + PANEL_HEIGHT + 8}" fill="#aab2c5" font-size="12" text-anchor="middle">${escapeXml(shortLabel(p.label))}</text>`,
+        );
+      }
+    });
+  });
+  out.push('</svg>');
+  return out.join('');
+}
+
+/** The chart as a PNG image. */
+export function renderChartPng(title: string, series: readonly ChartSeries[]): Uint8Array {
+  const resvg = new Resvg(chartSvg(title, series), {
+    font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' },
+  });
+  return new Uint8Array(resvg.render().asPng());
+}
+
+/** `2026-11-21` -> `11-21`. */
+function shortLabel(label: string): string {
+  return /^\d{4}-\d{2}-\d{2}/.test(label) ? label.slice(5, 10) : label.slice(0, 10);
+}
+
+function escapeXml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}

@@ -1,0 +1,324 @@
+import type { Logger } from 'pino';
+import { type Dispatcher, encodePayload } from '../alerts/delivery.ts';
+import type { AlertKind, Destination } from '../alerts/types.ts';
+import type { CurrencyDirectory } from '../bot/currencies.ts';
+import { byPriceAscending, byPriceDescending, formatPrice, formatUsd } from '../bot/format.ts';
+import type { Reply, ReplyField } from '../bot/reply.ts';
+import type { PlatformClient } from '../platform/client.ts';
+import { PlatformError } from '../platform/errors.ts';
+import type { AnalyticsFilter, ChartPoint, Order } from '../platform/types.ts';
+import type { DeliveryJournal } from '../store/journal.ts';
+import type { CollectionKey, DigestSettings, MarketSnapshot, StateStore } from '../store/state.ts';
+import { renderChartPng } from './chart.ts';
+import { zonedDay } from './zoned-time.ts';
+
+/** Chats whose digests are built at the same time. */
+const DIGEST_CONCURRENCY = 4;
+/** Listed tokens counted per collection (bounded work; beyond it the count says "at least"). */
+const MAX_LISTINGS_COUNTED = 2_500;
+const LISTING_PAGE = 250;
+
+export interface DigestServiceOptions {
+  platform: PlatformClient;
+  store: StateStore;
+  journal: DeliveryJournal;
+  dispatcher: Dispatcher;
+  currencies: CurrencyDirectory;
+  logger: Logger;
+  projectId: number | undefined;
+}
+
+interface Series {
+  points: ChartPoint[] | undefined;
+  error: string | undefined;
+}
+
+interface Market {
+  floor: Order | undefined;
+  bestOffer: Order | undefined;
+  listings: number;
+  capped: boolean;
+  error: string | undefined;
+}
+
+/** Platform answers shared by the chats of one run: each distinct request is made once. */
+export class DigestRunCache {
+  readonly analytics = new Map<string, Promise<[Series, Series]>>();
+  readonly markets = new Map<string, Promise<Market>>();
+}
+
+function destinationOf(chatKey: string): Destination {
+  const at = chatKey.indexOf(':');
+  return { platform: chatKey.slice(0, at) as Destination['platform'], chatId: chatKey.slice(at + 1) };
+}
+
+function reason(error: unknown): string {
+  if (error instanceof PlatformError) return error.message.replace(/^[^:]*: /, '').slice(0, 160);
+  return 'unexpected error';
+}
+
+function isoDay(at: Date): string {
+  return at.toISOString().slice(0, 10);
+}
+
+function change(now: number | undefined, before: number | undefined, unit: (n: number) => string): string {
+  if (now === undefined || before === undefined || before === 0) return '';
+  const delta = now - before;
+  if (Math.abs(delta) < 1e-9) return ' (unchanged)';
+  const percent = (delta / before) * 100;
+  return ` (${delta > 0 ? '+' : '−'}${unit(Math.abs(delta))}, ${percent > 0 ? '+' : ''}${percent.toFixed(1)}%)`;
+}
+
+/**
+ * Builds and posts daily digests: analytics series (once per distinct filter per run), each
+ * collection's floor, best offer and listing count with the change since the last digest, the
+ * alerts the chat received in the period, and a chart. Posting goes through the delivery journal
+ * with an id per chat and due time, so a digest is never posted twice.
+ */
+export class DigestService {
+  readonly #o: DigestServiceOptions;
+
+  constructor(options: DigestServiceOptions) {
+    this.#o = options;
+  }
+
+  /** Builds and posts the digests of these chats for `dueAt`, a few chats at a time. */
+  async run(chatKeys: readonly string[], dueAt: Date): Promise<void> {
+    const cache = new DigestRunCache();
+    const queue = [...chatKeys];
+    const worker = async () => {
+      for (let chatKey = queue.shift(); chatKey !== undefined; chatKey = queue.shift()) {
+        try {
+          await this.#post(chatKey, dueAt, cache);
+        } catch (error) {
+          this.#o.logger.error({ chat: chatKey, err: error }, 'could not post a digest');
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(DIGEST_CONCURRENCY, queue.length) }, worker));
+  }
+
+  async #post(chatKey: string, dueAt: Date, cache: DigestRunCache): Promise<void> {
+    const digest = this.#o.store.chat(chatKey).digest;
+    if (!digest) return;
+    if (digest.lastPostedFor && Date.parse(digest.lastPostedFor) >= dueAt.getTime()) return;
+    const { reply, market } = await this.build(chatKey, digest, dueAt, cache);
+    const recorded = await this.#o.journal.record([
+      {
+        eventId: `digest:${dueAt.toISOString()}`,
+        destination: destinationOf(chatKey),
+        network: 'digest',
+        txnHash: `digest:${chatKey}:${dueAt.toISOString()}`,
+        blockNumber: 0,
+        payload: encodePayload(reply),
+      },
+    ]);
+    await this.#o.store.updateChat(chatKey, (settings) => {
+      if (settings.digest) {
+        settings.digest.lastPostedFor = dueAt.toISOString();
+        settings.digest.lastMarket = market;
+      }
+    });
+    this.#o.dispatcher.enqueue(recorded);
+    this.#o.logger.info({ chat: chatKey, due: dueAt }, 'digest posted');
+  }
+
+  /** The digest of a chat as of `dueAt` (also what /digest preview shows). */
+  async build(
+    chatKey: string,
+    digest: DigestSettings,
+    dueAt: Date,
+    cache = new DigestRunCache(),
+  ): Promise<{ reply: Reply; market: Record<string, MarketSnapshot> }> {
+    const end = dueAt;
+    const start = new Date(end.getTime() - digest.days * 86_400_000);
+    const [wallets, conversion] = await this.#analytics(digest, start, end, cache);
+    const fields: ReplyField[] = [];
+    const notes: string[] = [];
+    const expectedDays = digest.days;
+    const describeSeries = (name: string, s: Series, format: (v: number) => string) => {
+      if (s.error) {
+        notes.push(`${name}: unavailable (${s.error}).`);
+        return;
+      }
+      const points = s.points ?? [];
+      if (points.length === 0) {
+        notes.push(`${name}: no data for these days.`);
+        return;
+      }
+      if (points.length < expectedDays) notes.push(`${name}: data for ${points.length} of ${expectedDays} days only.`);
+      const values = points.map((p) => p.value);
+      const last = points[points.length - 1];
+      const total = values.reduce((a, b) => a + b, 0);
+      fields.push({
+        name,
+        value: `latest ${format(last?.value ?? 0)} (${last?.label ?? ''}) · average ${format(total / values.length)}`,
+      });
+    };
+    const count = (v: number) => Math.round(v).toLocaleString('en-US');
+    const percent = (v: number) => `${(v <= 1 ? v * 100 : v).toFixed(1)}%`;
+    describeSeries('Wallets that sent transactions', wallets, count);
+    describeSeries('Conversion rate', conversion, percent);
+
+    const market: Record<string, MarketSnapshot> = {};
+    for (const collection of digest.collections) {
+      const key = `${collection.network}:${collection.address}`;
+      const m = await this.#market(collection, cache);
+      const name = collection.name ?? collection.address;
+      if (m.error) {
+        fields.push({ name, value: `market data unavailable (${m.error})` });
+        continue;
+      }
+      const before = digest.lastMarket?.[key];
+      const snapshot: MarketSnapshot = { listings: m.listings };
+      const parts: string[] = [];
+      if (m.floor) {
+        snapshot.floorUsd = m.floor.priceUSD;
+        const symbol = await this.#o.currencies.symbol(collection.network, m.floor.priceCurrencyAddress);
+        parts.push(
+          `floor ${formatPrice(m.floor, symbol)}${change(m.floor.priceUSD, before?.floorUsd, (n) => formatUsd(n) ?? String(n))}`,
+        );
+      } else parts.push('nothing listed');
+      if (m.bestOffer) {
+        snapshot.bestOfferUsd = m.bestOffer.priceUSD;
+        const symbol = await this.#o.currencies.symbol(collection.network, m.bestOffer.priceCurrencyAddress);
+        parts.push(
+          `best offer ${formatPrice(m.bestOffer, symbol)}${change(m.bestOffer.priceUSD, before?.bestOfferUsd, (n) => formatUsd(n) ?? String(n))}`,
+        );
+      } else parts.push('no offers');
+      parts.push(
+        `${m.capped ? 'at least ' : ''}${m.listings.toLocaleString('en-US')} listed${change(m.listings, before?.listings, (n) => String(Math.round(n)))}`,
+      );
+      fields.push({ name: `${name} (${collection.network})`, value: parts.join('\n') });
+      market[key] = snapshot;
+    }
+
+    fields.push({ name: 'Alerts in this chat', value: this.#alertsSummary(chatKey, start) });
+    const series = [
+      { name: 'Wallets that sent transactions', points: wallets.points ?? [], format: count, color: '#5aa9ff' },
+      { name: 'Conversion rate', points: conversion.points ?? [], format: percent, color: '#f5a524' },
+    ];
+    const day = zonedDay(dueAt, digest.timeZone);
+    const chart = renderChartPng(
+      `Project activity, ${digest.days} day${digest.days === 1 ? '' : 's'} to ${day}`,
+      series,
+    );
+    const reply: Reply = {
+      title: `Daily digest · ${day}`,
+      tone: 'info',
+      lines: [
+        `The last ${digest.days === 1 ? '24 hours' : `${digest.days} days`}, to ${digest.hour.toString().padStart(2, '0')}:${digest.minute.toString().padStart(2, '0')} ${digest.timeZone}.`,
+        ...notes,
+      ],
+      fields,
+      attachments: [{ name: 'digest-chart.png', contentType: 'image/png', data: chart }],
+      footer: 'Floorwatch digest · /digest show, /digest off',
+      timestamp: dueAt.toISOString(),
+    };
+    return { reply, market };
+  }
+
+  #analytics(digest: DigestSettings, start: Date, end: Date, cache: DigestRunCache): Promise<[Series, Series]> {
+    const filter: AnalyticsFilter = {
+      ...(this.#o.projectId === undefined ? {} : { projectId: this.#o.projectId }),
+      startDate: isoDay(start),
+      endDate: isoDay(end),
+      collections: digest.collections.map((c) => c.address).sort(),
+    };
+    const key = JSON.stringify(filter);
+    let pending = cache.analytics.get(key);
+    if (!pending) {
+      const settle = async (call: Promise<ChartPoint[]>): Promise<Series> => {
+        try {
+          return { points: await call, error: undefined };
+        } catch (error) {
+          return { points: undefined, error: reason(error) };
+        }
+      };
+      pending = Promise.all([
+        settle(this.#o.platform.analytics.walletsTxnSentTotal(filter)),
+        settle(this.#o.platform.analytics.dailyWalletTxnConversionRate(filter)),
+      ]);
+      cache.analytics.set(key, pending);
+    }
+    return pending;
+  }
+
+  #market(collection: CollectionKey, cache: DigestRunCache): Promise<Market> {
+    const key = `${collection.network}:${collection.address}`;
+    let pending = cache.markets.get(key);
+    if (!pending) {
+      pending = this.#fetchMarket(collection);
+      cache.markets.set(key, pending);
+    }
+    return pending;
+  }
+
+  async #fetchMarket(collection: CollectionKey): Promise<Market> {
+    const { platform } = this.#o;
+    const target = { network: collection.network, contractAddress: collection.address };
+    try {
+      const offers = await platform.marketplace.listCollectibles({
+        ...target,
+        side: 'offer',
+        filter: { includeEmpty: false },
+        page: { pageSize: 20 },
+      });
+      let listings = 0;
+      let floor: Order | undefined;
+      let page: number | undefined;
+      let more = true;
+      while (more && listings < MAX_LISTINGS_COUNTED) {
+        const result = await platform.marketplace.listCollectibles({
+          ...target,
+          side: 'listing',
+          filter: { includeEmpty: false },
+          page: page === undefined ? { pageSize: LISTING_PAGE } : { page, pageSize: LISTING_PAGE },
+        });
+        for (const item of result.collectibles) {
+          const order = item.order ?? item.listing;
+          if (!order) continue;
+          listings++;
+          if (!floor || byPriceAscending(order, floor) < 0) floor = order;
+        }
+        more = result.page.more === true && result.collectibles.length > 0;
+        page = (result.page.page ?? page ?? 0) + 1;
+      }
+      const bestOffer = offers.collectibles
+        .map((c) => c.order ?? c.offer)
+        .filter((o): o is Order => o !== undefined)
+        .sort(byPriceDescending)[0];
+      return { floor, bestOffer, listings, capped: more, error: undefined };
+    } catch (error) {
+      return { floor: undefined, bestOffer: undefined, listings: 0, capped: false, error: reason(error) };
+    }
+  }
+
+  /** Alerts delivered to the chat since `since`, by kind, with the biggest sale (from the journal). */
+  #alertsSummary(chatKey: string, since: Date): string {
+    const counts = new Map<AlertKind, number>();
+    let biggest: { usd: number; title: string } | undefined;
+    for (const record of this.#o.journal.byDestination(destinationOf(chatKey))) {
+      if (Date.parse(record.createdAt) < since.getTime() || record.eventId.startsWith('digest:')) continue;
+      const kind = /:(sale|listing|offer|mint|transfer|burn|cancel)@/.exec(record.eventId)?.[1] as
+        | AlertKind
+        | undefined;
+      if (!kind) continue;
+      counts.set(kind, (counts.get(kind) ?? 0) + 1);
+      if (kind === 'sale') {
+        const payload = record.payload as Reply;
+        const priceField = payload.fields?.find((f) => f.name === 'Price' || f.name === 'Total');
+        const usd = Number(
+          /\(\$([\d,]+(?:\.\d+)?)\)/.exec(JSON.stringify(priceField?.value ?? ''))?.[1]?.replace(/,/g, '') ??
+            Number.NaN,
+        );
+        if (Number.isFinite(usd) && (!biggest || usd > biggest.usd)) biggest = { usd, title: payload.title ?? '' };
+      }
+    }
+    if (counts.size === 0) return 'none in this period';
+    const parts = [...counts].map(([kind, n]) => `${n} ${kind}${n === 1 ? '' : 's'}`);
+    return biggest
+      ? `${parts.join(', ')}\nbiggest sale: ${biggest.title} (${formatUsd(biggest.usd)})`
+      : parts.join(', ');
+  }
+}
