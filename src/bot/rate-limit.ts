@@ -28,7 +28,9 @@ export class RateLimiter {
   take(key: string, nowMs: number): number {
     const { capacity, refillPerSecond } = this.#policy;
     const bucket = this.#buckets.get(key) ?? { tokens: capacity, updatedMs: nowMs };
-    bucket.tokens = Math.min(capacity, bucket.tokens + ((nowMs - bucket.updatedMs) / 1000) * refillPerSecond);
+    // A clock set backwards must not drain the bucket: no time passed then.
+    const elapsed = Math.max(0, nowMs - bucket.updatedMs);
+    bucket.tokens = Math.min(capacity, bucket.tokens + (elapsed / 1000) * refillPerSecond);
     bucket.updatedMs = nowMs;
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1;

@@ -116,3 +116,16 @@ describe('tokenize', () => {
     expect(result).toMatchObject({ ok: false, error: { code: 'unbalanced_quotes' } });
   });
 });
+
+describe('RateLimiter', () => {
+  it('lets a burst through, then asks to wait, and survives a clock set backwards', async () => {
+    const { RateLimiter } = await import('../../../src/bot/rate-limit.ts');
+    const limiter = new RateLimiter({ capacity: 2, refillPerSecond: 1 });
+    expect(limiter.take('u', 10_000)).toBe(0);
+    expect(limiter.take('u', 10_000)).toBe(0);
+    expect(limiter.take('u', 10_000)).toBe(1_000);
+    expect(limiter.take('u', 11_000)).toBe(0);
+    // The clock jumps back an hour: the bucket neither drains nor locks the user out for an hour.
+    expect(limiter.take('u', 7_400_000 - 3_600_000 * 2)).toBeLessThanOrEqual(1_000);
+  });
+});

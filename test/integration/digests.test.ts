@@ -1,0 +1,199 @@
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { DigestService } from '../../src/digests/digest-service.ts';
+import { DigestScheduler } from '../../src/digests/scheduler.ts';
+import { lastDue, zonedToInstant } from '../../src/digests/zoned-time.ts';
+import type { DigestSettings } from '../../src/store/state.ts';
+import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
+import { ADMIN, CONSOLE, GROUP } from '../helpers/bot-harness.ts';
+
+const silent = pino({ level: 'silent' });
+let h: AlertHarness;
+let service: DigestService;
+
+function digestOf(chatKey: string): DigestSettings {
+  const digest = h.store.chat(chatKey).digest;
+  if (!digest) throw new Error(`no digest for ${chatKey}`);
+  return digest;
+}
+
+beforeAll(async () => {
+  h = await startAlertHarness();
+  service = new DigestService({
+    platform: h.platform,
+    store: h.store,
+    journal: h.journal,
+    dispatcher: h.dispatcher,
+    currencies: h.engine.currencies,
+    logger: silent,
+    projectId: h.devnet.projectId,
+  });
+});
+afterAll(async () => {
+  await h?.close();
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('digest schedules', () => {
+  it('turns a wall-clock time in a zone into the right instant, across daylight-saving changes', () => {
+    expect(zonedToInstant({ year: 2026, month: 11, day: 22 }, 9, 0, 'Asia/Tokyo').toISOString()).toBe(
+      '2026-11-22T00:00:00.000Z',
+    );
+    // New York leaves daylight-saving time on 2026-11-01: 09:00 is 13:00 UTC before and 14:00 UTC after.
+    expect(zonedToInstant({ year: 2026, month: 10, day: 31 }, 9, 0, 'America/New_York').toISOString()).toBe(
+      '2026-10-31T13:00:00.000Z',
+    );
+    expect(zonedToInstant({ year: 2026, month: 11, day: 2 }, 9, 0, 'America/New_York').toISOString()).toBe(
+      '2026-11-02T14:00:00.000Z',
+    );
+    expect(lastDue(new Date('2026-11-21T23:59:00Z'), 9, 0, 'Asia/Tokyo').toISOString()).toBe(
+      '2026-11-21T00:00:00.000Z',
+    );
+  });
+
+  it('GIVEN a digest at 09:00 Asia/Tokyo THEN it fires at 00:00 UTC', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    vi.setSystemTime(new Date('2026-11-21T23:58:00Z'));
+    await h.run('/digest set 09:00 Asia/Tokyo', { ...GROUP, id: '-700' }, ADMIN);
+    const fired: Array<{ at: string; due: string; chats: string[] }> = [];
+    const scheduler = new DigestScheduler({
+      store: h.store,
+      logger: silent,
+      run: async (chats, due) => {
+        fired.push({ at: new Date().toISOString(), due: due.toISOString(), chats });
+      },
+    });
+    scheduler.rebuild();
+    await vi.advanceTimersByTimeAsync(3 * 60_000);
+    await scheduler.stop();
+    expect(fired).toEqual([
+      { at: expect.stringMatching(/^2026-11-22T00:00:0/), due: '2026-11-22T00:00:00.000Z', chats: ['telegram:-700'] },
+    ]);
+    await h.run('/digest off', { ...GROUP, id: '-700' }, ADMIN);
+  });
+
+  it('GIVEN a digest at 09:00 New York across the end of daylight-saving time THEN it keeps 09:00 local', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    vi.setSystemTime(new Date('2026-10-31T12:00:00Z'));
+    await h.run('/digest set 09:00 America/New_York', { ...GROUP, id: '-701' }, ADMIN);
+    const fired: string[] = [];
+    const scheduler = new DigestScheduler({
+      store: h.store,
+      logger: silent,
+      run: async (_chats, due) => {
+        fired.push(due.toISOString());
+      },
+    });
+    scheduler.rebuild();
+    await vi.advanceTimersByTimeAsync(3 * 86_400_000);
+    await scheduler.stop();
+    expect(fired).toEqual(['2026-10-31T13:00:00.000Z', '2026-11-01T14:00:00.000Z', '2026-11-02T14:00:00.000Z']);
+    await h.run('/digest off', { ...GROUP, id: '-701' }, ADMIN);
+  });
+
+  it('an invalid time zone gets a clear answer and schedules nothing', async () => {
+    const text = h.text(await h.run('/digest set 09:00 Mars/Olympus_Mons', { ...GROUP, id: '-702' }, ADMIN));
+    expect(text).toContain('"Mars/Olympus_Mons" is not a time zone: use an IANA name such as Europe/Paris');
+    expect(h.store.chat('telegram:-702').digest).toBeUndefined();
+  });
+});
+
+describe('digest content and posting', () => {
+  it('matches the platform data, with a chart, and is posted once for a due time', async () => {
+    const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
+    const gardens = h.devnet.collections.devnet?.find((c) => c.name === 'Glitch Gardens');
+    expect((await h.run(`/digest set 09:00 Europe/Paris 7 ${moonCats?.address}, ${gardens?.address}`)).title).toBe(
+      'Digest scheduled',
+    );
+    const due = lastDue(new Date(), 9, 0, 'Europe/Paris');
+    const { reply } = await service.build('console:terminal', digestOf('console:terminal'), due);
+
+    const listings = await h.platform.marketplace.listCollectibles({
+      network: 'devnet',
+      side: 'listing',
+      contractAddress: moonCats?.address ?? '',
+      filter: { includeEmpty: false },
+      page: { pageSize: 250 },
+    });
+    const floorUsd = Math.min(...listings.collectibles.map((c) => c.order?.priceUSD ?? Number.POSITIVE_INFINITY));
+    const moonField = reply.fields?.find((f) => f.name === 'Moon Cats (devnet)');
+    expect(h.text({ lines: [moonField?.value ?? ''] })).toContain(
+      `($${floorUsd.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })})`,
+    );
+    const wallets = await h.platform.analytics.walletsTxnSentTotal({
+      projectId: h.devnet.projectId,
+      startDate: new Date(due.getTime() - 7 * 86_400_000).toISOString().slice(0, 10),
+      endDate: due.toISOString().slice(0, 10),
+      collections: [moonCats?.address ?? '', gardens?.address ?? ''].sort(),
+    });
+    expect(h.text({ lines: [reply.fields?.[0]?.value ?? ''] })).toContain(
+      `latest ${Math.round(wallets.at(-1)?.value ?? 0)}`,
+    );
+
+    const chart = reply.attachments?.[0];
+    expect(chart?.contentType).toBe('image/png');
+    const png = Buffer.from(chart?.data ?? new Uint8Array());
+    expect(png.subarray(0, 8).toString('hex')).toBe('89504e470d0a1a0a');
+    expect(png.readUInt32BE(16)).toBe(960);
+    expect(png.readUInt32BE(20)).toBeGreaterThan(400);
+    expect(png.length).toBeGreaterThan(10_000);
+    expect(png.length).toBeLessThan(1_000_000);
+
+    const before = h.console.sent.length;
+    await service.run(['console:terminal'], due);
+    await service.run(['console:terminal'], due);
+    await h.dispatcher.drained();
+    const posted = h.console.sent.slice(before).flatMap((m) => m.replies);
+    expect(posted.filter((r) => r.title?.startsWith('Daily digest'))).toHaveLength(1);
+    expect(
+      Buffer.from(posted[0]?.attachments?.[0]?.data ?? [])
+        .subarray(1, 4)
+        .toString(),
+    ).toBe('PNG');
+    expect(digestOf('console:terminal').lastPostedFor).toBe(due.toISOString());
+  });
+
+  it('a digest missed while the bot was down is posted once after a restart', async () => {
+    const chat = { ...CONSOLE, id: 'restart-digest' };
+    const now = new Date();
+    const due = lastDue(now, 9, 0, 'UTC');
+    await h.store.updateChat(`console:${chat.id}`, (s) => {
+      s.digest = {
+        hour: 9,
+        minute: 0,
+        timeZone: 'UTC',
+        days: 1,
+        collections: [],
+        setAt: new Date(due.getTime() - 86_400_000).toISOString(),
+      };
+    });
+    const before = h.console.alerts(chat.id).length;
+    const start = async () => {
+      const scheduler = new DigestScheduler({
+        store: h.store,
+        logger: silent,
+        run: (chats, dueAt) => service.run(chats, dueAt),
+        // One hour after the due time: within the catch-up window.
+        now: () => new Date(due.getTime() + 3_600_000),
+      });
+      await scheduler.start();
+      await scheduler.stop();
+    };
+    await start();
+    await start();
+    await h.dispatcher.drained();
+    expect(h.console.alerts(chat.id).length - before).toBe(1);
+  });
+
+  it('gaps and platform errors are stated in the digest', async () => {
+    h.devnet.setFaults({ operation: 'WalletsTxnSentTotal', errorRate: 1 });
+    try {
+      const { reply } = await service.build('console:terminal', digestOf('console:terminal'), new Date());
+      expect(h.text(reply)).toMatch(/Wallets that sent transactions: unavailable \(/);
+    } finally {
+      h.devnet.clearFaults();
+    }
+  });
+});
