@@ -75,10 +75,14 @@ afterEach(async () => {
 
 describe('npm start with piped input', () => {
   it('shows alerts in the terminal as the local chain mines them', async () => {
-    const run = await converse(['/watch add moon cats all'], /^(Sold|Sweep|Listed|Offer|Minted|Transferred|Burned|Cancelled): /m, {
-      FLOORWATCH_DATA_DIR: dataDir,
-      FLOORWATCH_DEVNET_BLOCK_MS: '150',
-    });
+    const run = await converse(
+      ['/watch add moon cats all'],
+      /^(Sold|Sweep|Listed|Offer|Minted|Transferred|Burned|Cancelled): /m,
+      {
+        FLOORWATCH_DATA_DIR: dataDir,
+        FLOORWATCH_DEVNET_BLOCK_MS: '150',
+      },
+    );
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('Watching');
     expect(run.stdout).toMatch(/^(Sold|Sweep|Listed|Offer|Minted|Transferred|Burned|Cancelled): .*$/m);

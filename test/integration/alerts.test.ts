@@ -216,19 +216,27 @@ describe('alerts from the live stream', () => {
     // Blocks mined while the events stream is down: the receipts still show the chain moving.
     const rescue = named('Moon Cats Rescue').address;
     const missed: number[] = [];
-    for (let i = 0; i < 3; i++) missed.push((await h.devnet.mine('devnet', [{ kind: 'transfer', collection: rescue }])).blockNumber);
+    for (let i = 0; i < 3; i++)
+      missed.push((await h.devnet.mine('devnet', [{ kind: 'transfer', collection: rescue }])).blockNumber);
     await new Promise((resolve) => setTimeout(resolve, 100));
     h.devnet.clearFaults();
     await h.console.until(() => h.pipeline.health().some((s) => s.network === 'devnet' && s.events === 'connected'));
     await h.devnet.mine('devnet', [{ kind: 'listing', collection: moonCats.address, price: '5.5' }]);
-    await h.console.until(() => h.console.alerts(CONSOLE.id).slice(before).some((a) => a.title?.endsWith('for 5.5 DEV')));
+    await h.console.until(() =>
+      h.console
+        .alerts(CONSOLE.id)
+        .slice(before)
+        .some((a) => a.title?.endsWith('for 5.5 DEV')),
+    );
     const health = h.pipeline.health().find((s) => s.network === 'devnet');
     expect(health?.reconnects).toBeGreaterThan(0);
     const gap = health?.gaps.at(-1);
     expect(gap?.fromBlock).toBeLessThanOrEqual(missed[0] ?? 0);
     expect(gap?.toBlock).toBeGreaterThanOrEqual(missed[2] ?? 0);
     const status = h.text(await h.run('/status'));
-    expect(status).toMatch(/devnet: events connected, receipts connected, \d+ contracts, last event \d+ s ago \(block \d+\), [1-9]\d* reconnects/);
+    expect(status).toMatch(
+      /devnet: events connected, receipts connected, \d+ contracts, last event \d+ s ago \(block \d+\), [1-9]\d* reconnects/,
+    );
     expect(status).toContain(`gap: blocks ${gap?.fromBlock}-${gap?.toBlock} not seen`);
   });
 });
