@@ -1,0 +1,520 @@
+/**
+ * The Discord adapter: a discord.js client that turns interactions into engine invocations and
+ * Replies into messages, and an {@link AlertSink} that posts alerts through the client's REST
+ * queue. It converts and forwards; deciding what to answer is the engine's.
+ */
+import { createHash } from 'node:crypto';
+import {
+  type APIActionRowComponent,
+  type APIButtonComponent,
+  type APIMessage,
+  type ApplicationCommandOptionChoiceData,
+  type AutocompleteInteraction,
+  type ButtonInteraction,
+  ButtonStyle,
+  type ChatInputCommandInteraction,
+  Client,
+  type ClientOptions,
+  type CommandInteractionOption,
+  ComponentType,
+  DiscordAPIError,
+  Events,
+  GatewayIntentBits,
+  HTTPError,
+  type Interaction,
+  MessageFlags,
+  PermissionFlagsBits,
+  RateLimitError,
+  REST,
+  type RESTOptions,
+  Routes,
+} from 'discord.js';
+import type { Logger } from 'pino';
+import { type AlertSink, DeliveryError } from '../../alerts/delivery.ts';
+import { ButtonCodec } from '../../bot/buttons.ts';
+import { type Actor, type ChatRef, type CommandDefinition, isGroup } from '../../bot/command.ts';
+import type { CommandEngine, Invocation } from '../../bot/engine.ts';
+import { type OptionSpec, tokenize } from '../../bot/options.ts';
+import type { Reply, ReplyAttachment } from '../../bot/reply.ts';
+import type { Config } from '../../config.ts';
+import type { StateStore } from '../../store/state.ts';
+import { EXTRA_OPTIONS, toApplicationCommands } from './commands.ts';
+import { DISCORD_LIMITS, type DiscordButton, type DiscordMessage, renderDiscord } from './render.ts';
+
+export type DiscordConfig = NonNullable<Config['discord']>;
+
+/** What a member sees when a button's action cannot be found (an old stored action, a foreign id). */
+export const EXPIRED_BUTTON_TEXT = 'This button no longer works. Run the command again.';
+
+/** Discord errors that mean the bot cannot post to that channel at all. */
+const PERMANENT_CODES = new Set([
+  10003, // Unknown Channel
+  10004, // Unknown Guild
+  10008, // Unknown Message (an edit of a deleted message)
+  50001, // Missing Access
+  50013, // Missing Permissions
+]);
+
+/** Labels of buttons that show another view of the same answer: they replace the message. */
+const PAGING_LABEL = /◀|▶|\bMore\b|\bCheaper\b|\bHigher\b|\bRefresh\b/;
+
+/** Discord's message nonce is at most 25 characters. */
+const NONCE_LENGTH = 25;
+/** `u` or `r`, one base-36 digit that keeps ids unique in a message, and `:`. */
+const CUSTOM_ID_PREFIX = 3;
+const AUTOCOMPLETE_CHOICES = 25;
+const CHOICE_TEXT = 100;
+
+export interface DiscordAdapterOptions {
+  config: DiscordConfig;
+  engine: CommandEngine;
+  store: StateStore;
+  logger: Logger;
+  /** Overrides of the discord.js client options (tests point `rest.api` at a stand-in). */
+  clientOptions?: Partial<ClientOptions>;
+  /** Network names the platform serves, for autocomplete of network options. */
+  networks?: readonly string[];
+  /** Network that collection autocomplete searches when neither the command nor the chat names one. */
+  defaultNetwork?: string;
+  /** Answer-or-defer deadline of an interaction (Discord allows 3 s). */
+  deferAfterMs?: number;
+  /** Deadline of an autocomplete answer; an empty list is sent after it. */
+  autocompleteTimeoutMs?: number;
+  /** Register the application commands at start-up (default true). */
+  registerCommands?: boolean;
+}
+
+export interface DiscordAdapter {
+  sink: AlertSink;
+  client: Client;
+  stop(): Promise<void>;
+}
+
+/** The REST base of a configuration: the stand-in's or Discord's. */
+function restOptions(config: DiscordConfig): Partial<RESTOptions> {
+  return config.apiRoot ? { api: config.apiRoot } : {};
+}
+
+/**
+ * Replaces the bot's application commands with the registry's: in one guild when `guildId` is set
+ * (instant, for development), globally otherwise.
+ */
+export async function registerCommands(options: {
+  config: DiscordConfig;
+  commands: readonly CommandDefinition[];
+  rest?: REST;
+}): Promise<{ scope: 'guild' | 'global'; count: number }> {
+  const { config, commands } = options;
+  const rest = options.rest ?? new REST(restOptions(config)).setToken(config.token);
+  const body = toApplicationCommands(commands, config.managePermission);
+  const route = config.guildId
+    ? Routes.applicationGuildCommands(config.applicationId, config.guildId)
+    : Routes.applicationCommands(config.applicationId);
+  await rest.put(route, { body });
+  return { scope: config.guildId ? 'guild' : 'global', count: body.length };
+}
+
+/** Logs in, registers the commands and answers interactions until `stop`. */
+export async function startDiscord(options: DiscordAdapterOptions): Promise<DiscordAdapter> {
+  const { config, engine, store, logger } = options;
+  const extra = options.clientOptions ?? {};
+  const client = new Client({
+    intents: [GatewayIntentBits.Guilds],
+    ...extra,
+    rest: { ...restOptions(config), ...extra.rest },
+  });
+  const codec = new ButtonCodec(store, DISCORD_LIMITS.customId - CUSTOM_ID_PREFIX);
+  const handler = new InteractionHandler(options, codec);
+
+  client.on(Events.Error, (error) => logger.error({ err: scrub(error, config.token) }, 'discord client error'));
+  client.on(Events.ShardDisconnect, (_event, shard) => logger.warn({ shard }, 'discord gateway disconnected'));
+  client.on(Events.InteractionCreate, (interaction) => {
+    void handler.handle(interaction).catch((error: unknown) => {
+      // Not the error itself: its URL would carry the interaction's token.
+      const code = error instanceof DiscordAPIError ? error.code : undefined;
+      const reason = error instanceof Error ? error.message : String(error);
+      logger.warn({ code, reason: reason.split(config.token).join('[redacted]') }, 'discord interaction not answered');
+    });
+  });
+  const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
+  try {
+    await client.login(config.token);
+    await ready;
+    if (options.registerCommands !== false) {
+      const registered = await registerCommands({ config, commands: engine.commands, rest: client.rest });
+      logger.info(registered, 'discord commands registered');
+    }
+  } catch (error) {
+    await client.destroy();
+    throw scrub(error, config.token);
+  }
+  logger.info({ user: client.user?.tag, guilds: client.guilds.cache.size }, 'discord connected');
+  return {
+    client,
+    sink: new DiscordSink(client.rest, codec),
+    async stop() {
+      await client.destroy();
+    },
+  };
+}
+
+/** An error whose message cannot carry the token (discord.js puts nothing there, this makes sure). */
+function scrub(error: unknown, token: string): unknown {
+  if (error instanceof Error && token.length >= 4 && error.message.includes(token)) {
+    const clean = new Error(error.message.split(token).join('[redacted]'));
+    clean.name = error.name;
+    return clean;
+  }
+  return error;
+}
+
+type Payload = {
+  content?: string;
+  embeds: DiscordMessage['embeds'];
+  components: APIActionRowComponent<APIButtonComponent>[];
+  allowedMentions: DiscordMessage['allowedMentions'];
+  files: Array<{ attachment: Buffer; name: string }>;
+};
+
+const STYLES: Record<DiscordButton['style'], ButtonStyle> = {
+  primary: ButtonStyle.Primary,
+  secondary: ButtonStyle.Secondary,
+  success: ButtonStyle.Success,
+  danger: ButtonStyle.Danger,
+  link: ButtonStyle.Link,
+};
+
+/** Button rows with each action encoded into a custom id that says whether it replaces the message. */
+async function componentsOf(
+  rows: DiscordButton[][],
+  codec: ButtonCodec,
+): Promise<APIActionRowComponent<APIButtonComponent>[]> {
+  let index = 0;
+  const out: APIActionRowComponent<APIButtonComponent>[] = [];
+  for (const row of rows) {
+    const components: APIButtonComponent[] = [];
+    for (const button of row) {
+      if (button.url) {
+        components.push({ type: ComponentType.Button, style: ButtonStyle.Link, label: button.label, url: button.url });
+      } else if (button.action) {
+        const mode = PAGING_LABEL.test(button.label) ? 'u' : 'r';
+        const customId = `${mode}${(index++).toString(36)}:${await codec.encode(button.action)}`;
+        const style = STYLES[button.style] as Exclude<ButtonStyle, ButtonStyle.Link | ButtonStyle.Premium>;
+        components.push({ type: ComponentType.Button, style, label: button.label, custom_id: customId });
+      }
+    }
+    if (components.length) out.push({ type: ComponentType.ActionRow, components });
+  }
+  return out;
+}
+
+function filesOf(attachments: readonly ReplyAttachment[]): Payload['files'] {
+  return attachments.slice(0, DISCORD_LIMITS.embedsPerMessage).map((a) => ({
+    attachment: Buffer.from(a.data),
+    name: a.name,
+  }));
+}
+
+async function payloadOf(replies: readonly Reply[], codec: ButtonCodec): Promise<Payload & { ephemeral: boolean }> {
+  const message = renderDiscord(replies);
+  return {
+    ...(message.content === undefined ? {} : { content: message.content }),
+    embeds: message.embeds,
+    components: await componentsOf(message.buttons, codec),
+    allowedMentions: message.allowedMentions,
+    files: filesOf(replies.flatMap((r) => r.attachments ?? [])),
+    ephemeral: message.ephemeral,
+  };
+}
+
+/** Resolves with the value, or with `undefined` once `ms` have passed. */
+function within<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+type Answerable = ChatInputCommandInteraction | ButtonInteraction;
+
+class InteractionHandler {
+  readonly #options: DiscordAdapterOptions;
+  readonly #codec: ButtonCodec;
+
+  constructor(options: DiscordAdapterOptions, codec: ButtonCodec) {
+    this.#options = options;
+    this.#codec = codec;
+  }
+
+  async handle(interaction: Interaction): Promise<void> {
+    if (interaction.isChatInputCommand()) await this.#command(interaction);
+    else if (interaction.isAutocomplete()) await this.#autocomplete(interaction);
+    else if (interaction.isButton()) await this.#button(interaction);
+  }
+
+  #chat(interaction: Interaction): ChatRef {
+    const id = interaction.channelId ?? interaction.user.id;
+    return interaction.inGuild()
+      ? { platform: 'discord', id, guildId: interaction.guildId, kind: 'group' }
+      : { platform: 'discord', id, kind: 'private' };
+  }
+
+  #actor(interaction: Interaction): Actor {
+    const permission = PermissionFlagsBits[this.#options.config.managePermission];
+    const canManage = interaction.inGuild() && (interaction.memberPermissions?.has(permission, true) ?? false);
+    const name = interaction.user.globalName ?? interaction.user.username;
+    return { id: interaction.user.id, ...(name ? { name } : {}), canManage };
+  }
+
+  async #command(interaction: ChatInputCommandInteraction): Promise<void> {
+    const invocation = toInvocation(
+      interaction.commandName,
+      interaction.options.data,
+      this.#chat(interaction),
+      this.#actor(interaction),
+    );
+    await this.#answer(interaction, this.#options.engine.run(invocation), 'reply');
+  }
+
+  async #button(interaction: ButtonInteraction): Promise<void> {
+    const match = /^([ur])[0-9a-z]:([\s\S]+)$/.exec(interaction.customId);
+    const action = match?.[2] === undefined ? undefined : this.#codec.decode(match[2]);
+    const work = action
+      ? this.#options.engine.runLine(action, this.#chat(interaction), this.#actor(interaction))
+      : Promise.resolve(undefined);
+    const expired: Reply = { tone: 'warning', ephemeral: true, lines: [EXPIRED_BUTTON_TEXT] };
+    await this.#answer(
+      interaction,
+      work.then((reply) => reply ?? expired),
+      match?.[1] === 'u' && action ? 'update' : 'reply',
+    );
+  }
+
+  /** Answers within Discord's 3 s: at once when the engine is quick, else defers and edits later. */
+  async #answer(interaction: Answerable, work: Promise<Reply>, mode: 'reply' | 'update'): Promise<void> {
+    const early = await within(work, this.#options.deferAfterMs ?? 2_000);
+    const original = interaction.isButton() ? interaction.message.flags.has(MessageFlags.Ephemeral) : false;
+    if (early) {
+      const payload = await payloadOf([early], this.#codec);
+      const { ephemeral, ...body } = payload;
+      // An ephemeral answer (an error) to a paging button must not replace a message others see.
+      if (mode === 'update' && interaction.isButton() && (!ephemeral || original)) {
+        await interaction.update(body);
+      } else {
+        await interaction.reply({ ...body, ...(ephemeral ? { flags: MessageFlags.Ephemeral } : {}) });
+      }
+      return;
+    }
+    if (mode === 'update' && interaction.isButton()) await interaction.deferUpdate();
+    else await interaction.deferReply();
+    const { ephemeral, ...body } = await payloadOf([await work], this.#codec);
+    if (mode === 'update' ? ephemeral && !original : ephemeral) {
+      // A deferred answer is public; an answer meant for one person goes as an ephemeral follow-up.
+      if (mode === 'reply') await interaction.deleteReply();
+      await interaction.followUp({ ...body, flags: MessageFlags.Ephemeral });
+    } else {
+      await interaction.editReply(body);
+    }
+  }
+
+  async #autocomplete(interaction: AutocompleteInteraction): Promise<void> {
+    const focused = interaction.options.getFocused(true);
+    const choices = await within(
+      this.#choices(interaction, focused.name, String(focused.value)).catch(() => []),
+      this.#options.autocompleteTimeoutMs ?? 2_500,
+    );
+    await interaction.respond(choices ?? []);
+  }
+
+  async #choices(
+    interaction: AutocompleteInteraction,
+    optionName: string,
+    text: string,
+  ): Promise<ApplicationCommandOptionChoiceData<string>[]> {
+    const option = optionSpecOf(
+      this.#options.engine.commands,
+      interaction.commandName,
+      interaction.options.getSubcommand(false),
+      optionName,
+    );
+    const wanted = text.trim().toLowerCase();
+    const networks = this.#options.networks ?? [];
+    if (optionName === EXTRA_OPTIONS.network || option?.type === 'network') {
+      return networks
+        .filter((n) => n.toLowerCase().includes(wanted))
+        .slice(0, AUTOCOMPLETE_CHOICES)
+        .map((n) => ({ name: n, value: n }));
+    }
+    if (option?.type !== 'collection' && option?.autocomplete !== true) return [];
+    const chatKey = `discord:${this.#chat(interaction).id}`;
+    const settings = this.#options.store.chat(chatKey);
+    const out: ApplicationCommandOptionChoiceData<string>[] = [];
+    const seen = new Set<string>();
+    const add = (name: string, value: string, key: string) => {
+      if (seen.has(key) || out.length >= AUTOCOMPLETE_CHOICES || value.length > CHOICE_TEXT) return;
+      seen.add(key);
+      out.push({ name: clip(name), value });
+    };
+    for (const alias of Object.values(settings.aliases)) {
+      if (!wanted || alias.alias.includes(wanted) || (alias.name ?? '').toLowerCase().includes(wanted)) {
+        add(`${alias.alias} (${alias.name ?? alias.address})`, alias.alias, `${alias.network}:${alias.address}`);
+      }
+    }
+    for (const rule of this.#options.store.rules) {
+      if (rule.destination.platform !== 'discord' || rule.destination.chatId !== this.#chat(interaction).id) continue;
+      if (!wanted || rule.collectionName.toLowerCase().includes(wanted) || rule.collection.includes(wanted)) {
+        const value = `${rule.network}:${rule.collection}`;
+        add(`${rule.collectionName} (${rule.network})`, value, value);
+      }
+    }
+    const typedNetwork = interaction.options.data
+      .flatMap((o) => [o, ...(o.options ?? [])])
+      .find((o) => o.name === EXTRA_OPTIONS.network && typeof o.value === 'string' && networks.includes(o.value))
+      ?.value as string | undefined;
+    const network = typedNetwork ?? settings.network ?? this.#options.defaultNetwork ?? networks[0];
+    if (network && wanted.length >= 2) {
+      for (const found of await this.#options.engine.resolver.suggest(text, network)) {
+        const value = `${found.network}:${found.address}`;
+        add(`${found.name} (${found.network})`, value, value);
+      }
+    }
+    return out;
+  }
+}
+
+function clip(text: string): string {
+  return text.length <= CHOICE_TEXT ? text : `${text.slice(0, CHOICE_TEXT - 1)}…`;
+}
+
+function optionSpecOf(
+  commands: readonly CommandDefinition[],
+  name: string,
+  subcommand: string | null,
+  option: string,
+): OptionSpec | undefined {
+  const command = commands.find((c) => c.name === name);
+  if (!command) return undefined;
+  const spec = isGroup(command) ? command.subcommands.find((s) => s.name === subcommand) : command;
+  return spec?.options.find((o) => o.name === option);
+}
+
+/**
+ * A slash command's options as the engine's invocation: every option by name as text, the
+ * subcommand from the interaction, and the `traits` option split into `name=value` words.
+ */
+export function toInvocation(
+  command: string,
+  data: readonly CommandInteractionOption[],
+  chat: ChatRef,
+  actor: Actor,
+): Invocation {
+  const sub = data.find((o) => o.options !== undefined && o.value === undefined);
+  const leaves = sub ? (sub.options ?? []) : data;
+  const named = new Map<string, string>();
+  const positional: string[] = [];
+  for (const option of leaves) {
+    if (option.value === undefined || option.value === null) continue;
+    const value = String(option.value);
+    if (option.name === EXTRA_OPTIONS.traits) {
+      const words = tokenize(value);
+      if (words.ok) {
+        for (const [key, word] of words.value.named) named.set(key, word);
+        positional.push(...words.value.positional);
+      } else {
+        positional.push(value);
+      }
+    } else {
+      named.set(option.name.toLowerCase(), value);
+    }
+  }
+  return { chat, actor, command, subcommand: sub?.name, args: { positional, named } };
+}
+
+/** Discord's nonce (at most 25 characters) of a delivery's idempotency key. */
+export function nonceOf(idempotencyKey: string): string {
+  return createHash('sha256').update(idempotencyKey).digest('base64url').slice(0, NONCE_LENGTH);
+}
+
+/** A REST failure as the dispatcher understands it. */
+export function deliveryErrorOf(error: unknown): DeliveryError {
+  if (error instanceof DeliveryError) return error;
+  if (error instanceof DiscordAPIError) {
+    const code = typeof error.code === 'number' ? error.code : Number(error.code);
+    const message = `Discord answered ${error.status} (code ${error.code}): ${error.message}`;
+    if (PERMANENT_CODES.has(code)) return new DeliveryError(message, { permanent: true, cause: error });
+    const raw = error.rawError as { retry_after?: unknown };
+    const retryAfterMs = typeof raw.retry_after === 'number' ? Math.ceil(raw.retry_after * 1000) : undefined;
+    return new DeliveryError(message, {
+      permanent: false,
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      cause: error,
+    });
+  }
+  if (error instanceof RateLimitError) {
+    return new DeliveryError(`Discord rate limit on ${error.route}`, {
+      permanent: false,
+      retryAfterMs: error.retryAfter,
+      cause: error,
+    });
+  }
+  if (error instanceof HTTPError) {
+    return new DeliveryError(`Discord answered ${error.status}`, { permanent: false, cause: error });
+  }
+  const reason = error instanceof Error ? error.message : String(error);
+  return new DeliveryError(`Discord could not be reached: ${reason}`, { permanent: false, cause: error });
+}
+
+/**
+ * Alerts to Discord channels through the client's REST queue, which keeps Discord's per-route and
+ * global rate limits and retries 429s itself. A burst is one message of up to 10 embeds; the
+ * enforced nonce makes a resend after a crash return the message already posted.
+ */
+export class DiscordSink implements AlertSink {
+  readonly platform = 'discord';
+  readonly maxBatch = DISCORD_LIMITS.embedsPerMessage;
+  readonly minIntervalMs = 100;
+  readonly #rest: REST;
+  readonly #codec: ButtonCodec;
+
+  constructor(rest: REST, codec: ButtonCodec) {
+    this.#rest = rest;
+    this.#codec = codec;
+  }
+
+  async send(chatId: string, replies: readonly Reply[], idempotencyKey: string): Promise<string> {
+    const { body, files } = await this.#body(replies);
+    try {
+      const message = (await this.#rest.post(Routes.channelMessages(chatId), {
+        body: { ...body, nonce: nonceOf(idempotencyKey), enforce_nonce: true },
+        ...(files.length ? { files } : {}),
+      })) as APIMessage;
+      return message.id;
+    } catch (error) {
+      throw deliveryErrorOf(error);
+    }
+  }
+
+  async edit(chatId: string, messageId: string, replies: readonly Reply[]): Promise<void> {
+    const { body } = await this.#body(replies);
+    try {
+      await this.#rest.patch(Routes.channelMessage(chatId, messageId), { body });
+    } catch (error) {
+      throw deliveryErrorOf(error);
+    }
+  }
+
+  async #body(replies: readonly Reply[]) {
+    const payload = await payloadOf(replies, this.#codec);
+    const mentions = payload.allowedMentions;
+    return {
+      body: {
+        ...(payload.content === undefined ? {} : { content: payload.content }),
+        embeds: payload.embeds,
+        components: payload.components,
+        allowed_mentions: { parse: mentions.parse, roles: mentions.roles, users: mentions.users },
+      },
+      files: payload.files.map((f) => ({ name: f.name, data: f.attachment })),
+    };
+  }
+}

@@ -1,0 +1,530 @@
+/**
+ * A local stand-in of Discord (REST API v10 and the gateway) for running the real discord.js client
+ * offline, as shared/reference/offline-chat-apis.md describes. It keeps what a bot posts, answers
+ * like Discord (message objects, error codes, rate limits with headers, nonce dedupe) and lets a
+ * test inject interactions and failures.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type WebSocket, WebSocketServer } from 'ws';
+
+export interface FakeGuild {
+  id: string;
+  name: string;
+  channels: string[];
+}
+
+export interface FakeDiscordOptions {
+  token?: string;
+  applicationId?: string;
+  guilds?: FakeGuild[];
+}
+
+export interface RecordedCall {
+  seq: number;
+  method: string;
+  /** Decoded path below the API root, e.g. `/v10/webhooks/1/tok/messages/@original`. */
+  path: string;
+  query: URLSearchParams;
+  /** Whether the request carried the bot token (interaction callbacks do not). */
+  authorized: boolean;
+  /** JSON body, or `payload_json` of a multipart body. */
+  body: Record<string, unknown> | undefined;
+  files: Array<{ field: string; name: string; size: number }>;
+  status: number;
+}
+
+export type FakeMessage = {
+  id: string;
+  channel_id: string;
+  content: string;
+  embeds: unknown[];
+  components: unknown[];
+  attachments: Array<{ id: string; filename: string; size: number }>;
+  flags: number;
+  nonce?: string;
+  edited_timestamp: string | null;
+  [key: string]: unknown;
+};
+
+interface Injected {
+  method: string;
+  pattern: RegExp;
+  remaining: number;
+  status: number;
+  retryAfterSeconds?: number;
+}
+
+export interface InteractionOptions {
+  /** Channel of the interaction; the first channel of the first guild when not given. */
+  channelId?: string;
+  /** `null` for a direct message. */
+  guildId?: string | null;
+  user?: { id: string; username: string };
+  /** Member permissions as a bitfield string ("0" = none, "32" = Manage Server, "8" = Administrator). */
+  permissions?: string;
+}
+
+export type InteractionSpec =
+  | ({
+      kind: 'command';
+      name: string;
+      subcommand?: string;
+      options?: Record<string, string | number>;
+    } & InteractionOptions)
+  | ({
+      kind: 'autocomplete';
+      name: string;
+      subcommand?: string;
+      options?: Record<string, string | number>;
+      /** The option being typed, with its text so far. */
+      focused: { name: string; value: string };
+    } & InteractionOptions)
+  | ({
+      kind: 'button';
+      customId: string;
+      /** The message that holds the button (defaults to a bare bot message in the channel). */
+      message?: FakeMessage;
+    } & InteractionOptions);
+
+const API_PREFIX = '/api';
+const snowflakeBase = 1_200_000_000_000_000_000n;
+
+export class FakeDiscord {
+  readonly token: string;
+  readonly applicationId: string;
+  readonly guilds: FakeGuild[];
+  readonly botUser: { id: string; username: string; discriminator: string; bot: true; avatar: null; global_name: null };
+  readonly calls: RecordedCall[] = [];
+  /** Commands as registered: `global`, and per guild id. */
+  readonly commands = { global: [] as unknown[], guild: new Map<string, unknown[]>() };
+  /** Messages posted per channel, including interaction answers. */
+  readonly messages = new Map<string, FakeMessage[]>();
+  /** Channels that answer 404 Unknown Channel. */
+  readonly unknownChannels = new Set<string>();
+  /** Gateway connections that identified. */
+  identified = 0;
+  readonly #server: Server;
+  readonly #wss = new WebSocketServer({ noServer: true });
+  readonly #sockets = new Set<WebSocket>();
+  readonly #injected: Injected[] = [];
+  readonly #originals = new Map<string, FakeMessage>();
+  readonly #waiters = new Set<() => void>();
+  readonly #taken = new Set<number>();
+  #id = 0n;
+  #seq = 0;
+  #port = 0;
+
+  private constructor(options: FakeDiscordOptions) {
+    this.token = options.token ?? `fake.${randomBytes(12).toString('hex')}`;
+    this.applicationId = options.applicationId ?? '1100000000000000001';
+    this.guilds = options.guilds ?? [
+      { id: '1100000000000000100', name: 'Test Guild', channels: ['1100000000000000200'] },
+    ];
+    this.botUser = {
+      id: this.applicationId,
+      username: 'Floorwatch',
+      discriminator: '0',
+      bot: true,
+      avatar: null,
+      global_name: null,
+    };
+    this.#server = createServer((req, res) => {
+      void this.#route(req, res).catch((error: unknown) => {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ message: String(error), code: 0 }));
+      });
+    });
+    this.#server.on('upgrade', (req, socket, head) => {
+      this.#wss.handleUpgrade(req, socket, head, (ws) => this.#gateway(ws));
+    });
+  }
+
+  static async start(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
+    const fake = new FakeDiscord(options);
+    await new Promise<void>((resolve) => fake.#server.listen(0, '127.0.0.1', resolve));
+    fake.#port = (fake.#server.address() as AddressInfo).port;
+    return fake;
+  }
+
+  /** The REST base for `new Client({ rest: { api } })` (ends in /api). */
+  get api(): string {
+    return `http://127.0.0.1:${this.#port}${API_PREFIX}`;
+  }
+
+  get channelId(): string {
+    return this.guilds[0]?.channels[0] ?? '1';
+  }
+
+  get guildId(): string {
+    return this.guilds[0]?.id ?? '1';
+  }
+
+  nextId(): string {
+    this.#id++;
+    return String(snowflakeBase + this.#id);
+  }
+
+  /** The next `count` requests matching answer 429 with `retry_after` and rate-limit headers. */
+  rateLimit(method: string, pattern: RegExp, retryAfterMs: number, count = 1): void {
+    this.#injected.push({ method, pattern, remaining: count, status: 429, retryAfterSeconds: retryAfterMs / 1000 });
+  }
+
+  /** The next `count` requests matching answer with a server error. */
+  fail(method: string, pattern: RegExp, status = 500, count = 1): void {
+    this.#injected.push({ method, pattern, remaining: count, status });
+  }
+
+  /**
+   * The first matching call not yet returned by an earlier `nextCall`, waiting for it if needed.
+   * Calls are matched against the path below /api/v10; `*` matches any method.
+   */
+  async nextCall(method: string, pathPattern: RegExp, timeoutMs = 5_000): Promise<RecordedCall> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.calls.find(
+        (c) =>
+          !this.#taken.has(c.seq) &&
+          (method === '*' || c.method === method) &&
+          pathPattern.test(c.path.replace(/^\/v10/, '')),
+      );
+      if (found) {
+        this.#taken.add(found.seq);
+        return found;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no ${method} ${pathPattern} within ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, left);
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.#waiters.add(done);
+      });
+    }
+  }
+
+  /** Sends INTERACTION_CREATE to the connected client; returns the interaction's id and token. */
+  dispatchInteraction(spec: InteractionSpec): { id: string; token: string } {
+    const id = this.nextId();
+    const token = `itoken-${randomBytes(8).toString('hex')}`;
+    const guildId = spec.guildId === undefined ? this.guildId : spec.guildId;
+    const channelId = spec.channelId ?? this.channelId;
+    const user = spec.user ?? { id: '1100000000000000500', username: 'member' };
+    const fullUser = { ...user, discriminator: '0', avatar: null, global_name: user.username };
+    const base: Record<string, unknown> = {
+      id,
+      application_id: this.applicationId,
+      token,
+      version: 1,
+      channel_id: channelId,
+      channel: guildId
+        ? { id: channelId, type: 0, guild_id: guildId, name: 'alerts' }
+        : { id: channelId, type: 1, recipients: [fullUser] },
+      locale: 'en-US',
+      app_permissions: '2248473465835073',
+      entitlements: [],
+      authorizing_integration_owners: guildId ? { '0': guildId } : { '1': user.id },
+      context: guildId ? 0 : 1,
+      attachment_size_limit: 10_485_760,
+    };
+    if (guildId) {
+      base.guild_id = guildId;
+      base.guild_locale = 'en-US';
+      base.member = {
+        user: fullUser,
+        roles: [],
+        joined_at: new Date(0).toISOString(),
+        deaf: false,
+        mute: false,
+        flags: 0,
+        permissions: spec.permissions ?? '0',
+      };
+    } else {
+      base.user = fullUser;
+    }
+    if (spec.kind === 'button') {
+      base.type = 3;
+      base.message = spec.message ?? this.#message(channelId, { content: '' });
+      base.data = { custom_id: spec.customId, component_type: 2 };
+    } else {
+      const leaves = Object.entries(spec.options ?? {}).map(([name, value]) => ({
+        name,
+        type: typeof value === 'number' ? 4 : 3,
+        value,
+      }));
+      if (spec.kind === 'autocomplete') {
+        const at = leaves.findIndex((o) => o.name === spec.focused.name);
+        const focused = { name: spec.focused.name, type: 3, value: spec.focused.value, focused: true };
+        if (at >= 0) leaves.splice(at, 1, focused);
+        else leaves.push(focused);
+      }
+      const options = spec.subcommand ? [{ name: spec.subcommand, type: 1, options: leaves }] : leaves;
+      base.type = spec.kind === 'command' ? 2 : 4;
+      base.data = { id: this.#commandId(spec.name), name: spec.name, type: 1, options };
+    }
+    this.#dispatch('INTERACTION_CREATE', base);
+    return { id, token };
+  }
+
+  /** The message an interaction's answer created or edited (`@original`). */
+  original(token: string): FakeMessage | undefined {
+    return this.#originals.get(token);
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.#sockets) socket.terminate();
+    this.#wss.close();
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  #commandId(name: string): string {
+    const all = [...this.commands.global, ...[...this.commands.guild.values()].flat()] as Array<{
+      id?: string;
+      name?: string;
+    }>;
+    return all.find((c) => c.name === name)?.id ?? '1100000000000000900';
+  }
+
+  #message(channelId: string, fields: Partial<FakeMessage>): FakeMessage {
+    return {
+      id: this.nextId(),
+      channel_id: channelId,
+      type: 0,
+      author: this.botUser,
+      content: '',
+      embeds: [],
+      components: [],
+      attachments: [],
+      mentions: [],
+      mention_roles: [],
+      mention_everyone: false,
+      pinned: false,
+      tts: false,
+      timestamp: new Date().toISOString(),
+      edited_timestamp: null,
+      flags: 0,
+      ...fields,
+    };
+  }
+
+  #gateway(ws: WebSocket): void {
+    this.#sockets.add(ws);
+    ws.on('close', () => this.#sockets.delete(ws));
+    const send = (payload: unknown) => ws.send(JSON.stringify(payload));
+    send({ op: 10, d: { heartbeat_interval: 41_250 }, s: null, t: null });
+    ws.on('message', (raw) => {
+      const message = JSON.parse(String(raw)) as { op: number; d: unknown };
+      if (message.op === 1) send({ op: 11, d: null, s: null, t: null });
+      else if (message.op === 2) {
+        this.identified++;
+        const url = `ws://127.0.0.1:${this.#port}/gateway`;
+        this.#send(ws, 'READY', {
+          v: 10,
+          user: this.botUser,
+          guilds: this.guilds.map((g) => ({ id: g.id, unavailable: true })),
+          session_id: randomBytes(8).toString('hex'),
+          resume_gateway_url: url,
+          application: { id: this.applicationId, flags: 0 },
+          shard: [0, 1],
+        });
+        for (const guild of this.guilds) this.#send(ws, 'GUILD_CREATE', this.#guildPayload(guild));
+      } else if (message.op === 6) this.#send(ws, 'RESUMED', {});
+    });
+  }
+
+  #guildPayload(guild: FakeGuild): Record<string, unknown> {
+    return {
+      id: guild.id,
+      name: guild.name,
+      icon: null,
+      owner_id: '1100000000000000999',
+      unavailable: false,
+      member_count: 2,
+      large: false,
+      joined_at: new Date(0).toISOString(),
+      features: [],
+      roles: [{ id: guild.id, name: '@everyone', permissions: '0', position: 0, color: 0, hoist: false }],
+      emojis: [],
+      stickers: [],
+      channels: guild.channels.map((id, position) => ({
+        id,
+        type: 0,
+        name: `channel-${position}`,
+        guild_id: guild.id,
+        position,
+        permission_overwrites: [],
+      })),
+      threads: [],
+      members: [],
+      presences: [],
+      voice_states: [],
+      stage_instances: [],
+      guild_scheduled_events: [],
+      soundboard_sounds: [],
+    };
+  }
+
+  #send(ws: WebSocket, t: string, d: unknown): void {
+    ws.send(JSON.stringify({ op: 0, t, s: ++this.#seq, d }));
+  }
+
+  #dispatch(t: string, d: unknown): void {
+    if (this.#sockets.size === 0) throw new Error('no gateway connection');
+    for (const ws of this.#sockets) this.#send(ws, t, d);
+  }
+
+  async #read(req: IncomingMessage): Promise<Pick<RecordedCall, 'body' | 'files'>> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks);
+    if (raw.length === 0) return { body: undefined, files: [] };
+    const type = req.headers['content-type'] ?? '';
+    if (type.startsWith('multipart/form-data')) {
+      const form = await new Response(raw, { headers: { 'content-type': type } }).formData();
+      const files: RecordedCall['files'] = [];
+      let body: Record<string, unknown> | undefined;
+      for (const [field, value] of form) {
+        if (typeof value === 'string') {
+          if (field === 'payload_json') body = JSON.parse(value) as Record<string, unknown>;
+        } else files.push({ field, name: value.name, size: value.size });
+      }
+      return { body, files };
+    }
+    return { body: JSON.parse(raw.toString('utf8')) as Record<string, unknown>, files: [] };
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const path = decodeURIComponent(url.pathname.slice(API_PREFIX.length));
+    const method = req.method ?? 'GET';
+    const { body, files } = await this.#read(req);
+    const call: RecordedCall = {
+      seq: this.calls.length,
+      method,
+      path,
+      query: url.searchParams,
+      authorized: req.headers.authorization === `Bot ${this.token}`,
+      body,
+      files,
+      status: 0,
+    };
+    const answer = (status: number, payload?: unknown, headers: Record<string, string> = {}) => {
+      call.status = status;
+      this.calls.push(call);
+      res.writeHead(status, payload === undefined ? headers : { 'content-type': 'application/json', ...headers });
+      res.end(payload === undefined ? undefined : JSON.stringify(payload));
+      for (const wake of this.#waiters) wake();
+      this.#waiters.clear();
+    };
+    const route = path.replace(/^\/v10/, '');
+    const injected = this.#injected.find((i) => i.remaining > 0 && i.method === method && i.pattern.test(route));
+    if (injected) {
+      injected.remaining--;
+      if (injected.status === 429) {
+        const after = String(injected.retryAfterSeconds ?? 1);
+        return answer(
+          429,
+          { message: 'You are being rate limited.', retry_after: injected.retryAfterSeconds ?? 1, global: false },
+          {
+            'retry-after': after,
+            'x-ratelimit-limit': '5',
+            'x-ratelimit-remaining': '0',
+            'x-ratelimit-reset-after': after,
+            'x-ratelimit-bucket': 'fakebucket',
+            'x-ratelimit-scope': 'user',
+          },
+        );
+      }
+      return answer(injected.status, { message: 'Internal Server Error', code: 0 });
+    }
+    const interactionRoute = /^\/interactions\/\d+\/[^/]+\/callback$/.test(route) || route.startsWith('/webhooks/');
+    if (!interactionRoute && !call.authorized) return answer(401, { message: '401: Unauthorized', code: 0 });
+
+    if (method === 'GET' && route === '/gateway/bot') {
+      return answer(200, {
+        url: `ws://127.0.0.1:${this.#port}/gateway`,
+        shards: 1,
+        session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 },
+      });
+    }
+    const commands = /^\/applications\/(\d+)(?:\/guilds\/(\d+))?\/commands$/.exec(route);
+    if (commands) {
+      const guild = commands[2];
+      if (method === 'PUT') {
+        const list = ((body as unknown as unknown[]) ?? []).map((c) => ({
+          ...(c as Record<string, unknown>),
+          id: this.nextId(),
+          application_id: this.applicationId,
+          version: this.nextId(),
+          ...(guild ? { guild_id: guild } : {}),
+        }));
+        if (guild) this.commands.guild.set(guild, list);
+        else this.commands.global = list;
+        return answer(200, list);
+      }
+      if (method === 'GET') return answer(200, guild ? (this.commands.guild.get(guild) ?? []) : this.commands.global);
+    }
+    const callback = /^\/interactions\/(\d+)\/([^/]+)\/callback$/.exec(route);
+    if (method === 'POST' && callback) {
+      const token = callback[2] ?? '';
+      const type = Number(body?.type);
+      const data = (body?.data ?? {}) as Partial<FakeMessage>;
+      if (type === 4 || type === 5) {
+        this.#originals.set(token, this.#message(this.channelId, { ...data, flags: Number(data.flags ?? 0) }));
+      } else if (type === 7 || type === 6) {
+        this.#originals.set(token, this.#message(this.channelId, { ...data, flags: Number(data.flags ?? 0) }));
+      }
+      return answer(204);
+    }
+    const webhookMessage = /^\/webhooks\/(\d+)\/([^/]+)\/messages\/(@original|\d+)$/.exec(route);
+    if (webhookMessage) {
+      const token = webhookMessage[2] ?? '';
+      if (method === 'DELETE') {
+        this.#originals.delete(token);
+        return answer(204);
+      }
+      const current = this.#originals.get(token) ?? this.#message(this.channelId, {});
+      const next = { ...current, ...(body ?? {}), edited_timestamp: new Date().toISOString() } as FakeMessage;
+      this.#originals.set(token, next);
+      return answer(200, next);
+    }
+    if (method === 'POST' && /^\/webhooks\/(\d+)\/([^/]+)$/.test(route)) {
+      return answer(200, this.#message(this.channelId, { ...(body ?? {}), flags: Number(body?.flags ?? 0) }));
+    }
+    const channel = /^\/channels\/(\d+)\/messages(?:\/(\d+))?$/.exec(route);
+    if (channel) {
+      const channelId = channel[1] ?? '';
+      const messageId = channel[2];
+      if (this.unknownChannels.has(channelId)) return answer(404, { message: 'Unknown Channel', code: 10003 });
+      const list = this.messages.get(channelId) ?? [];
+      this.messages.set(channelId, list);
+      if (method === 'GET' && !messageId) return answer(200, [...list].reverse());
+      if (method === 'POST' && !messageId) {
+        const nonce = typeof body?.nonce === 'string' ? body.nonce : undefined;
+        const existing = nonce && body?.enforce_nonce === true ? list.find((x) => x.nonce === nonce) : undefined;
+        if (existing) return answer(200, existing);
+        const message = this.#message(channelId, {
+          content: typeof body?.content === 'string' ? body.content : '',
+          embeds: (body?.embeds as unknown[]) ?? [],
+          components: (body?.components as unknown[]) ?? [],
+          attachments: files.map((f) => ({ id: this.nextId(), filename: f.name, size: f.size })),
+          ...(nonce ? { nonce } : {}),
+        });
+        list.push(message);
+        return answer(200, message);
+      }
+      const found = list.find((x) => x.id === messageId);
+      if (!found) return answer(404, { message: 'Unknown Message', code: 10008 });
+      if (method === 'GET') return answer(200, found);
+      if (method === 'PATCH') {
+        Object.assign(found, body ?? {}, { edited_timestamp: new Date().toISOString() });
+        return answer(200, found);
+      }
+    }
+    return answer(404, { message: '404: Not Found', code: 0 });
+  }
+}

@@ -1,0 +1,594 @@
+import { Client, GatewayIntentBits } from 'discord.js';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeliveryError } from '../../src/alerts/delivery.ts';
+import { type CommandDefinition, isGroup } from '../../src/bot/command.ts';
+import { CommandEngine } from '../../src/bot/engine.ts';
+import { loadCommands } from '../../src/bot/registry.ts';
+import type { Reply } from '../../src/bot/reply.ts';
+import {
+  type DiscordAdapter,
+  type DiscordConfig,
+  EXPIRED_BUTTON_TEXT,
+  nonceOf,
+  startDiscord,
+} from '../../src/chat/discord/adapter.ts';
+import { EXTRA_OPTIONS, toApplicationCommands } from '../../src/chat/discord/commands.ts';
+import { DISCORD_LIMITS } from '../../src/chat/discord/render.ts';
+import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
+import { COMMANDS_DIR, nativeSymbolsOf } from '../../src/main.ts';
+import { FakeDiscord, type InteractionSpec, type RecordedCall } from '../fakes/discord.ts';
+import { type Harness, startHarness } from '../helpers/bot-harness.ts';
+
+const OPERATOR = { id: '1100000000000000777', username: 'operator' };
+const ADMIN = { id: '1100000000000000778', username: 'admin' };
+const MEMBER = { id: '1100000000000000779', username: 'member' };
+const MANAGE_GUILD = String(1n << 5n);
+const NO_PERMISSIONS = '0';
+const ALERTS_CHANNEL = '1100000000000000201';
+const GONE_CHANNEL = '1100000000000000202';
+const ERROR_COLOR = 0xed4245;
+
+let h: Harness;
+let fake: FakeDiscord;
+let engine: CommandEngine;
+let adapter: DiscordAdapter;
+let config: DiscordConfig;
+let moonCats: DevnetCollectionInfo;
+
+type Embed = {
+  title?: string;
+  color?: number;
+  description?: string;
+  fields?: Array<{ name: string; value: string }>;
+  footer?: { text: string };
+};
+type Button = { type: number; style: number; label: string; custom_id?: string; url?: string };
+type MessageBody = {
+  content?: string;
+  embeds?: Embed[];
+  components?: Array<{ components: Button[] }>;
+  allowed_mentions?: { parse?: string[]; roles?: string[] };
+  flags?: number;
+};
+
+interface Answer {
+  /** Interaction callback type (4 reply, 5 deferred, 7 update, 8 autocomplete). */
+  type: number;
+  message: MessageBody;
+  ephemeral: boolean;
+  files: RecordedCall['files'];
+}
+
+/** Sends an interaction and returns what the bot answered, following a deferral to its edit. */
+async function interact(spec: InteractionSpec): Promise<Answer> {
+  const { id, token } = fake.dispatchInteraction(spec);
+  const callback = await fake.nextCall('POST', new RegExp(`^/interactions/${id}/`), 10_000);
+  const type = Number(callback.body?.type);
+  if (type !== 5 && type !== 6) {
+    const message = (callback.body?.data ?? {}) as MessageBody;
+    return { type, message, ephemeral: ((message.flags ?? 0) & 64) !== 0, files: callback.files };
+  }
+  const next = await fake.nextCall('*', new RegExp(`^/webhooks/\\d+/${token}`), 10_000);
+  const final = next.method === 'DELETE' ? await fake.nextCall('POST', new RegExp(`^/webhooks/\\d+/${token}$`)) : next;
+  const message = (final.body ?? {}) as MessageBody;
+  return { type, message, ephemeral: ((message.flags ?? 0) & 64) !== 0, files: final.files };
+}
+
+function withinLimits(message: MessageBody): void {
+  const embeds = message.embeds ?? [];
+  expect(embeds.length).toBeGreaterThan(0);
+  expect(embeds.length).toBeLessThanOrEqual(DISCORD_LIMITS.embedsPerMessage);
+  let total = 0;
+  for (const embed of embeds) {
+    expect(embed.title?.length ?? 0).toBeLessThanOrEqual(DISCORD_LIMITS.title);
+    expect(embed.description?.length ?? 0).toBeLessThanOrEqual(DISCORD_LIMITS.description);
+    expect(embed.fields?.length ?? 0).toBeLessThanOrEqual(DISCORD_LIMITS.fields);
+    for (const field of embed.fields ?? []) {
+      expect(field.name.length).toBeLessThanOrEqual(DISCORD_LIMITS.fieldName);
+      expect(field.value.length).toBeLessThanOrEqual(DISCORD_LIMITS.fieldValue);
+    }
+    total += (embed.title?.length ?? 0) + (embed.description?.length ?? 0) + (embed.footer?.text.length ?? 0);
+    total += (embed.fields ?? []).reduce((n, f) => n + f.name.length + f.value.length, 0);
+  }
+  expect(total).toBeLessThanOrEqual(DISCORD_LIMITS.embedTotal);
+  expect(message.allowed_mentions?.parse).toEqual([]);
+  for (const row of message.components ?? []) {
+    expect(row.components.length).toBeLessThanOrEqual(DISCORD_LIMITS.buttonsPerRow);
+    for (const button of row.components) expect((button.custom_id ?? '').length).toBeLessThanOrEqual(100);
+  }
+}
+
+function text(message: MessageBody): string {
+  return (message.embeds ?? [])
+    .map((e) => [e.title, e.description, ...(e.fields ?? []).flatMap((f) => [f.name, f.value])].join('\n'))
+    .join('\n');
+}
+
+function button(message: MessageBody, label: RegExp): Button | undefined {
+  return (message.components ?? []).flatMap((r) => r.components).find((b) => label.test(b.label));
+}
+
+/** A token of Moon Cats with more listings than one page shows, from the platform. */
+async function tokenWithManyListings(): Promise<{ collection: DevnetCollectionInfo; tokenId: string }> {
+  for (const collection of h.devnet.collections.devnet ?? []) {
+    const { collectibles } = await h.platform.marketplace.listCollectibles({
+      network: 'devnet',
+      side: 'listing',
+      contractAddress: collection.address,
+      filter: { includeEmpty: false },
+      page: { pageSize: 40 },
+    });
+    for (const item of collectibles) {
+      const { listings } = await h.platform.marketplace.listListingsForCollectible({
+        network: 'devnet',
+        contractAddress: collection.address,
+        tokenId: item.metadata.tokenId,
+        page: { pageSize: 6 },
+      });
+      if (listings.length >= 6) return { collection, tokenId: item.metadata.tokenId };
+    }
+  }
+  throw new Error('no token with more than one page of listings');
+}
+
+async function listedToken(address: string): Promise<string> {
+  const { collectibles } = await h.platform.marketplace.listCollectibles({
+    network: 'devnet',
+    side: 'listing',
+    contractAddress: address,
+    filter: { includeEmpty: false },
+    page: { pageSize: 1 },
+  });
+  const tokenId = collectibles[0]?.metadata.tokenId;
+  if (!tokenId) throw new Error('no listed token');
+  return tokenId;
+}
+
+function labels(commands: readonly CommandDefinition[]): string[] {
+  return commands.flatMap((c) => (isGroup(c) ? c.subcommands.map((s) => `${c.name} ${s.name}`) : [c.name]));
+}
+
+beforeAll(async () => {
+  h = await startHarness();
+  const found = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
+  if (!found) throw new Error('devnet has no Moon Cats');
+  moonCats = found;
+  fake = await FakeDiscord.start({
+    guilds: [{ id: '1100000000000000100', name: 'Test Guild', channels: ['1100000000000000200', ALERTS_CHANNEL] }],
+  });
+  fake.unknownChannels.add(GONE_CHANNEL);
+  engine = new CommandEngine({
+    platform: h.platform,
+    store: h.store,
+    logger: pino({ level: 'silent' }),
+    settings: {
+      operators: [`discord:${OPERATOR.id}`],
+      projectId: h.devnet.projectId,
+      allowlistAudience: 1,
+      defaultNetwork: 'devnet',
+      version: 'test',
+    },
+    commands: await loadCommands(COMMANDS_DIR),
+    nativeSymbols: nativeSymbolsOf(h.devnet),
+    userLimit: { capacity: 1_000, refillPerSecond: 1_000 },
+    chatLimit: { capacity: 1_000, refillPerSecond: 1_000 },
+  });
+  config = {
+    token: fake.token,
+    applicationId: fake.applicationId,
+    guildId: fake.guildId,
+    apiRoot: fake.api,
+    managePermission: 'ManageGuild',
+  };
+  adapter = await startDiscord({
+    config,
+    engine,
+    store: h.store,
+    logger: pino({ level: 'silent' }),
+    networks: h.platform.networks.all.map((n) => n.name),
+    defaultNetwork: 'devnet',
+    clientOptions: { rest: { retries: 1, timeout: 5_000 } },
+  });
+});
+
+afterAll(async () => {
+  await adapter?.stop();
+  await fake?.close();
+  await h?.close();
+});
+
+describe('Discord command registration', () => {
+  it('registers exactly the registry as guild commands at start-up, with the token and nothing global', async () => {
+    const put = await fake.nextCall('PUT', /^\/applications\/\d+\/guilds\/\d+\/commands$/);
+    expect(put.authorized).toBe(true);
+    const registered = fake.commands.guild.get(fake.guildId) as Array<{
+      name: string;
+      options: Array<{ name: string; type: number; options?: Array<{ name: string }> }>;
+    }>;
+    expect(registered.map((c) => c.name)).toEqual(engine.commands.map((c) => c.name));
+    expect(fake.commands.global).toEqual([]);
+    for (const command of engine.commands) {
+      const found = registered.find((c) => c.name === command.name);
+      if (isGroup(command)) {
+        expect(found?.options.map((o) => o.name)).toEqual(command.subcommands.map((s) => s.name));
+        expect(found?.options.every((o) => o.type === 1)).toBe(true);
+        for (const sub of command.subcommands) {
+          const names = found?.options.find((o) => o.name === sub.name)?.options?.map((o) => o.name) ?? [];
+          const own = names.filter(
+            (n) => !Object.values(EXTRA_OPTIONS).includes(n as 'network') || sub.options.some((o) => o.name === n),
+          );
+          expect(new Set(own)).toEqual(new Set(sub.options.map((o) => o.name)));
+        }
+      } else {
+        const names = found?.options.map((o) => o.name) ?? [];
+        const own = names.filter(
+          (n) => !Object.values(EXTRA_OPTIONS).includes(n as 'network') || command.options.some((o) => o.name === n),
+        );
+        expect(new Set(own)).toEqual(new Set(command.options.map((o) => o.name)));
+      }
+    }
+  });
+
+  it('maps option types, bounds, choices, autocomplete and member permissions', () => {
+    const body = toApplicationCommands(engine.commands, 'ManageGuild') as unknown as Array<{
+      name: string;
+      default_member_permissions: string | null;
+      options: Array<Record<string, unknown> & { name: string; options?: Array<Record<string, unknown>> }>;
+    }>;
+    const floor = body.find((c) => c.name === 'floor');
+    expect(floor?.default_member_permissions).toBeNull();
+    expect(floor?.options.find((o) => o.name === 'collection')).toMatchObject({
+      type: 3,
+      required: true,
+      autocomplete: true,
+    });
+    expect(floor?.options.find((o) => o.name === 'count')).toMatchObject({ type: 4, min_value: 1, max_value: 10 });
+    expect(floor?.options.find((o) => o.name === 'network')).toMatchObject({ type: 3, autocomplete: true });
+    expect(floor?.options.find((o) => o.name === 'traits')).toMatchObject({ type: 3, required: false });
+    // Discord refuses a required option after an optional one.
+    for (const command of body) {
+      for (const options of [command.options, ...command.options.map((o) => o.options ?? [])]) {
+        const firstOptional = options.findIndex((o) => o.required !== true);
+        if (firstOptional >= 0) expect(options.slice(firstOptional).some((o) => o.required === true)).toBe(false);
+      }
+    }
+    expect(body.find((c) => c.name === 'unpublish')?.default_member_permissions).toBe('8');
+    expect(body.find((c) => c.name === 'project')?.default_member_permissions).toBe('8');
+    // A group with a subcommand for everyone stays visible; the engine checks the others.
+    expect(body.find((c) => c.name === 'watch')?.default_member_permissions).toBeNull();
+    const channels = toApplicationCommands(
+      [{ name: 'x', description: 'x', permission: 'manage', options: [], run: async () => ({}) }],
+      'ManageChannels',
+    )[0] as { default_member_permissions: string };
+    expect(channels.default_member_permissions).toBe(String(1n << 4n));
+  });
+});
+
+describe('Discord interactions', () => {
+  it('every command of the registry answers an interaction with embeds within limits and pings nobody', async () => {
+    const collection = `devnet:${moonCats.address}`;
+    const token = await listedToken(moonCats.address);
+    const { balances } = await h.platform.indexer.getTokenBalancesByContract({
+      network: 'devnet',
+      filter: { contractAddresses: [moonCats.address], contractStatus: 'ALL' },
+      page: { pageSize: 1 },
+    });
+    const holder = balances[0]?.accountAddress ?? '';
+    const { contacts } = await h.platform.builder.getAudience({ audienceId: 1 });
+    const target = h.devnet.collections['devnet-l2']?.at(-1);
+    const ruleId = () => h.store.rules.find((r) => r.destination.chatId === fake.channelId)?.id ?? 'r0';
+    const plan: Array<[string, () => Record<string, string | number>]> = [
+      ['help', () => ({})],
+      ['floor', () => ({ collection: 'Moon Cats', count: 3 })],
+      ['listings', () => ({ collection, token })],
+      ['offers', () => ({ collection, token })],
+      ['token', () => ({ collection, token })],
+      ['search', () => ({ text: 'moon' })],
+      ['traits', () => ({ collection })],
+      ['holders', () => ({ collection, count: 3 })],
+      ['holdings', () => ({ collection, address: holder })],
+      ['buy', () => ({ collection, token, wallet: '0x1111111111111111111111111111111111111111' })],
+      ['stats', () => ({ days: 7 })],
+      ['status', () => ({})],
+      ['settings', () => ({})],
+      ['allowlist', () => ({ address: contacts[0]?.address ?? '' })],
+      ['unpublish', () => ({ collection: target?.id ?? 1 })],
+      ['project contracts', () => ({})],
+      ['project sources', () => ({})],
+      ['project sponsors', () => ({ network: 'devnet' })],
+      ['project audience', () => ({ id: 1 })],
+      ['alias set', () => ({ name: 'cats', collection })],
+      ['alias list', () => ({})],
+      ['alias remove', () => ({ name: 'cats' })],
+      ['watch add', () => ({ collection, kinds: 'sale' })],
+      ['watch list', () => ({})],
+      ['watch test', () => ({ rule: ruleId() })],
+      ['watch pause', () => ({ rule: ruleId() })],
+      ['watch resume', () => ({ rule: ruleId() })],
+      ['watch remove', () => ({ rule: ruleId() })],
+      ['digest set', () => ({ time: '09:00', timezone: 'Europe/Paris' })],
+      ['digest show', () => ({})],
+      ['digest off', () => ({})],
+    ];
+    const planned = new Map(plan);
+    // Unplanned commands (added later, or needing services this engine lacks, like /digest preview) must
+    // still answer with an embed; planned ones must succeed.
+    const order = [...plan.map(([label]) => label), ...labels(engine.commands).filter((l) => !planned.has(l))];
+    expect(order.filter((label) => labels(engine.commands).includes(label))).toHaveLength(order.length);
+    for (const label of order) {
+      const options = planned.get(label) ?? (() => ({}));
+      const [name = '', subcommand] = label.split(' ');
+      const answer = await interact({
+        kind: 'command',
+        name,
+        ...(subcommand ? { subcommand } : {}),
+        options: options(),
+        user: OPERATOR,
+        permissions: MANAGE_GUILD,
+      });
+      expect(answer.type, label).toBe(4);
+      withinLimits(answer.message);
+      // A failure is ephemeral; every command here succeeds.
+      if (planned.has(label)) {
+        expect((answer.message.embeds ?? [])[0]?.color, `${label}: ${text(answer.message)}`).not.toBe(ERROR_COLOR);
+      }
+      if (label === 'buy') expect(answer.files.map((f) => f.name)).toEqual(['checkout-steps.json']);
+      if (label === 'unpublish') expect(answer.ephemeral).toBe(true);
+    }
+  });
+
+  it('a slash command error is ephemeral and says what is wrong', async () => {
+    const answer = await interact({ kind: 'command', name: 'floor', options: { collection: 'zzz no such thing' } });
+    expect(answer.ephemeral).toBe(true);
+    expect(text(answer.message)).toContain('No collection matches "zzz no such thing" on devnet.');
+  });
+
+  it('autocomplete offers the chat aliases, watched collections and the platform search, and networks', async () => {
+    await h.store.updateChat(`discord:${fake.channelId}`, (s) => {
+      s.aliases = {};
+      s.aliases.kitties = { alias: 'kitties', network: 'devnet', address: moonCats.address, name: 'Moon Cats' };
+    });
+    const empty = await interact({ kind: 'autocomplete', name: 'floor', focused: { name: 'collection', value: '' } });
+    expect(empty.type).toBe(8);
+    const emptyChoices = (empty.message as { choices?: Array<{ name: string; value: string }> }).choices ?? [];
+    expect(emptyChoices.map((c) => c.value)).toContain('kitties');
+    const typed = await interact({
+      kind: 'autocomplete',
+      name: 'floor',
+      focused: { name: 'collection', value: 'moon' },
+    });
+    const choices = (typed.message as { choices?: Array<{ name: string; value: string }> }).choices ?? [];
+    // Moon Cats is offered once, under the chat's alias; the search adds the others.
+    expect(choices.map((c) => c.name)).toEqual(
+      expect.arrayContaining(['kitties (Moon Cats)', 'Moon Cats Rescue (devnet)']),
+    );
+    expect(choices.filter((c) => c.name.includes('Moon Cats (') || c.value === `devnet:${moonCats.address}`)).toEqual(
+      [],
+    );
+    expect(choices.find((c) => c.name === 'Moon Cats Rescue (devnet)')?.value).toMatch(/^devnet:0x[0-9a-f]{40}$/);
+    expect(choices.length).toBeLessThanOrEqual(25);
+    const networks = await interact({
+      kind: 'autocomplete',
+      name: 'watch',
+      subcommand: 'add',
+      focused: { name: 'network', value: 'dev' },
+    });
+    const names = ((networks.message as { choices?: Array<{ name: string }> }).choices ?? []).map((c) => c.name);
+    expect(names).toEqual(expect.arrayContaining(['devnet', 'devnet-l2']));
+  });
+
+  it('a "More" button on /listings updates the message in place with the next page', async () => {
+    const { collection, tokenId } = await tokenWithManyListings();
+    const first = await interact({
+      kind: 'command',
+      name: 'listings',
+      options: { collection: `devnet:${collection.address}`, token: tokenId },
+    });
+    const more = button(first.message, /More/);
+    expect(more?.custom_id).toBeDefined();
+    expect((first.message.embeds ?? [])[0]?.footer?.text).toContain('page 1');
+    const next = await interact({ kind: 'button', customId: more?.custom_id ?? '' });
+    expect(next.type).toBe(7);
+    expect((next.message.embeds ?? [])[0]?.footer?.text).toContain('page 2');
+    expect(button(next.message, /Cheaper/)).toBeDefined();
+    withinLimits(next.message);
+  });
+
+  it('an operator confirms /unpublish with its button; the answers are ephemeral replies', async () => {
+    const target = h.devnet.collections['devnet-l2']?.at(-2);
+    if (!target) throw new Error('no collection on devnet-l2');
+    const ask = await interact({
+      kind: 'command',
+      name: 'unpublish',
+      options: { collection: target.id },
+      user: OPERATOR,
+    });
+    expect(ask.ephemeral).toBe(true);
+    const confirm = button(ask.message, /Confirm/);
+    const refused = await interact({
+      kind: 'button',
+      customId: confirm?.custom_id ?? '',
+      user: ADMIN,
+      permissions: '8',
+    });
+    expect(refused.ephemeral).toBe(true);
+    expect(text(refused.message)).toContain('Only the bot operators may run this command');
+    const done = await interact({ kind: 'button', customId: confirm?.custom_id ?? '', user: OPERATOR });
+    expect(done.type).toBe(4);
+    expect((done.message.embeds ?? [])[0]?.title).toBe('Collection unpublished');
+  });
+
+  it('an unknown or expired button says so, only to the person who pressed it', async () => {
+    for (const customId of ['r0:#notstoredanywhere0000000', 'something-else']) {
+      const answer = await interact({ kind: 'button', customId });
+      expect(answer.type).toBe(4);
+      expect(answer.ephemeral).toBe(true);
+      expect(text(answer.message)).toContain(EXPIRED_BUTTON_TEXT);
+    }
+  });
+
+  it('a member without Manage Server cannot add a watch rule; a member with it can', async () => {
+    const options = { collection: `devnet:${moonCats.address}`, kinds: 'listing' };
+    const before = h.store.rules.length;
+    const denied = await interact({
+      kind: 'command',
+      name: 'watch',
+      subcommand: 'add',
+      options,
+      user: MEMBER,
+      permissions: NO_PERMISSIONS,
+    });
+    expect(denied.ephemeral).toBe(true);
+    expect(h.store.rules.length).toBe(before);
+    const allowed = await interact({
+      kind: 'command',
+      name: 'watch',
+      subcommand: 'add',
+      options,
+      user: ADMIN,
+      permissions: MANAGE_GUILD,
+    });
+    expect((allowed.message.embeds ?? [])[0]?.title).toBe('Watching');
+    const rule = h.store.rules.at(-1);
+    expect(rule?.destination).toEqual({ platform: 'discord', chatId: fake.channelId });
+    expect(rule?.createdBy).toBe(`discord:${ADMIN.id}`);
+  });
+
+  it('in a direct message the person is the chat: they may change its settings without any permission', async () => {
+    const answer = await interact({
+      kind: 'command',
+      name: 'settings',
+      options: { network: 'devnet-l2' },
+      guildId: null,
+      channelId: '1100000000000000300',
+      user: MEMBER,
+    });
+    expect(answer.ephemeral).toBe(false);
+    expect(text(answer.message)).toContain('Default network is now');
+    expect(h.store.chat('discord:1100000000000000300').network).toBe('devnet-l2');
+  });
+
+  it('a slow command is deferred within the deadline and its answer arrives as an edit', async () => {
+    const slow = await startDiscordAgainst({ deferAfterMs: 100 });
+    h.devnet.setFaults({ latencyMs: 400 });
+    try {
+      const answer = await interact({ kind: 'command', name: 'status' });
+      expect(answer.type).toBe(5);
+      withinLimits(answer.message);
+      const error = await interact({ kind: 'command', name: 'floor', options: { collection: 'zzz nothing' } });
+      expect(error.type).toBe(5);
+      expect(error.ephemeral).toBe(true);
+    } finally {
+      h.devnet.clearFaults();
+      await slow.stop();
+    }
+  });
+});
+
+/** A second adapter on the same stand-in, which then gets the interactions (the first one is paused). */
+async function startDiscordAgainst(extra: { deferAfterMs: number }): Promise<{ stop: () => Promise<void> }> {
+  await adapter.stop();
+  const second = await startDiscord({
+    config,
+    engine,
+    store: h.store,
+    logger: pino({ level: 'silent' }),
+    registerCommands: false,
+    ...extra,
+  });
+  return {
+    async stop() {
+      await second.stop();
+      adapter = await startDiscord({
+        config,
+        engine,
+        store: h.store,
+        logger: pino({ level: 'silent' }),
+        networks: h.platform.networks.all.map((n) => n.name),
+        defaultNetwork: 'devnet',
+        registerCommands: false,
+        clientOptions: { rest: { retries: 1, timeout: 5_000 } },
+      });
+    },
+  };
+}
+
+describe('Discord alert delivery', () => {
+  const alert = (title: string): Reply => ({
+    title,
+    tone: 'sale',
+    lines: ['Sold for 1 DEV'],
+    mentionRoles: ['123456789012'],
+  });
+
+  it('an alert burst arrives in the right channel as one message with embeds, and a reorg edits it', async () => {
+    const id = await adapter.sink.send(ALERTS_CHANNEL, [alert('Sold: A'), alert('Sold: B')], 'key-burst-1');
+    const post = await fake.nextCall('POST', new RegExp(`^/channels/${ALERTS_CHANNEL}/messages$`));
+    expect(post.authorized).toBe(true);
+    expect(post.body?.nonce).toBe(nonceOf('key-burst-1'));
+    expect(String(post.body?.nonce).length).toBeLessThanOrEqual(25);
+    expect(post.body?.enforce_nonce).toBe(true);
+    expect(post.body?.allowed_mentions).toEqual({ parse: [], roles: ['123456789012'], users: [] });
+    const posted = fake.messages.get(ALERTS_CHANNEL)?.find((m) => m.id === id);
+    expect(posted?.embeds).toHaveLength(2);
+    expect(posted?.content).toBe('<@&123456789012>');
+    expect(fake.messages.get(fake.channelId)?.some((m) => m.id === id) ?? false).toBe(false);
+    await adapter.sink.edit(ALERTS_CHANNEL, id, [{ title: 'Reorganised away: Sold: A', tone: 'warning' }]);
+    const patch = await fake.nextCall('PATCH', new RegExp(`^/channels/${ALERTS_CHANNEL}/messages/${id}$`));
+    expect(((patch.body?.embeds ?? []) as Embed[])[0]?.title).toBe('Reorganised away: Sold: A');
+    expect(posted?.edited_timestamp).not.toBeNull();
+  });
+
+  it('the same idempotency key sent twice gives one message (enforced nonce)', async () => {
+    const first = await adapter.sink.send(ALERTS_CHANNEL, [alert('Sold: C')], 'key-dup');
+    const second = await adapter.sink.send(ALERTS_CHANNEL, [alert('Sold: C')], 'key-dup');
+    expect(second).toBe(first);
+    expect(
+      fake.messages.get(ALERTS_CHANNEL)?.filter((m) => m.embeds.some((e) => (e as Embed).title === 'Sold: C')),
+    ).toHaveLength(1);
+  });
+
+  it('a 429 from Discord delays the message, which then arrives once', async () => {
+    const route = new RegExp(`^/v10/channels/${ALERTS_CHANNEL}/messages$`);
+    fake.rateLimit('POST', new RegExp(`^/channels/${ALERTS_CHANNEL}/messages$`), 300);
+    const from = fake.calls.length;
+    const started = Date.now();
+    const id = await adapter.sink.send(ALERTS_CHANNEL, [alert('Sold: D')], 'key-429');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    const posts = fake.calls.slice(from).filter((c) => c.method === 'POST' && route.test(c.path));
+    expect(posts.map((c) => c.status)).toEqual([429, 200]);
+    expect(posts[1]?.body?.nonce).toBe(posts[0]?.body?.nonce);
+    const matching = fake.messages
+      .get(ALERTS_CHANNEL)
+      ?.filter((m) => m.embeds.some((e) => (e as Embed).title === 'Sold: D'));
+    expect(matching?.map((m) => m.id)).toEqual([id]);
+  });
+
+  it('an unknown channel is a permanent failure; a server error is a transient one', async () => {
+    const gone = await adapter.sink.send(GONE_CHANNEL, [alert('Sold: E')], 'key-gone').catch((e: unknown) => e);
+    expect(gone).toBeInstanceOf(DeliveryError);
+    expect((gone as DeliveryError).permanent).toBe(true);
+    expect((gone as DeliveryError).message).toContain('10003');
+    expect((gone as DeliveryError).message).not.toContain(fake.token);
+    fake.fail('POST', new RegExp(`^/channels/${ALERTS_CHANNEL}/messages$`), 502, 2);
+    const down = await adapter.sink.send(ALERTS_CHANNEL, [alert('Sold: F')], 'key-502').catch((e: unknown) => e);
+    expect(down).toBeInstanceOf(DeliveryError);
+    expect((down as DeliveryError).permanent).toBe(false);
+  });
+});
+
+describe('Discord client wiring', () => {
+  it('a plain discord.js client reaches the stand-in and becomes ready with the guild', async () => {
+    const client = new Client({ intents: [GatewayIntentBits.Guilds], rest: { api: fake.api } });
+    const ready = new Promise<void>((resolve) => client.once('clientReady', () => resolve()));
+    client.on('error', () => undefined);
+    try {
+      await client.login(fake.token);
+      await ready;
+      expect(client.guilds.cache.has(fake.guildId)).toBe(true);
+    } finally {
+      await client.destroy();
+    }
+  });
+});
