@@ -63,10 +63,11 @@ function cut(text: string, max: number): string {
 /**
  * Renders a Reply as one Telegram message. Blocks are added whole while they fit; a block that
  * does not fit is cut on its plain text before escaping, so no tag or entity is ever split.
+ * `limit` overrides the length budget (a photo's caption edited with a reply that has no image).
  */
-export function renderTelegram(reply: Reply): TelegramMessage {
+export function renderTelegram(reply: Reply, options: { limit?: number } = {}): TelegramMessage {
   const image = safeUrl(reply.image) ?? safeUrl(reply.thumbnail);
-  const limit = image ? TELEGRAM_LIMITS.caption : TELEGRAM_LIMITS.message;
+  const limit = options.limit ?? (image ? TELEGRAM_LIMITS.caption : TELEGRAM_LIMITS.message);
   const blocks: Array<() => [string, (room: number) => string]> = [];
   const titleUrl = safeUrl(reply.url);
   if (reply.title) {

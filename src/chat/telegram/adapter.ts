@@ -1,0 +1,337 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Bot, type Context, GrammyError, HttpError, webhookCallback } from 'grammy';
+import type { BotCommand, Chat, User, UserFromGetMe } from 'grammy/types';
+import { LRUCache } from 'lru-cache';
+import type { Logger } from 'pino';
+import type { AlertSink } from '../../alerts/delivery.ts';
+import { ButtonCodec } from '../../bot/buttons.ts';
+import type { Actor, ChatRef } from '../../bot/command.ts';
+import { isGroup } from '../../bot/command.ts';
+import type { CommandEngine } from '../../bot/engine.ts';
+import type { Config } from '../../config.ts';
+import type { StateStore } from '../../store/state.ts';
+import { type SentKind, TelegramOutbox } from './outbox.ts';
+import { TELEGRAM_LIMITS } from './render.ts';
+import { TELEGRAM_PACE, TelegramSink } from './sink.ts';
+
+export type TelegramConfig = NonNullable<Config['telegram']>;
+
+export interface TelegramAdapterOptions {
+  /** The `telegram` section of the configuration. */
+  config: TelegramConfig;
+  engine: CommandEngine;
+  /** Holds long button actions (ButtonCodec). */
+  store: StateStore;
+  logger: Logger;
+  /** The bot's own user; skips getMe (tests, or a known bot). */
+  botInfo?: UserFromGetMe;
+  /** Least time between two alerts to one group (default 3 s; tests shorten it). */
+  groupIntervalMs?: number;
+}
+
+export interface TelegramAdapter {
+  sink: AlertSink;
+  bot: Bot;
+  stop(): Promise<void>;
+  /** Set in webhook mode: the public URL registered and the local port listening. */
+  webhook?: { url: string; port: number };
+}
+
+/** Answer to a button whose stored action is gone. */
+export const EXPIRED_BUTTON = 'This button no longer works. Run the command again.';
+const PRIVATE_HINT = 'I answer commands. Send /help to see them.';
+/** Buttons that show another page or fresher numbers of the same answer: they edit it in place. */
+const PAGING_LABEL = /[◀▶]|^\s*(more|cheaper|higher|refresh)\b/i;
+const ADMIN_CACHE_MS = 5 * 60_000;
+/** Methods that post or change a message and count against Telegram's global limit. */
+const THROTTLED = /^(send|edit|copy|forward)/;
+const ALLOWED_UPDATES = ['message', 'callback_query'] as const;
+
+/** A simple token bucket: `take` resolves when a token is free. */
+class TokenBucket {
+  #tokens: number;
+  #last = Date.now();
+  #queue: Promise<void> = Promise.resolve();
+  constructor(
+    readonly perSecond: number,
+    readonly capacity = perSecond,
+  ) {
+    this.#tokens = capacity;
+  }
+  take(): Promise<void> {
+    const turn = this.#queue.then(async () => {
+      for (;;) {
+        const now = Date.now();
+        this.#tokens = Math.min(this.capacity, this.#tokens + ((now - this.#last) / 1_000) * this.perSecond);
+        this.#last = now;
+        if (this.#tokens >= 1) {
+          this.#tokens -= 1;
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, ((1 - this.#tokens) / this.perSecond) * 1_000));
+      }
+    });
+    this.#queue = turn;
+    return turn;
+  }
+}
+
+/**
+ * Starts the Telegram adapter: commands typed in chats and button presses go to the command
+ * engine, answers are rendered to HTML messages, and the returned sink carries alerts. Long
+ * polling by default; webhook mode when `config.webhookUrl` is set (a node:http listener on
+ * `config.webhookPort` that checks the secret token). Resolves once updates are being received.
+ *
+ * @example
+ * const telegram = await startTelegram({ config: config.telegram, engine, store, logger });
+ * sinks.set('telegram', telegram.sink);
+ * stops.push(() => telegram.stop());
+ */
+export async function startTelegram(options: TelegramAdapterOptions): Promise<TelegramAdapter> {
+  const { config, engine, store } = options;
+  const logger = options.logger.child({ component: 'telegram' });
+  const scrub = (text: string) => text.split(config.token).join('[token]');
+  const bot = new Bot(config.token, {
+    ...(config.apiRoot ? { client: { apiRoot: config.apiRoot.replace(/\/+$/, '') } } : {}),
+    ...(options.botInfo ? { botInfo: options.botInfo } : {}),
+  });
+  const bucket = new TokenBucket(TELEGRAM_PACE.globalPerSecond);
+  bot.api.config.use(async (prev, method, payload, signal) => {
+    if (THROTTLED.test(method)) await bucket.take();
+    try {
+      return await prev(method, payload, signal);
+    } catch (error) {
+      // The request URL carries the token; network errors quote it.
+      if (error instanceof HttpError) {
+        const inner = error.error instanceof Error ? error.error.message : String(error.error);
+        throw new HttpError(scrub(error.message), new Error(scrub(inner)));
+      }
+      throw error;
+    }
+  });
+
+  const codec = new ButtonCodec(store, TELEGRAM_LIMITS.callbackData);
+  const outbox = new TelegramOutbox(bot.api, codec, logger);
+  const sink = new TelegramSink(
+    outbox,
+    options.groupIntervalMs === undefined ? {} : { groupIntervalMs: options.groupIntervalMs },
+  );
+  const admins = new LRUCache<string, boolean>({ max: 5_000, ttl: ADMIN_CACHE_MS });
+  const inflight = new Set<Promise<void>>();
+
+  const canManage = async (chat: Chat, user: User): Promise<boolean> => {
+    if (chat.type === 'private') return true;
+    const key = `${chat.id}:${user.id}`;
+    const cached = admins.get(key);
+    if (cached !== undefined) return cached;
+    try {
+      const member = await bot.api.getChatMember(chat.id, user.id);
+      const manage = member.status === 'creator' || member.status === 'administrator';
+      admins.set(key, manage);
+      return manage;
+    } catch (error) {
+      logger.warn({ chatId: chat.id, err: describe(error, scrub) }, 'could not check chat admin');
+      return false;
+    }
+  };
+  const refs = async (chat: Chat, user: User): Promise<{ chat: ChatRef; actor: Actor }> => ({
+    chat: { platform: 'telegram', id: String(chat.id), kind: chat.type === 'private' ? 'private' : 'group' },
+    actor: { id: String(user.id), name: user.username ?? user.first_name, canManage: await canManage(chat, user) },
+  });
+  const track = (task: Promise<void>) => {
+    const running = task.catch((error: unknown) => {
+      logger.error({ err: describe(error, scrub) }, 'telegram update failed');
+    });
+    inflight.add(running);
+    void running.finally(() => inflight.delete(running));
+  };
+
+  bot.on('message:text', (ctx) => {
+    track(onMessage(ctx));
+  });
+  bot.on('callback_query:data', (ctx) => {
+    track(onButton(ctx));
+  });
+  bot.catch((error) => {
+    logger.error({ update: error.ctx.update.update_id, err: describe(error.error, scrub) }, 'telegram handler failed');
+  });
+
+  async function onMessage(ctx: Context): Promise<void> {
+    const message = ctx.message;
+    if (!message?.text || !message.from || message.from.is_bot) return;
+    const text = message.text;
+    const isPrivate = message.chat.type === 'private';
+    const addressed = /^\s*\/[A-Za-z][\w-]*@(\w+)/.exec(text)?.[1];
+    if (addressed && addressed.toLowerCase() !== bot.botInfo.username.toLowerCase()) return;
+    // Telegram opens every private chat with /start.
+    const line = /^\s*\/start(@\w+)?\s*$/i.test(text) && !engine.find('start') ? '/help' : text;
+    if (!line.trimStart().startsWith('/')) {
+      if (isPrivate) await outbox.send(String(message.chat.id), { lines: [PRIVATE_HINT] });
+      return;
+    }
+    void ctx.replyWithChatAction('typing').catch(() => undefined);
+    const { chat, actor } = await refs(message.chat, message.from);
+    const reply = await engine.runLine(line, chat, actor);
+    if (!reply) {
+      if (isPrivate) await outbox.send(chat.id, { lines: [PRIVATE_HINT] });
+      return;
+    }
+    await outbox.send(chat.id, reply, isPrivate ? undefined : message.message_id);
+  }
+
+  async function onButton(ctx: Context): Promise<void> {
+    const query = ctx.callbackQuery;
+    if (!query?.data) return;
+    const action = codec.decode(query.data);
+    const message = query.message;
+    if (!action || !message) {
+      await ctx.answerCallbackQuery({ text: EXPIRED_BUTTON });
+      return;
+    }
+    let answered = false;
+    try {
+      const { chat, actor } = await refs(message.chat, query.from);
+      const reply = await engine.runLine(action, chat, actor);
+      await ctx.answerCallbackQuery();
+      answered = true;
+      if (!reply) return;
+      const markup = 'reply_markup' in message ? message.reply_markup : undefined;
+      const label = markup?.inline_keyboard
+        .flat()
+        .find((b) => 'callback_data' in b && b.callback_data === query.data)?.text;
+      const kind: SentKind = 'photo' in message && message.photo ? 'photo' : 'text';
+      if (label && PAGING_LABEL.test(label) && reply.tone !== 'error' && message.date !== 0) {
+        try {
+          await outbox.edit(chat.id, message.message_id, kind, reply);
+          return;
+        } catch (error) {
+          logger.debug({ err: describe(error, scrub) }, 'edit in place failed; sending a new message');
+        }
+      }
+      await outbox.send(chat.id, reply);
+    } finally {
+      if (!answered) await ctx.answerCallbackQuery().catch(() => undefined);
+    }
+  }
+
+  if (!options.botInfo) {
+    // One attempt, not grammy's endless retries in init(): a wrong token or API root fails the start loudly.
+    try {
+      bot.botInfo = await bot.api.getMe();
+    } catch (error) {
+      throw startError('could not reach Telegram (getMe)', error, scrub);
+    }
+  }
+  try {
+    await bot.api.setMyCommands(menuOf(engine));
+  } catch (error) {
+    logger.warn({ err: describe(error, scrub) }, 'could not set the command menu');
+  }
+
+  const drain = async () => {
+    while (inflight.size) await Promise.allSettled([...inflight]);
+  };
+
+  if (config.webhookUrl) {
+    try {
+      await bot.api.setWebhook(config.webhookUrl, {
+        ...(config.webhookSecret ? { secret_token: config.webhookSecret } : {}),
+        allowed_updates: [...ALLOWED_UPDATES],
+      });
+    } catch (error) {
+      throw startError('could not set the webhook', error, scrub);
+    }
+    const handle = webhookCallback(bot, 'http', {
+      onTimeout: 'return',
+      ...(config.webhookSecret ? { secretToken: config.webhookSecret } : {}),
+    });
+    const server: Server = createServer((req, res) => {
+      if (req.method !== 'POST') {
+        res.writeHead(405, { allow: 'POST' }).end();
+        return;
+      }
+      handle(req, res).catch((error: unknown) => {
+        logger.warn({ err: describe(error, scrub) }, 'webhook request failed');
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.webhookPort, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const port = (server.address() as AddressInfo).port;
+    logger.info({ bot: bot.botInfo.username, port }, 'telegram webhook listening');
+    return {
+      sink,
+      bot,
+      webhook: { url: config.webhookUrl, port },
+      async stop() {
+        server.closeIdleConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await drain();
+      },
+    };
+  }
+
+  let started!: () => void;
+  const ready = new Promise<void>((resolve) => {
+    started = resolve;
+  });
+  const polling = bot.start({
+    allowed_updates: [...ALLOWED_UPDATES],
+    onStart: () => started(),
+  });
+  const failed = polling.then(
+    () => {
+      throw new Error('Telegram polling stopped before it started');
+    },
+    (error: unknown) => {
+      throw startError('long polling failed', error, scrub);
+    },
+  );
+  await Promise.race([ready, failed]);
+  void failed.catch((error: unknown) => {
+    logger.error({ err: describe(error, scrub) }, 'telegram polling stopped');
+  });
+  logger.info({ bot: bot.botInfo.username }, 'telegram long polling');
+  return {
+    sink,
+    bot,
+    async stop() {
+      if (bot.isRunning()) await bot.stop();
+      await polling.catch(() => undefined);
+      await drain();
+    },
+  };
+}
+
+/** The command menu: every command once, a group's subcommands named in its description. */
+export function menuOf(engine: Pick<CommandEngine, 'commands'>): BotCommand[] {
+  const menu: BotCommand[] = [];
+  for (const command of engine.commands) {
+    // Telegram command names are lower-case letters, digits and underscores.
+    if (!/^[a-z0-9_]{1,32}$/.test(command.name)) continue;
+    const description = isGroup(command)
+      ? `${command.description} (${command.subcommands.map((s) => s.name).join(', ')})`
+      : command.description;
+    menu.push({ command: command.name, description: description.slice(0, 256) });
+  }
+  return menu.slice(0, 100);
+}
+
+/** An error for logs: name and message with the token removed, the Bot API's code where there is one. */
+function describe(error: unknown, scrub: (text: string) => string): { name: string; message: string; code?: number } {
+  if (error instanceof GrammyError) return { name: error.name, message: scrub(error.message), code: error.error_code };
+  if (error instanceof Error) return { name: error.name, message: scrub(error.message) };
+  return { name: 'Error', message: scrub(String(error)) };
+}
+
+function startError(what: string, error: unknown, scrub: (text: string) => string): Error {
+  const { message } = describe(error, scrub);
+  const hint = error instanceof GrammyError && error.error_code === 401 ? ' (TELEGRAM_BOT_TOKEN was refused)' : '';
+  return new Error(`Telegram: ${what}${hint}: ${message}`);
+}

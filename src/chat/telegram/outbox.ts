@@ -1,0 +1,126 @@
+import { type Api, GrammyError, InputFile } from 'grammy';
+import type { InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions } from 'grammy/types';
+import type { Logger } from 'pino';
+import type { ButtonCodec } from '../../bot/buttons.ts';
+import type { Reply } from '../../bot/reply.ts';
+import { renderTelegram, TELEGRAM_LIMITS, type TelegramButton } from './render.ts';
+
+/** How a message was sent, which decides how it is edited. */
+export type SentKind = 'text' | 'photo';
+
+export interface SentMessage {
+  messageId: number;
+  kind: SentKind;
+}
+
+/** The Bot API's answer when an edit changes nothing (a Refresh with the same numbers). */
+export function isNotModified(error: unknown): boolean {
+  return error instanceof GrammyError && error.error_code === 400 && /message is not modified/i.test(error.description);
+}
+
+function withoutImage(reply: Reply): Reply {
+  const { image: _image, thumbnail: _thumbnail, ...rest } = reply;
+  return rest;
+}
+
+/**
+ * Sends and edits rendered Replies: a photo with an HTML caption when the reply has an image and
+ * its text fits a caption, else an HTML message (with the image as a large link preview); buttons
+ * as an inline keyboard whose callback data the codec fits into 64 bytes; attachments as documents.
+ */
+export class TelegramOutbox {
+  readonly #api: Api;
+  readonly #codec: ButtonCodec;
+  readonly #logger: Logger;
+
+  constructor(api: Api, codec: ButtonCodec, logger: Logger) {
+    this.#api = api;
+    this.#codec = codec;
+    this.#logger = logger;
+  }
+
+  async send(chatId: string, reply: Reply, replyTo?: number): Promise<SentMessage> {
+    const text = renderTelegram(withoutImage(reply));
+    const photo = renderTelegram(reply).photo;
+    const reply_markup = await this.#keyboard(text.keyboard);
+    const common = {
+      parse_mode: 'HTML' as const,
+      ...(reply_markup ? { reply_markup } : {}),
+      ...(replyTo === undefined
+        ? {}
+        : { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
+    };
+    let sent: SentMessage | undefined;
+    if (photo && text.html.length <= TELEGRAM_LIMITS.caption) {
+      try {
+        const message = await this.#api.sendPhoto(chatId, photo, { ...common, caption: text.html });
+        sent = { messageId: message.message_id, kind: 'photo' };
+      } catch (error) {
+        // Telegram could not fetch the image (or refused it): the text still goes out, with a preview.
+        if (!(error instanceof GrammyError && error.error_code === 400)) throw error;
+        this.#logger.debug({ chatId, reason: error.description }, 'photo refused; sending text');
+      }
+    }
+    if (!sent) {
+      const message = await this.#api.sendMessage(chatId, text.html || '…', {
+        ...common,
+        link_preview_options: preview(photo),
+      });
+      sent = { messageId: message.message_id, kind: 'text' };
+    }
+    for (const attachment of text.attachments) {
+      try {
+        await this.#api.sendDocument(chatId, new InputFile(attachment.data, attachment.name), {
+          reply_parameters: { message_id: sent.messageId, allow_sending_without_reply: true },
+        });
+      } catch (error) {
+        // The message itself is out; sending it again for a lost attachment would duplicate it.
+        this.#logger.warn({ chatId, file: attachment.name, err: error }, 'attachment not sent');
+      }
+    }
+    return sent;
+  }
+
+  /** Rewrites a sent message; an edit that changes nothing is not an error. */
+  async edit(chatId: string, messageId: number, kind: SentKind, reply: Reply): Promise<void> {
+    try {
+      if (kind === 'photo') {
+        const caption = renderTelegram(reply, { limit: TELEGRAM_LIMITS.caption });
+        const reply_markup = await this.#keyboard(caption.keyboard);
+        await this.#api.editMessageCaption(chatId, messageId, {
+          caption: caption.html || '…',
+          parse_mode: 'HTML',
+          ...(reply_markup ? { reply_markup } : {}),
+        });
+      } else {
+        const text = renderTelegram(withoutImage(reply));
+        const reply_markup = await this.#keyboard(text.keyboard);
+        await this.#api.editMessageText(chatId, messageId, text.html || '…', {
+          parse_mode: 'HTML',
+          link_preview_options: preview(renderTelegram(reply).photo),
+          ...(reply_markup ? { reply_markup } : {}),
+        });
+      }
+    } catch (error) {
+      if (!isNotModified(error)) throw error;
+    }
+  }
+
+  async #keyboard(rows: readonly TelegramButton[][]): Promise<InlineKeyboardMarkup | undefined> {
+    const inline_keyboard: InlineKeyboardButton[][] = [];
+    for (const row of rows) {
+      const buttons: InlineKeyboardButton[] = [];
+      for (const button of row) {
+        if (button.url) buttons.push({ text: button.text, url: button.url });
+        else if (button.action)
+          buttons.push({ text: button.text, callback_data: await this.#codec.encode(button.action) });
+      }
+      if (buttons.length) inline_keyboard.push(buttons);
+    }
+    return inline_keyboard.length ? { inline_keyboard } : undefined;
+  }
+}
+
+function preview(photo: string | undefined): LinkPreviewOptions {
+  return photo ? { url: photo, prefer_large_media: true } : { is_disabled: true };
+}

@@ -1,0 +1,365 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { UserFromGetMe } from 'grammy/types';
+
+/** One request the stand-in received, with its parameters as the Bot API would read them. */
+export interface TelegramCall {
+  method: string;
+  params: Record<string, unknown>;
+  /** HTTP status of the answer. */
+  status: number;
+  at: number;
+}
+
+/** A file sent as multipart (`attach://` and direct fields are resolved to it). */
+export interface UploadedFile {
+  filename: string;
+  data: Buffer;
+}
+
+export interface StoredMessage {
+  message_id: number;
+  chat: { id: number; type: string };
+  date: number;
+  text?: string;
+  caption?: string;
+  photo?: Array<{ file_id: string; file_unique_id: string; width: number; height: number }>;
+  document?: { file_id: string; file_unique_id: string; file_name: string };
+  reply_markup?: unknown;
+  from?: { id: number; is_bot: boolean; first_name: string; username?: string };
+}
+
+export interface Failure {
+  code: number;
+  description: string;
+  retryAfter?: number;
+  chatId?: string;
+}
+
+type Answer = { status: number; body: unknown };
+
+const SEND_METHODS = new Set(['sendMessage', 'sendPhoto', 'sendDocument', 'editMessageText', 'editMessageCaption']);
+
+/**
+ * A local stand-in of the Telegram Bot API for the real grammy client: `/bot<token>/<method>` with
+ * JSON, urlencoded or multipart bodies, long-polled getUpdates, messages kept per chat, admins per
+ * chat, and programmable failures (429 with retry_after, a chat that blocked the bot).
+ */
+export class FakeTelegram {
+  readonly calls: TelegramCall[] = [];
+  readonly messages = new Map<string, StoredMessage>();
+  readonly bot = { id: 4242, is_bot: true, first_name: 'Floorwatch', username: 'FloorwatchTestBot' };
+  /** What getMe answers, for `new Bot(token, { botInfo })`. */
+  botInfo(): UserFromGetMe {
+    return {
+      ...this.bot,
+      is_bot: true,
+      can_join_groups: true,
+      can_read_all_group_messages: false,
+      supports_inline_queries: false,
+      can_connect_to_business: false,
+      has_main_web_app: false,
+      has_topics_enabled: false,
+      allows_users_to_create_topics: false,
+      can_manage_bots: false,
+      supports_join_request_queries: false,
+    };
+  }
+  /** Chat id -> user ids that are administrators (the first is the creator). */
+  readonly admins = new Map<string, number[]>();
+  /** Chats whose sends answer 403 "bot was blocked by the user". */
+  readonly blocked = new Set<string>();
+  webhook: { url: string; secret_token?: string } | undefined;
+  commands: unknown[] = [];
+  #failures: Array<Failure & { methods: readonly string[] }> = [];
+  #updates: Array<{ update_id: number } & Record<string, unknown>> = [];
+  #nextUpdate = 1;
+  #nextMessage = 1;
+  #pollers = new Set<() => void>();
+  #callWaiters = new Set<() => void>();
+  #server: Server;
+  readonly token: string;
+  url = '';
+
+  private constructor(token: string) {
+    this.token = token;
+    this.#server = createServer((req, res) => void this.#handle(req, res));
+  }
+
+  static async start(token = '123456:TEST-token-abcdefghijklmnopqrstuvwxyz'): Promise<FakeTelegram> {
+    const fake = new FakeTelegram(token);
+    await new Promise<void>((resolve) => fake.#server.listen(0, '127.0.0.1', resolve));
+    fake.url = `http://127.0.0.1:${(fake.#server.address() as AddressInfo).port}`;
+    return fake;
+  }
+
+  async close(): Promise<void> {
+    for (const wake of this.#pollers) wake();
+    this.#server.closeAllConnections();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  /** The next `count` calls of any of `methods` (to `failure.chatId` when set) answer with this error. */
+  fail(methods: string | readonly string[], failure: Failure, count = 1): void {
+    const list = typeof methods === 'string' ? [methods] : methods;
+    for (let i = 0; i < count; i++) this.#failures.push({ ...failure, methods: list });
+  }
+
+  /** Queues a text message update (a group when the chat id is negative). */
+  injectText(chatId: number, userId: number, text: string, chatType?: 'private' | 'group' | 'supergroup') {
+    const type = chatType ?? (chatId < 0 ? 'supergroup' : 'private');
+    const message = {
+      message_id: this.#nextMessage++,
+      date: Math.floor(Date.now() / 1000),
+      chat: { id: chatId, type, ...(type === 'private' ? { first_name: 'User' } : { title: 'Group' }) },
+      from: { id: userId, is_bot: false, first_name: `User ${userId}` },
+      text,
+      ...(text.startsWith('/')
+        ? { entities: [{ type: 'bot_command', offset: 0, length: text.split(/\s/)[0]?.length ?? 1 }] }
+        : {}),
+    };
+    return this.#push({ message });
+  }
+
+  /** Queues a button press on a message the bot sent. */
+  pressButton(chatId: number, userId: number, messageId: number, data: string) {
+    const message = this.messages.get(`${chatId}:${messageId}`);
+    if (!message) throw new Error(`no message ${chatId}:${messageId}`);
+    return this.#push({
+      callback_query: {
+        id: `cq${this.#nextUpdate}`,
+        from: { id: userId, is_bot: false, first_name: `User ${userId}` },
+        chat_instance: `ci${chatId}`,
+        message,
+        data,
+      },
+    });
+  }
+
+  /** Builds an update without queueing it (for webhook requests). */
+  textUpdate(chatId: number, userId: number, text: string): Record<string, unknown> {
+    const update = this.injectText(chatId, userId, text);
+    this.#updates = this.#updates.filter((u) => u !== update);
+    return update;
+  }
+
+  /** Calls of a method, in order. */
+  callsOf(method: string): TelegramCall[] {
+    return this.calls.filter((c) => c.method === method);
+  }
+
+  /** The next call of `method` (after the calls made so far) that matches. */
+  async nextCall(method: string, match: (c: TelegramCall) => boolean = () => true, timeoutMs = 10_000) {
+    const from = this.calls.length;
+    return this.waitFor(() => this.calls.slice(from).find((c) => c.method === method && match(c)), timeoutMs);
+  }
+
+  /** Resolves with the first truthy value of `check`, rechecked after every call. */
+  async waitFor<T>(check: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = check();
+      if (found) return found;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error('timed out waiting for a Bot API call');
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          this.#callWaiters.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, Math.min(left, 250));
+        this.#callWaiters.add(wake);
+      });
+    }
+  }
+
+  #push(update: Record<string, unknown>) {
+    const full = { update_id: this.#nextUpdate++, ...update };
+    this.#updates.push(full);
+    for (const wake of this.#pollers) wake();
+    return full;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const match = /^\/bot([^/]+)\/(\w+)$/.exec(req.url?.split('?')[0] ?? '');
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    let answer: Answer;
+    let method = match?.[2] ?? '?';
+    let params: Record<string, unknown> = {};
+    if (!match) answer = { status: 404, body: { ok: false, error_code: 404, description: 'Not Found' } };
+    else if (match[1] !== this.token)
+      answer = { status: 401, body: { ok: false, error_code: 401, description: 'Unauthorized' } };
+    else {
+      params = parseBody(req.headers['content-type'] ?? '', Buffer.concat(chunks));
+      method = match[2] as string;
+      answer = await this.#answer(method, params, req);
+    }
+    this.calls.push({ method, params, status: answer.status, at: Date.now() });
+    for (const wake of [...this.#callWaiters]) wake();
+    if (res.destroyed) return;
+    res.writeHead(answer.status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(answer.body));
+  }
+
+  async #answer(method: string, p: Record<string, unknown>, req: IncomingMessage): Promise<Answer> {
+    const ok = (result: unknown): Answer => ({ status: 200, body: { ok: true, result } });
+    const error = (code: number, description: string, parameters?: object): Answer => ({
+      status: code,
+      body: { ok: false, error_code: code, description, ...(parameters ? { parameters } : {}) },
+    });
+    const chatId = p.chat_id === undefined ? undefined : String(p.chat_id);
+    const failure = this.#failures.findIndex(
+      (f) => f.methods.includes(method) && (f.chatId === undefined || f.chatId === chatId),
+    );
+    const f = failure >= 0 ? this.#failures.splice(failure, 1)[0] : undefined;
+    if (f) return error(f.code, f.description, f.retryAfter ? { retry_after: f.retryAfter } : undefined);
+    if (chatId && this.blocked.has(chatId) && SEND_METHODS.has(method))
+      return error(403, 'Forbidden: bot was blocked by the user');
+    const key = `${chatId}:${p.message_id}`;
+    switch (method) {
+      case 'getMe':
+        return ok(this.botInfo());
+      case 'deleteWebhook':
+        this.webhook = undefined;
+        return ok(true);
+      case 'setWebhook':
+        this.webhook = { url: String(p.url), ...(p.secret_token ? { secret_token: String(p.secret_token) } : {}) };
+        return ok(true);
+      case 'setMyCommands':
+        this.commands = (p.commands as unknown[]) ?? [];
+        return ok(true);
+      case 'getMyCommands':
+        return ok(this.commands);
+      case 'sendChatAction':
+      case 'answerCallbackQuery':
+        return ok(true);
+      case 'getChatMember': {
+        const admins = this.admins.get(chatId ?? '') ?? [];
+        const user = { id: Number(p.user_id), is_bot: false, first_name: `User ${p.user_id}` };
+        const at = admins.indexOf(Number(p.user_id));
+        const status = at === 0 ? 'creator' : at > 0 ? 'administrator' : 'member';
+        return ok({ status, user, ...(status === 'administrator' ? { can_be_edited: false } : {}) });
+      }
+      case 'sendMessage':
+      case 'sendPhoto':
+      case 'sendDocument': {
+        if (!chatId) return error(400, 'Bad Request: chat_id is empty');
+        if (chatId === '0') return error(400, 'Bad Request: chat not found');
+        const id = Number(chatId);
+        const message: StoredMessage = {
+          message_id: this.#nextMessage++,
+          chat: { id, type: id < 0 ? 'supergroup' : 'private' },
+          date: Math.floor(Date.now() / 1000),
+          from: this.bot,
+        };
+        if (method === 'sendMessage') {
+          if (!p.text) return error(400, 'Bad Request: message text is empty');
+          message.text = String(p.text);
+        } else if (method === 'sendPhoto') {
+          message.photo = [{ file_id: `photo${message.message_id}`, file_unique_id: 'u', width: 512, height: 512 }];
+          if (p.caption !== undefined) message.caption = String(p.caption);
+        } else {
+          const file = p.document as UploadedFile | undefined;
+          if (!file?.data) return error(400, 'Bad Request: there is no document in the request');
+          message.document = { file_id: `doc${message.message_id}`, file_unique_id: 'd', file_name: file.filename };
+        }
+        if (p.reply_markup) message.reply_markup = p.reply_markup;
+        this.messages.set(`${chatId}:${message.message_id}`, message);
+        return ok(message);
+      }
+      case 'editMessageText':
+      case 'editMessageCaption': {
+        const message = this.messages.get(key);
+        if (!message) return error(400, 'Bad Request: message to edit not found');
+        const field = method === 'editMessageText' ? 'text' : 'caption';
+        if (field === 'text' ? message.text === undefined : message.photo === undefined)
+          return error(400, `Bad Request: there is no ${field} in the message to edit`);
+        const next = String(p[field] ?? '');
+        const markup = p.reply_markup ?? undefined;
+        if (message[field] === next && JSON.stringify(message.reply_markup) === JSON.stringify(markup))
+          return error(
+            400,
+            'Bad Request: message is not modified: specified new message content and reply markup are exactly the same',
+          );
+        message[field] = next;
+        if (markup) message.reply_markup = markup;
+        else delete message.reply_markup;
+        return ok(message);
+      }
+      case 'getUpdates': {
+        const offset = Number(p.offset ?? 0);
+        if (offset > 0) this.#updates = this.#updates.filter((u) => u.update_id >= offset);
+        const limit = Number(p.limit ?? 100);
+        const timeout = Number(p.timeout ?? 0);
+        if (this.#updates.length === 0 && timeout > 0) {
+          await new Promise<void>((resolve) => {
+            const wake = () => {
+              clearTimeout(timer);
+              this.#pollers.delete(wake);
+              resolve();
+            };
+            const timer = setTimeout(wake, timeout * 1000);
+            this.#pollers.add(wake);
+            req.once('close', wake);
+          });
+        }
+        return ok(this.#updates.slice(0, limit));
+      }
+      default:
+        return error(404, 'Not Found: method not found');
+    }
+  }
+}
+
+/** JSON, urlencoded or multipart; multipart is parsed leniently and `attach://` references resolved. */
+function parseBody(contentType: string, body: Buffer): Record<string, unknown> {
+  if (body.length === 0) return {};
+  if (contentType.includes('application/json')) return JSON.parse(body.toString('utf8')) as Record<string, unknown>;
+  if (contentType.includes('application/x-www-form-urlencoded')) {
+    return Object.fromEntries([...new URLSearchParams(body.toString('utf8'))].map(([k, v]) => [k, jsonish(v)]));
+  }
+  const boundary = /boundary="?([^";]+)"?/.exec(contentType)?.[1];
+  if (!boundary) return {};
+  const fields: Record<string, unknown> = {};
+  const files = new Map<string, UploadedFile>();
+  const delimiter = Buffer.from(`--${boundary}`);
+  let at = body.indexOf(delimiter);
+  while (at >= 0) {
+    const start = at + delimiter.length;
+    const next = body.indexOf(delimiter, start);
+    if (next < 0) break;
+    const part = body.subarray(start, next);
+    const split = part.indexOf('\r\n\r\n');
+    if (split >= 0) {
+      const head = part.subarray(0, split).toString('utf8');
+      let data = part.subarray(split + 4);
+      if (data.subarray(-2).toString() === '\r\n') data = data.subarray(0, -2);
+      const name = /name="([^"]*)"/i.exec(head)?.[1];
+      const filename = /filename="?([^";\r\n]*)"?/i.exec(head)?.[1];
+      if (name !== undefined) {
+        if (filename !== undefined) files.set(name, { filename, data: Buffer.from(data) });
+        else fields[name] = jsonish(data.toString('utf8'));
+      }
+    }
+    at = next;
+  }
+  for (const [name, file] of files) if (!(name in fields)) fields[name] = file;
+  for (const [name, value] of Object.entries(fields)) {
+    if (typeof value === 'string' && value.startsWith('attach://')) {
+      const file = files.get(value.slice('attach://'.length));
+      if (file) fields[name] = file;
+    }
+  }
+  return fields;
+}
+
+function jsonish(value: string): unknown {
+  if (!/^[[{]/.test(value)) return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}

@@ -1,0 +1,460 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeliveryError, Dispatcher } from '../../src/alerts/delivery.ts';
+import { Enricher } from '../../src/alerts/enrich.ts';
+import { AlertPipeline } from '../../src/alerts/pipeline.ts';
+import { isGroup } from '../../src/bot/command.ts';
+import {
+  EXPIRED_BUTTON,
+  startTelegram,
+  type TelegramAdapter,
+  type TelegramConfig,
+} from '../../src/chat/telegram/adapter.ts';
+import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
+import { DeliveryJournal } from '../../src/store/journal.ts';
+import { FakeTelegram, type StoredMessage, type TelegramCall } from '../fakes/telegram.ts';
+import { type Harness, startHarness } from '../helpers/bot-harness.ts';
+
+const OPERATOR_ID = 99;
+const SENDS = ['sendMessage', 'sendPhoto'];
+
+let h: Harness;
+let tg: FakeTelegram;
+let adapter: TelegramAdapter;
+let journal: DeliveryJournal;
+let dispatcher: Dispatcher;
+let pipeline: AlertPipeline;
+const logs: string[] = [];
+const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(line) });
+
+function collection(name: string): DevnetCollectionInfo {
+  const found = h.devnet.collections.devnet?.find((c) => c.name === name);
+  if (!found) throw new Error(`devnet has no collection ${name}`);
+  return found;
+}
+
+async function listedToken(address: string): Promise<string> {
+  const { collectibles } = await h.platform.marketplace.listCollectibles({
+    network: 'devnet',
+    side: 'listing',
+    contractAddress: address,
+    filter: { includeEmpty: false },
+    page: { pageSize: 1 },
+  });
+  const tokenId = collectibles[0]?.metadata.tokenId;
+  if (!tokenId) throw new Error('no listed token');
+  return tokenId;
+}
+
+function config(extra: Partial<TelegramConfig> = {}): TelegramConfig {
+  return {
+    token: tg.token,
+    apiRoot: tg.url,
+    webhookUrl: undefined,
+    webhookSecret: undefined,
+    webhookPort: 0,
+    ...extra,
+  };
+}
+
+/** The address of a port nobody listens on. */
+async function closedPort(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}`;
+}
+
+/** The HTML of a sent message (text or caption). */
+function htmlOf(call: TelegramCall): string {
+  return String(call.params.text ?? call.params.caption ?? '');
+}
+
+/** Buttons of a sent message, as label -> callback data. */
+function buttonsOf(call: TelegramCall): Array<{ text: string; callback_data?: string; url?: string }> {
+  const markup = call.params.reply_markup as { inline_keyboard?: Array<Array<{ text: string }>> } | undefined;
+  return (markup?.inline_keyboard ?? []).flat();
+}
+
+function messageIdOf(chatId: number, call: TelegramCall): number {
+  const found = [...tg.messages.values()].find(
+    (m: StoredMessage) => m.chat.id === chatId && (m.text ?? m.caption) === htmlOf(call),
+  );
+  if (!found) throw new Error('message not stored');
+  return found.message_id;
+}
+
+/** Types a line in a chat and returns the bot's answer (the next message it sends there). */
+async function say(chatId: number, userId: number, text: string): Promise<TelegramCall> {
+  const from = tg.calls.length;
+  tg.injectText(chatId, userId, text);
+  return tg.waitFor(() =>
+    tg.calls
+      .slice(from)
+      .find((c) => SENDS.includes(c.method) && c.status === 200 && String(c.params.chat_id) === String(chatId)),
+  );
+}
+
+/**
+ * Telegram HTML as the Bot API accepts it: only b, i, code and a href tags, properly nested, and
+ * only the four entities; nothing else that looks like markup.
+ */
+function expectSafeHtml(html: string): void {
+  const stack: string[] = [];
+  const rest = html.replace(/<(\/?)(b|i|code|a)(?: href="(https?:\/\/[^"<>]*)")?>/g, (_, close, tag, href) => {
+    if (close) expect(stack.pop(), html).toBe(tag);
+    else {
+      expect(tag === 'a' ? Boolean(href) : href === undefined, html).toBe(true);
+      stack.push(tag);
+    }
+    return '';
+  });
+  expect(stack, html).toEqual([]);
+  expect(rest, html).not.toMatch(/[<>]/);
+  expect(rest.replace(/&(amp|lt|gt|quot);/g, ''), html).not.toContain('&');
+  expect(html).not.toMatch(/@(everyone|here)/);
+}
+
+beforeAll(async () => {
+  h = await startHarness();
+  tg = await FakeTelegram.start();
+  adapter = await startTelegram({
+    config: config(),
+    engine: h.engine,
+    store: h.store,
+    logger,
+    botInfo: tg.botInfo(),
+    groupIntervalMs: 50,
+  });
+  journal = await DeliveryJournal.open(join(h.dataDir, 'deliveries.jsonl'), { fsync: false });
+  dispatcher = new Dispatcher({
+    journal,
+    sinks: new Map([['telegram' as const, adapter.sink]]),
+    logger,
+    retryDelayMs: 20,
+    maxRetryDelayMs: 200,
+  });
+  pipeline = new AlertPipeline({
+    platform: h.platform,
+    store: h.store,
+    journal,
+    dispatcher,
+    enricher: new Enricher(h.platform, h.engine.currencies, logger),
+    logger,
+    marketplaceContracts: Object.fromEntries(h.devnet.info().networks.map((n) => [n.name, [n.marketplaceContract]])),
+    replanDelayMs: 20,
+    flushDelayMs: 5,
+    streams: { reconnect: { initialDelayMs: 20, maxDelayMs: 200 } },
+  });
+  await pipeline.start();
+});
+
+afterAll(async () => {
+  await adapter?.stop();
+  await pipeline?.stop();
+  await dispatcher?.stop();
+  await journal?.close();
+  await tg?.close();
+  await h?.close();
+});
+
+describe('commands in Telegram chats', () => {
+  it('registers every command in the menu, a group once with its subcommands in the description', async () => {
+    const menu = tg.commands as Array<{ command: string; description: string }>;
+    expect(menu.map((c) => c.command).sort()).toEqual(h.engine.commands.map((c) => c.name).sort());
+    const watch = menu.find((c) => c.command === 'watch');
+    expect(watch?.description).toMatch(/\(add, list, remove, pause, resume, test\)$/);
+    expect(adapter.bot.isRunning()).toBe(true);
+  });
+
+  it('answers every command of the registry with HTML that Telegram accepts', async () => {
+    const moonCats = collection('Moon Cats');
+    const tokenId = await listedToken(moonCats.address);
+    const { contacts } = await h.platform.builder.getAudience({ audienceId: 1 });
+    const lines: Record<string, string> = {
+      alias: '/alias list',
+      allowlist: `/allowlist ${contacts[0]?.address ?? '0x0'}`,
+      buy: `/buy moon cats ${tokenId} 0x1111111111111111111111111111111111111111`,
+      floor: '/floor moon cats count=5',
+      help: '/help',
+      holders: '/holders moon cats count=3',
+      holdings: `/holdings moon cats ${contacts[0]?.address ?? '0x0'}`,
+      listings: `/listings moon cats ${tokenId}`,
+      offers: `/offers moon cats ${tokenId}`,
+      project: '/project contracts',
+      search: '/search rescue',
+      settings: '/settings',
+      stats: '/stats 7',
+      status: '/status',
+      token: `/token moon cats ${tokenId}`,
+      traits: '/traits moon cats',
+      unpublish: '/unpublish 999999',
+      watch: '/watch list',
+    };
+    const names = h.engine.commands.map((c) => c.name);
+    // Commands added later are still run below, bare.
+    expect(names).toEqual(expect.arrayContaining(Object.keys(lines)));
+    // Bare command lines too: usage lines carry <placeholders> that must be escaped.
+    const all = [...Object.values(lines), ...names.map((n) => `/${n}`)];
+    for (const command of h.engine.commands) {
+      if (isGroup(command)) for (const sub of command.subcommands) all.push(`/${command.name} ${sub.name}`);
+    }
+    const chat = 7001;
+    for (const line of all) {
+      const answer = await say(chat, OPERATOR_ID, line);
+      expectSafeHtml(htmlOf(answer));
+      expect(answer.params.parse_mode).toBe('HTML');
+      expect(htmlOf(answer).length).toBeLessThanOrEqual(answer.method === 'sendPhoto' ? 1024 : 4096);
+      for (const button of buttonsOf(answer)) {
+        if (button.callback_data !== undefined) expect(Buffer.byteLength(button.callback_data)).toBeLessThanOrEqual(64);
+      }
+    }
+    const usage = tg.calls.find((c) => c.method === 'sendMessage' && htmlOf(c).includes('/floor &lt;collection&gt;'));
+    expect(usage).toBeDefined();
+    const document = await tg.waitFor(() =>
+      tg.callsOf('sendDocument').find((c) => String(c.params.chat_id) === String(chat)),
+    );
+    expect((document.params.document as { filename: string }).filename).toBe('checkout-steps.json');
+  });
+
+  it("escapes the hostile collection's HTML, markdown and @everyone in /token", async () => {
+    const hostile = h.devnet.collections.devnet?.find((c) => c.hostile);
+    if (!hostile) throw new Error('no hostile collection');
+    const { collectibles } = await h.platform.marketplace.listCollectibles({
+      network: 'devnet',
+      side: 'listing',
+      contractAddress: hostile.address,
+      filter: { includeEmpty: true },
+      page: { pageSize: 5 },
+    });
+    expect(collectibles.length).toBeGreaterThan(0);
+    let escaped = 0;
+    for (const item of collectibles) {
+      const answer = await say(7002, 1, `/token ${hostile.address} ${item.metadata.tokenId}`);
+      const html = htmlOf(answer);
+      expectSafeHtml(html);
+      if (/&lt;|@\u2060/.test(html)) escaped++;
+    }
+    expect(escaped).toBeGreaterThan(0);
+  });
+
+  it('pages /listings in place when More is pressed', async () => {
+    const gardens = collection('Glitch Gardens');
+    const tokenId = await listedToken(gardens.address);
+    await h.devnet.mine(
+      'devnet',
+      ['1.1', '1.2', '1.3', '1.4', '1.5', '1.6'].map((price) => ({
+        kind: 'listing' as const,
+        collection: gardens.address,
+        tokenId,
+        price,
+      })),
+    );
+    const chat = 7003;
+    const first = await say(chat, 1, `/listings ${gardens.address} ${tokenId}`);
+    const more = buttonsOf(first).find((b) => b.text.startsWith('More'));
+    expect(more?.callback_data).toBeDefined();
+    const messageId = messageIdOf(chat, first);
+    const edit = tg.nextCall(first.method === 'sendPhoto' ? 'editMessageCaption' : 'editMessageText');
+    const answered = tg.nextCall('answerCallbackQuery');
+    tg.pressButton(chat, 1, messageId, more?.callback_data ?? '');
+    const edited = await edit;
+    await answered;
+    expect(edited.params.message_id).toBe(messageId);
+    expect(htmlOf(edited)).toContain('page 2');
+    expectSafeHtml(htmlOf(edited));
+    expect(buttonsOf(edited).some((b) => b.text.includes('Cheaper'))).toBe(true);
+  });
+
+  it('asks an operator to confirm /unpublish in a group and unpublishes on the button', async () => {
+    const target = h.devnet.collections['devnet-l2']?.at(-1);
+    if (!target) throw new Error('no collection on devnet-l2');
+    const chat = -100300;
+    const ask = await say(chat, OPERATOR_ID, `/unpublish ${target.id}`);
+    expect(htmlOf(ask)).toContain(`Unpublish collection ${target.id}?`);
+    const confirm = buttonsOf(ask).find((b) => b.text === 'Confirm unpublish');
+    expect(confirm?.callback_data).toMatch(/confirm=[0-9a-f]{8}$/);
+    const from = tg.calls.length;
+    tg.pressButton(chat, OPERATOR_ID, messageIdOf(chat, ask), confirm?.callback_data ?? '');
+    const done = await tg.waitFor(() =>
+      tg.calls.slice(from).find((c) => c.method === 'sendMessage' && String(c.params.chat_id) === String(chat)),
+    );
+    expect(htmlOf(done)).toContain('Collection unpublished');
+    expect(tg.calls.slice(from).some((c) => c.method === 'answerCallbackQuery')).toBe(true);
+  });
+
+  it('answers a button whose stored action is gone with a hint to run the command again', async () => {
+    const ask = await say(7004, 1, '/help');
+    const answered = tg.nextCall('answerCallbackQuery');
+    tg.pressButton(7004, 1, messageIdOf(7004, ask), '#notstoredanymore');
+    expect((await answered).params.text).toBe(EXPIRED_BUTTON);
+  });
+
+  it('lets a group admin add a watch rule and refuses a member (getChatMember)', async () => {
+    const chat = -100400;
+    tg.admins.set(String(chat), [5, 6]);
+    const before = h.store.rules.length;
+    const refused = await say(chat, 7, '/watch add glitch gardens sale min=2');
+    expect(htmlOf(refused)).toContain('Only people who can manage this chat may change its settings.');
+    expect(tg.callsOf('getChatMember').some((c) => c.params.user_id === 7)).toBe(true);
+    expect(h.store.rules.length).toBe(before);
+    const added = await say(chat, 6, '/watch add glitch gardens sale min=2');
+    expect(htmlOf(added)).toContain('<b>Watching</b>');
+    expect(h.store.rules.length).toBe(before + 1);
+  });
+
+  it('ignores /floor@OtherBot and plain talk in a group, answers /help@ its own name, hints in private', async () => {
+    const chat = -100500;
+    const from = tg.calls.length;
+    tg.injectText(chat, 1, '/floor@OtherBot moon cats');
+    tg.injectText(chat, 1, 'what is the floor today?');
+    const help = await say(chat, 1, `/help@${tg.bot.username}`);
+    expect(htmlOf(help)).toContain('Floorwatch commands');
+    const toChat = tg.calls
+      .slice(from)
+      .filter((c) => SENDS.includes(c.method) && String(c.params.chat_id) === String(chat));
+    expect(toChat).toHaveLength(1);
+    const hint = await say(7005, 1, 'hello');
+    expect(htmlOf(hint)).toContain('/help');
+  });
+});
+
+describe('alerts through the Telegram sink', () => {
+  const chat = 7100;
+
+  async function planned(): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, 40));
+      const wanted = h.store.rules.filter((r) => !r.paused);
+      const ready = wanted.every((rule) => {
+        const stream = pipeline.health().find((s) => s.network === rule.network);
+        return stream?.events === 'connected' && stream.contracts > 0;
+      });
+      if (ready) return;
+      if (Date.now() > deadline) throw new Error('streams not planned');
+    }
+  }
+
+  function sentTo(from: number, match: string): TelegramCall[] {
+    return tg.calls
+      .slice(from)
+      .filter(
+        (c) => SENDS.includes(c.method) && String(c.params.chat_id) === String(chat) && htmlOf(c).includes(match),
+      );
+  }
+
+  it('sends a sale alert and edits it when its block is reorganised away', async () => {
+    expect(htmlOf(await say(chat, 1, '/watch add moon cats sale'))).toContain('Watching');
+    await planned();
+    const tokenId = await listedToken(collection('Moon Cats').address);
+    const from = tg.calls.length;
+    await h.devnet.mine('devnet', [{ kind: 'sale', collection: collection('Moon Cats').address, tokenId }]);
+    const alert = await tg.waitFor(() => sentTo(from, 'Sold: ').find((c) => c.status === 200));
+    expectSafeHtml(htmlOf(alert));
+    await dispatcher.drained();
+    const messageId = messageIdOf(chat, alert);
+    await h.devnet.reorg('devnet', 1);
+    const edit = await tg.waitFor(() =>
+      tg.calls
+        .slice(from)
+        .find((c) => c.method.startsWith('editMessage') && c.params.message_id === messageId && c.status === 200),
+    );
+    expect(edit.method).toBe(alert.method === 'sendPhoto' ? 'editMessageCaption' : 'editMessageText');
+    expect(htmlOf(edit)).toContain('Reversed');
+  });
+
+  it('waits out a 429 and delivers the alert exactly once', async () => {
+    const tokenId = await listedToken(collection('Moon Cats').address);
+    tg.fail(SENDS, { code: 429, description: 'Too Many Requests: retry after 1', retryAfter: 1, chatId: String(chat) });
+    const from = tg.calls.length;
+    await h.devnet.mine('devnet', [{ kind: 'sale', collection: collection('Moon Cats').address, tokenId }]);
+    const limited = await tg.waitFor(() => sentTo(from, 'Sold: ').find((c) => c.status === 429));
+    const delivered = await tg.waitFor(() => sentTo(from, 'Sold: ').find((c) => c.status === 200));
+    expect(delivered.at - limited.at).toBeGreaterThanOrEqual(950);
+    await dispatcher.drained();
+    expect(sentTo(from, 'Sold: ').filter((c) => c.status === 200)).toHaveLength(1);
+    expect(journal.stats().failed).toBe(0);
+  });
+
+  it('keeps three seconds (here 50 ms) between alerts to one group', async () => {
+    const from = tg.calls.length;
+    await adapter.sink.send('-7400', [{ title: 'first' }], 'g1');
+    await adapter.sink.send('-7400', [{ title: 'second' }], 'g2');
+    const [first, second] = tg.calls.slice(from).filter((c) => String(c.params.chat_id) === '-7400');
+    expect((second?.at ?? 0) - (first?.at ?? 0)).toBeGreaterThanOrEqual(45);
+    expect(adapter.sink.maxBatch).toBe(1);
+    expect(adapter.sink.minIntervalMs).toBe(1_000);
+  });
+
+  it('reports a blocked chat as permanent and a 429 with its retry_after', async () => {
+    tg.blocked.add('7200');
+    const blocked = await adapter.sink.send('7200', [{ title: 'x' }], 'k1').catch((e: unknown) => e);
+    expect(blocked).toBeInstanceOf(DeliveryError);
+    expect(blocked).toMatchObject({ permanent: true });
+    tg.fail(SENDS, { code: 429, description: 'Too Many Requests: retry after 2', retryAfter: 2, chatId: '7201' });
+    const limited = await adapter.sink.send('7201', [{ title: 'x' }], 'k2').catch((e: unknown) => e);
+    expect(limited).toMatchObject({ permanent: false, retryAfterMs: 2_000 });
+    tg.fail(SENDS, { code: 502, description: 'Bad Gateway', chatId: '7201' });
+    expect(await adapter.sink.send('7201', [{ title: 'x' }], 'k3').catch((e: unknown) => e)).toMatchObject({
+      permanent: false,
+    });
+  });
+});
+
+describe('webhook mode and secrets', () => {
+  it('rejects a webhook request without the secret (401) and answers one with it', async () => {
+    const secret = 'webhook-secret-0123456789';
+    const hook = await startTelegram({
+      config: config({ webhookUrl: 'https://bot.example.test/telegram', webhookSecret: secret }),
+      engine: h.engine,
+      store: h.store,
+      logger,
+    });
+    try {
+      expect(tg.webhook).toEqual({ url: 'https://bot.example.test/telegram', secret_token: secret });
+      const url = `http://127.0.0.1:${hook.webhook?.port}/telegram`;
+      const post = (update: object, headers: Record<string, string>) =>
+        fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: JSON.stringify(update),
+        });
+      const from = tg.calls.length;
+      const denied = await post(tg.textUpdate(7300, 1, '/help'), {});
+      expect(denied.status).toBe(401);
+      const wrong = await post(tg.textUpdate(7300, 1, '/help'), { 'x-telegram-bot-api-secret-token': 'nope' });
+      expect(wrong.status).toBe(401);
+      const accepted = await post(tg.textUpdate(7300, 1, '/help'), { 'x-telegram-bot-api-secret-token': secret });
+      expect(accepted.status).toBe(200);
+      const answer = await tg.waitFor(() =>
+        tg.calls.slice(from).find((c) => c.method === 'sendMessage' && String(c.params.chat_id) === '7300'),
+      );
+      expect(htmlOf(answer)).toContain('Floorwatch commands');
+      expect(
+        tg.calls.slice(from).filter((c) => String(c.params.chat_id) === '7300' && c.method === 'sendMessage'),
+      ).toHaveLength(1);
+    } finally {
+      await hook.stop();
+    }
+  });
+
+  it('keeps the bot token out of start-up errors and logs', async () => {
+    const failed = await startTelegram({
+      config: config({ apiRoot: await closedPort() }),
+      engine: h.engine,
+      store: h.store,
+      logger,
+    }).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(Error);
+    expect(String((failed as Error).message)).toMatch(/^Telegram: could not reach Telegram/);
+    expect(JSON.stringify(failed)).not.toContain(tg.token);
+    expect((failed as Error).message).not.toContain(tg.token);
+    expect(logs.length).toBeGreaterThan(0);
+    expect(logs.join('\n')).not.toContain(tg.token);
+  });
+});
