@@ -140,15 +140,19 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
   try {
     await client.login(config.token);
     await ready;
-    if (options.registerCommands !== false) {
-      const registered = await registerCommands({ config, commands: engine.commands, rest: client.rest });
-      logger.info(registered, 'discord commands registered');
-    }
   } catch (error) {
     await client.destroy();
     throw scrub(error, config.token);
   }
   logger.info({ user: client.user?.tag, guilds: client.guilds.cache.size }, 'discord connected');
+  if (options.registerCommands !== false) {
+    // The commands registered before stay in place: a failure here must not keep the bot offline.
+    await registerCommands({ config, commands: engine.commands, rest: client.rest }).then(
+      (registered) => logger.info(registered, 'discord commands registered'),
+      (error: unknown) =>
+        logger.error({ reason: deliveryErrorOf(error).message }, 'discord commands could not be registered'),
+    );
+  }
   return {
     client,
     sink: new DiscordSink(client.rest, codec),
