@@ -8,7 +8,7 @@ import type { PlatformClient } from '../platform/client.ts';
 import { PlatformError } from '../platform/errors.ts';
 import type { AnalyticsFilter, ChartPoint, Order } from '../platform/types.ts';
 import type { DeliveryJournal } from '../store/journal.ts';
-import type { CollectionKey, DigestSettings, MarketSnapshot, StateStore } from '../store/state.ts';
+import type { ChatSettings, CollectionKey, DigestSettings, MarketSnapshot, StateStore } from '../store/state.ts';
 import { renderChartPng } from './chart.ts';
 import { zonedDay } from './zoned-time.ts';
 
@@ -45,6 +45,9 @@ interface Market {
 export class DigestRunCache {
   readonly analytics = new Map<string, Promise<[Series, Series]>>();
   readonly markets = new Map<string, Promise<Market>>();
+  readonly charts = new Map<string, Uint8Array>();
+  /** "Last posted" marks, written to the state file once at the end of the run. */
+  readonly posted: Array<readonly [string, (settings: ChatSettings) => void]> = [];
 }
 
 function destinationOf(chatKey: string): Destination {
@@ -96,6 +99,9 @@ export class DigestService {
       }
     };
     await Promise.all(Array.from({ length: Math.min(DIGEST_CONCURRENCY, queue.length) }, worker));
+    // A crash before this write is harmless: the journal already holds each digest under an id per
+    // chat and due time, so a catch-up run records nothing twice.
+    await this.#o.store.updateChats(cache.posted);
   }
 
   async #post(chatKey: string, dueAt: Date, cache: DigestRunCache): Promise<void> {
@@ -113,12 +119,15 @@ export class DigestService {
         payload: encodePayload(reply),
       },
     ]);
-    await this.#o.store.updateChat(chatKey, (settings) => {
-      if (settings.digest) {
-        settings.digest.lastPostedFor = dueAt.toISOString();
-        settings.digest.lastMarket = market;
-      }
-    });
+    cache.posted.push([
+      chatKey,
+      (settings) => {
+        if (settings.digest) {
+          settings.digest.lastPostedFor = dueAt.toISOString();
+          settings.digest.lastMarket = market;
+        }
+      },
+    ]);
     this.#o.dispatcher.enqueue(recorded);
     this.#o.logger.info({ chat: chatKey, due: dueAt }, 'digest posted');
   }
@@ -199,10 +208,13 @@ export class DigestService {
       { name: 'Conversion rate', points: conversion.points ?? [], format: percent, color: '#f5a524' },
     ];
     const day = zonedDay(dueAt, digest.timeZone);
-    const chart = renderChartPng(
-      `Project activity, ${digest.days} day${digest.days === 1 ? '' : 's'} to ${day}`,
-      series,
-    );
+    const chartTitle = `Project activity, ${digest.days} day${digest.days === 1 ? '' : 's'} to ${day}`;
+    const chartKey = `${JSON.stringify(this.#filter(digest, start, end))}|${chartTitle}`;
+    let chart = cache.charts.get(chartKey);
+    if (!chart) {
+      chart = renderChartPng(chartTitle, series);
+      cache.charts.set(chartKey, chart);
+    }
     const reply: Reply = {
       title: `Daily digest · ${day}`,
       tone: 'info',
@@ -218,13 +230,17 @@ export class DigestService {
     return { reply, market };
   }
 
-  #analytics(digest: DigestSettings, start: Date, end: Date, cache: DigestRunCache): Promise<[Series, Series]> {
-    const filter: AnalyticsFilter = {
+  #filter(digest: DigestSettings, start: Date, end: Date): AnalyticsFilter {
+    return {
       ...(this.#o.projectId === undefined ? {} : { projectId: this.#o.projectId }),
       startDate: isoDay(start),
       endDate: isoDay(end),
       collections: digest.collections.map((c) => c.address).sort(),
     };
+  }
+
+  #analytics(digest: DigestSettings, start: Date, end: Date, cache: DigestRunCache): Promise<[Series, Series]> {
+    const filter = this.#filter(digest, start, end);
     const key = JSON.stringify(filter);
     let pending = cache.analytics.get(key);
     if (!pending) {

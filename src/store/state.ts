@@ -217,6 +217,18 @@ export class StateStore {
     return true;
   }
 
+  /** Changes several chats' settings with one write of the file. */
+  async updateChats(changes: ReadonlyArray<readonly [string, (settings: ChatSettings) => void]>): Promise<void> {
+    if (changes.length === 0) return;
+    for (const [chatKey, change] of changes) {
+      const settings = this.#db.data.chats[chatKey] ?? { aliases: {} };
+      change(settings);
+      this.#db.data.chats[chatKey] = settings;
+    }
+    await this.#db.write();
+    for (const [chatKey] of changes) for (const listener of this.#chatListeners) listener(chatKey);
+  }
+
   /** Called after every change of a chat's settings (digest schedules are rebuilt). */
   onChatsChanged(listener: (chatKey: string) => void): void {
     this.#chatListeners.push(listener);
