@@ -1,0 +1,151 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DeliveryError, Dispatcher } from '../../../src/alerts/delivery.ts';
+import type { Destination } from '../../../src/alerts/types.ts';
+import type { Reply } from '../../../src/bot/reply.ts';
+import { DeliveryJournal, type DeliveryRecord, type NewDelivery } from '../../../src/store/journal.ts';
+import { RecordingSink } from '../../helpers/recording-sink.ts';
+
+// After a crash or an ambiguous failure, a merged message is sent again under its idempotency key;
+// the chat (like Discord's enforced nonce) answers with the message first posted under that key,
+// whatever the new request holds. So the resend must hold exactly the deliveries first sent with it.
+
+const CHAT: Destination = { platform: 'console', chatId: 'c1' };
+let dir: string;
+let journal: DeliveryJournal;
+
+const delivery = (n: number): NewDelivery => ({
+  eventId: `devnet:0x${n.toString(16).padStart(4, '0')}:0xc0:listing`,
+  destination: CHAT,
+  network: 'devnet',
+  txnHash: `0x${n.toString(16).padStart(4, '0')}`,
+  blockNumber: n,
+  payload: { title: `alert ${n}` } satisfies Reply,
+});
+
+async function recordAll(from: number, to: number): Promise<DeliveryRecord[]> {
+  const out: DeliveryRecord[] = [];
+  for (let n = from; n <= to; n++) out.push(...(await journal.record([delivery(n)])));
+  return out;
+}
+
+/** Posts the first message, then fails as a timeout would; `meanwhile` runs before the failure. */
+class PostedThenTimedOut extends RecordingSink {
+  meanwhile: () => Promise<void> = async () => undefined;
+  #failed = false;
+
+  override async send(chatId: string, replies: readonly Reply[], key: string): Promise<string> {
+    const id = await super.send(chatId, replies, key);
+    if (this.#failed) return id;
+    this.#failed = true;
+    await this.meanwhile();
+    throw new DeliveryError('timed out', { permanent: false });
+  }
+}
+
+/** What a dispatcher started on the journal (as after a restart) posts. */
+async function resume(sink: RecordingSink): Promise<string[]> {
+  const dispatcher = new Dispatcher({
+    journal,
+    sinks: new Map([['console', sink]]),
+    logger: pino({ level: 'silent' }),
+  });
+  dispatcher.enqueue(journal.unfinished());
+  await dispatcher.drained();
+  return sink.alerts(CHAT.chatId).map((r) => r.title ?? '');
+}
+
+const titles = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => `alert ${from + i}`);
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'floorwatch-resend-'));
+  journal = await DeliveryJournal.open(join(dir, 'deliveries.jsonl'), { fsync: false });
+});
+afterEach(async () => {
+  await journal.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('Dispatcher: resending a merged message', () => {
+  it('GIVEN a crash after the chat took a batch of 3 THEN the restart resends those 3 under the same key, then the rest', async () => {
+    const [a, b, c] = await recordAll(1, 3);
+    await recordAll(4, 8);
+    const sink = new RecordingSink('console', 10);
+    for (const r of [a, b, c]) await journal.markSending(r?.id ?? '', a?.id);
+    // The chat got the message; the bot died before it heard the answer.
+    await sink.send(
+      CHAT.chatId,
+      [a, b, c].map((r) => r?.payload as Reply),
+      a?.id ?? '',
+    );
+
+    expect(await resume(sink)).toEqual(titles(1, 8));
+    expect(sink.sent.map((m) => m.replies.length)).toEqual([3, 5]);
+    expect(journal.unfinished()).toEqual([]);
+    expect(new Set([a, b, c].map((r) => journal.get(r?.id ?? '')?.messageId))).toEqual(new Set(['1']));
+  });
+
+  it('GIVEN a crash between the "sent" records of a batch THEN the rest of it is not posted again', async () => {
+    const [a, b, c] = await recordAll(1, 3);
+    const sink = new RecordingSink('console', 10);
+    for (const r of [a, b, c]) await journal.markSending(r?.id ?? '', a?.id);
+    const id = await sink.send(
+      CHAT.chatId,
+      [a, b, c].map((r) => r?.payload as Reply),
+      a?.id ?? '',
+    );
+    await journal.markSent(a?.id ?? '', id);
+
+    expect(await resume(sink)).toEqual(titles(1, 3));
+    expect(journal.get(c?.id ?? '')).toMatchObject({ state: 'sent', messageId: id });
+  });
+
+  it('GIVEN a failed send that reached the chat and more alerts since THEN the retry does not fold them into the old key', async () => {
+    const [a, b] = await recordAll(1, 2);
+    const sink = new RecordingSink('console', 10);
+    for (const r of [a, b]) await journal.markSending(r?.id ?? '', a?.id);
+    await sink.send(
+      CHAT.chatId,
+      [a, b].map((r) => r?.payload as Reply),
+      a?.id ?? '',
+    );
+    // A timeout: the bot cannot tell that the message was posted.
+    for (const r of [a, b]) await journal.markFailed(r?.id ?? '', 'timed out');
+    await recordAll(3, 12);
+
+    expect(await resume(sink)).toEqual(titles(1, 12));
+    expect(sink.sent.map((m) => m.replies.length)).toEqual([2, 10]);
+  });
+
+  it('GIVEN a send that reached the chat but timed out WHEN more alerts queue up before the retry THEN none is lost', async () => {
+    const sink = new PostedThenTimedOut('console', 10);
+    const dispatcher = new Dispatcher({
+      journal,
+      sinks: new Map([['console', sink]]),
+      logger: pino({ level: 'silent' }),
+      retryDelayMs: 5,
+    });
+    sink.meanwhile = async () => dispatcher.enqueue(await recordAll(3, 12));
+    dispatcher.enqueue(await recordAll(1, 2));
+    await dispatcher.drained();
+
+    expect(sink.alerts(CHAT.chatId).map((r) => r.title)).toEqual(titles(1, 12));
+    expect(sink.sent.map((m) => m.replies.length)).toEqual([2, 10]);
+    expect(journal.unfinished()).toEqual([]);
+  });
+
+  it('GIVEN a journal reopened and compacted THEN the key of a send in flight is still known', async () => {
+    const [a, b] = await recordAll(1, 2);
+    for (const r of [a, b]) await journal.markSending(r?.id ?? '', a?.id);
+    await journal.close();
+    journal = await DeliveryJournal.open(join(dir, 'deliveries.jsonl'), { fsync: false });
+    expect(journal.get(b?.id ?? '')).toMatchObject({ state: 'sending', sendKey: a?.id });
+    await journal.compact();
+    await journal.close();
+    journal = await DeliveryJournal.open(join(dir, 'deliveries.jsonl'), { fsync: false });
+    expect(journal.unfinished().map((r) => r.sendKey)).toEqual([a?.id, a?.id]);
+  });
+});
