@@ -201,6 +201,32 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       sinks.set('console', new ConsoleSink(chat));
       finished = chat.run();
     }
+    // Chat platforms load only when configured: their libraries cost start-up time.
+    if (config.discord) {
+      const { startDiscord } = await import('./chat/discord/adapter.ts');
+      const discord = await startDiscord({
+        config: config.discord,
+        engine,
+        store,
+        logger: logger.child({ component: 'discord' }),
+        networks: platform.networks.all.map((n) => n.name),
+        defaultNetwork,
+      });
+      stops.push(() => discord.stop());
+      sinks.set('discord', discord.sink);
+    }
+    if (config.telegram) {
+      const { startTelegram } = await import('./chat/telegram/adapter.ts');
+      const telegram = await startTelegram({
+        config: config.telegram,
+        engine,
+        store,
+        logger: logger.child({ component: 'telegram' }),
+      });
+      stops.push(() => telegram.stop());
+      sinks.set('telegram', telegram.sink);
+    }
+    // After the adapters: deliveries replayed from the journal need their sinks.
     // Streams open in the background: a platform that is down must not hold the chat back.
     stops.push(() => alertPipeline.stop());
     void alertPipeline
@@ -210,9 +236,6 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     void digestScheduler
       .start()
       .catch((error: unknown) => logger.error({ err: error }, 'digest scheduler failed to start'));
-    if (config.discord || config.telegram) {
-      logger.warn('Discord and Telegram adapters are not part of this build yet; only the terminal chat runs.');
-    }
     logger.info({ commands: commands.length, dataDir: config.dataDir }, 'floorwatch started');
     return {
       config,

@@ -179,8 +179,13 @@ export class Dispatcher {
     const { journal, logger } = this.#options;
     const sink = this.#options.sinks.get(lane.destination.platform);
     if (!sink) {
-      for (const id of lane.queue.splice(0))
-        await journal.markFailed(id, `no ${lane.destination.platform} adapter is running`, { final: false });
+      // No adapter for this platform in this process (not configured): the deliveries stay
+      // pending in the journal and go out once a run has the adapter.
+      this.#options.logger.warn(
+        { destination: destinationKey(lane.destination), waiting: lane.queue.length },
+        'no chat adapter for this destination; deliveries kept for a later start',
+      );
+      lane.queue.length = 0;
       lane.edits.length = 0;
       return;
     }
