@@ -1,9 +1,6 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { byPriceAscending, tokenName } from '../src/bot/format.ts';
-import { describeOrder, fetchToken, firstItems, footerOf, MAX_BOOK_PAGES } from '../src/bot/market.ts';
-import { bold, type Reply, type ReplyButton } from '../src/bot/reply.ts';
-
-const PAGE_SIZE = 5;
+import { byPriceAscending } from '../src/bot/format.ts';
+import { bookPage, firstItems, MAX_BOOK_PAGES } from '../src/bot/market.ts';
 
 export default defineCommand({
   name: 'listings',
@@ -20,44 +17,23 @@ export default defineCommand({
     { name: 'token', type: 'tokenId', description: 'Token id', required: true },
     { name: 'page', type: 'integer', description: 'Page (1 = cheapest)', min: 1, max: MAX_BOOK_PAGES },
   ],
-  async run(ctx, { collection, token, page = 1 }) {
+  run(ctx, { collection, token, page = 1 }) {
     const target = { network: collection.network, contractAddress: collection.address, tokenId: token };
-    const [metadata, list, highest] = await Promise.all([
-      fetchToken(ctx, collection, token),
-      ctx.platform.marketplace.listListingsForCollectible({
-        ...target,
-        page: firstItems(page * PAGE_SIZE + 1),
-      }),
-      ctx.platform.marketplace.getHighestPriceListingForCollectible(target),
-    ]);
-    const title = `Listings of ${tokenName(metadata, token)}`;
-    const reply: Reply = { title, tone: 'listing', footer: `${footerOf(collection)} · page ${page}` };
-    if (metadata.image) reply.thumbnail = metadata.image;
-    const sorted = [...list.listings].sort(byPriceAscending);
-    const shown = sorted.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE);
-    if (shown.length === 0) {
-      reply.lines = [page === 1 ? 'This token is not listed.' : `There is no page ${page}: the listings end earlier.`];
-    } else {
-      reply.fields = await Promise.all(
-        shown.map(async (order, i) => ({
-          name: `${(page - 1) * PAGE_SIZE + i + 1}.`,
-          value: await describeOrder(ctx, collection.network, order),
-        })),
-      );
-    }
-    if (highest)
-      reply.lines = [
-        ...(reply.lines ?? []),
-        [bold('Highest ask: '), ...(await describeOrder(ctx, collection.network, highest))],
-      ];
-    const nav: ReplyButton[] = [];
-    if (page > 1) nav.push({ label: '◀ Cheaper', action: ctx.rerun({ page: String(page - 1) }) });
-    if (
-      page < MAX_BOOK_PAGES &&
-      (sorted.length > page * PAGE_SIZE || (list.page.more === true && sorted.length >= page * PAGE_SIZE))
-    )
-      nav.push({ label: 'More ▶', action: ctx.rerun({ page: String(page + 1) }) });
-    if (nav.length) reply.buttons = [nav];
-    return reply;
+    return bookPage(ctx, collection, token, page, {
+      title: 'Listings of',
+      tone: 'listing',
+      order: byPriceAscending,
+      fetch: async (pageSize) => {
+        const { listings, page } = await ctx.platform.marketplace.listListingsForCollectible({
+          ...target,
+          page: firstItems(pageSize),
+        });
+        return { orders: listings, more: page.more === true };
+      },
+      otherEnd: () => ctx.platform.marketplace.getHighestPriceListingForCollectible(target),
+      otherEndLabel: 'Highest ask',
+      empty: 'This token is not listed.',
+      previousLabel: '◀ Cheaper',
+    });
   },
 });

@@ -2,8 +2,8 @@ import { PlatformApiError } from '../platform/errors.ts';
 import type { Order, TokenMetadata } from '../platform/types.ts';
 import type { CommandContext, ResolvedCollection } from './command.ts';
 import { UserError } from './errors.ts';
-import { formatPrice, marketplaceName, relativeTime } from './format.ts';
-import { code, type Inline } from './reply.ts';
+import { formatPrice, marketplaceName, relativeTime, tokenName } from './format.ts';
+import { bold, code, type Inline, type Reply, type ReplyButton } from './reply.ts';
 
 /** `1.5 ETH ($3,012.40) · Sequence Market v2 · by 0xab…cd · ends in 3 days` */
 export async function describeOrder(ctx: CommandContext, network: string, order: Order): Promise<Inline[]> {
@@ -56,4 +56,67 @@ export const MAX_BOOK_PAGES = 20;
 /** Footer text: `Moon Cats · devnet` */
 export function footerOf(collection: ResolvedCollection): string {
   return `${collection.name} · ${collection.network}`;
+}
+
+/** One side of a token's order book as people page through it. */
+export interface BookSide {
+  /** `Listings of`, `Offers on`. */
+  title: string;
+  tone: 'listing' | 'offer';
+  /** Best first: cheapest listing, highest offer. */
+  order: (a: Order, b: Order) => number;
+  /** This side's orders, the first `pageSize`. */
+  fetch: (pageSize: number) => Promise<{ orders: Order[]; more: boolean }>;
+  /** The other end of this side: the highest ask, the lowest offer. */
+  otherEnd: () => Promise<Order | undefined>;
+  otherEndLabel: string;
+  empty: string;
+  previousLabel: string;
+}
+
+const BOOK_PAGE_SIZE = 5;
+
+/** A page of one side of a token's book, best first, with the other end and paging buttons. */
+export async function bookPage(
+  ctx: CommandContext,
+  collection: ResolvedCollection,
+  tokenId: string,
+  page: number,
+  side: BookSide,
+): Promise<Reply> {
+  const [metadata, list, otherEnd] = await Promise.all([
+    fetchToken(ctx, collection, tokenId),
+    side.fetch(page * BOOK_PAGE_SIZE + 1),
+    side.otherEnd(),
+  ]);
+  const reply: Reply = {
+    title: `${side.title} ${tokenName(metadata, tokenId)}`,
+    tone: side.tone,
+    footer: `${footerOf(collection)} · page ${page}`,
+  };
+  if (metadata.image) reply.thumbnail = metadata.image;
+  const sorted = [...list.orders].sort(side.order);
+  const shown = sorted.slice((page - 1) * BOOK_PAGE_SIZE, page * BOOK_PAGE_SIZE);
+  if (shown.length === 0) {
+    reply.lines = [page === 1 ? side.empty : `There is no page ${page}: the ${side.tone}s end earlier.`];
+  } else {
+    reply.fields = await Promise.all(
+      shown.map(async (order, i) => ({
+        name: `${(page - 1) * BOOK_PAGE_SIZE + i + 1}.`,
+        value: await describeOrder(ctx, collection.network, order),
+      })),
+    );
+  }
+  if (otherEnd) {
+    reply.lines = [
+      ...(reply.lines ?? []),
+      [bold(`${side.otherEndLabel}: `), ...(await describeOrder(ctx, collection.network, otherEnd))],
+    ];
+  }
+  const nav: ReplyButton[] = [];
+  if (page > 1) nav.push({ label: side.previousLabel, action: ctx.rerun({ page: String(page - 1) }) });
+  const more = sorted.length > page * BOOK_PAGE_SIZE || (list.more && sorted.length >= page * BOOK_PAGE_SIZE);
+  if (page < MAX_BOOK_PAGES && more) nav.push({ label: 'More ▶', action: ctx.rerun({ page: String(page + 1) }) });
+  if (nav.length) reply.buttons = [nav];
+  return reply;
 }
