@@ -256,7 +256,11 @@ export class Dispatcher {
       records.map((r) => decodePayload(r.payload)),
       key,
     );
-    for (const record of records) await journal.markSent(record.id, messageId);
+    for (const record of records) {
+      const sent = await journal.markSent(record.id, messageId);
+      // The transaction was reorganised away while this message was on its way: edit it now.
+      if (sent.reorged && !sent.editedAt && !lane.edits.includes(sent.id)) lane.edits.push(sent.id);
+    }
     lane.queue = lane.queue.filter((id) => !lane.sending.includes(id));
     lane.sending = [];
     this.#options.onOutcome?.('sent', lane.destination.platform, records.length);

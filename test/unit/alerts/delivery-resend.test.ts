@@ -149,3 +149,33 @@ describe('Dispatcher: resending a merged message', () => {
     expect(journal.unfinished().map((r) => r.sendKey)).toEqual([a?.id, a?.id]);
   });
 });
+
+/** Holds each send until released, so something can happen while it is on its way. */
+class SlowSink extends RecordingSink {
+  meanwhile: () => Promise<void> = async () => undefined;
+  override async send(chatId: string, replies: readonly Reply[], key: string): Promise<string> {
+    await this.meanwhile();
+    return super.send(chatId, replies, key);
+  }
+}
+
+describe('Dispatcher: a reorg while the alert is on its way', () => {
+  it('GIVEN the transaction is reorganised during the send THEN the sent message is edited at once', async () => {
+    const [record] = await recordAll(1, 1);
+    const sink = new SlowSink('console', 10);
+    sink.meanwhile = async () => {
+      await journal.markReorged('devnet', record?.txnHash ?? '');
+    };
+    const dispatcher = new Dispatcher({
+      journal,
+      sinks: new Map([['console', sink]]),
+      logger: pino({ level: 'silent' }),
+    });
+    dispatcher.enqueue([record as DeliveryRecord]);
+    await dispatcher.drained();
+    expect(sink.sent).toHaveLength(1);
+    expect(sink.edits).toHaveLength(1);
+    expect(sink.edits[0]?.replies[0]?.title).toBe('Reversed: alert 1');
+    expect(journal.get(record?.id ?? '')?.editedAt).toBeDefined();
+  });
+});
