@@ -39,6 +39,35 @@ export class Enricher {
     this.#logger = logger;
   }
 
+  /**
+   * Like {@link enrich}, but gives up after `limitMs` and returns the event with what the chain
+   * says alone: an event is journaled only once enriched, and until then a crash would lose it.
+   */
+  async enrichWithin(event: ChainEvent, collectionName: string, limitMs: number): Promise<EnrichedEvent> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<EnrichedEvent>((resolve) => {
+      timer = setTimeout(() => {
+        this.#logger.warn({ event: event.id, limitMs }, 'enrichment too slow: alert sent without its details');
+        resolve(this.bare(event, collectionName));
+      }, limitMs);
+    });
+    try {
+      return await Promise.race([this.enrich(event, collectionName), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The event with what the chain says alone (no platform calls). */
+  bare(event: ChainEvent, collectionName: string): EnrichedEvent {
+    return {
+      details: { event, collectionName, tokens: event.tokens.map((t) => ({ tokenId: t.tokenId, amount: t.amount })) },
+      price: undefined,
+      traits: event.tokens.map(() => undefined),
+      missing: ['everything (timed out)'],
+    };
+  }
+
   async enrich(event: ChainEvent, collectionName: string): Promise<EnrichedEvent> {
     const missing: string[] = [];
     const [orders, metadata] = await Promise.all([

@@ -26,6 +26,8 @@ export interface AlertPipelineOptions {
   /** A transaction's logs are complete once the next transaction starts, or after this quiet time. Default 10 ms. */
   flushDelayMs?: number;
   streams?: StreamOptionsForAlerts;
+  /** Enrichment slower than this is given up: the alert goes out with what the chain says. Default 10 s. */
+  enrichLimitMs?: number;
   /** Observes each alert handed to delivery (metrics, latency benchmarks). */
   onRecorded?: (event: ChainEvent, destinations: number) => void;
 }
@@ -210,7 +212,11 @@ export class AlertPipeline {
       this.counters.matched++;
       const collectionName = rules[0]?.collectionName ?? event.collection;
       // Enrichment starts at once; recording waits its turn so alerts keep the chain's order.
-      const enriched = this.#options.enricher.enrich(event, collectionName);
+      const enriched = this.#options.enricher.enrichWithin(
+        event,
+        collectionName,
+        this.#options.enrichLimitMs ?? 10_000,
+      );
       state.chain = state.chain.then(async () => {
         try {
           await this.#record(event, rules, await enriched);

@@ -1,5 +1,7 @@
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryError } from '../../src/alerts/delivery.ts';
+import { Enricher } from '../../src/alerts/enrich.ts';
 import type { Reply } from '../../src/bot/reply.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
@@ -238,5 +240,40 @@ describe('alerts from the live stream', () => {
       /devnet: events connected, receipts connected, \d+ contracts, last event \d+ s ago \(block \d+\), [1-9]\d* reconnects/,
     );
     expect(status).toContain(`gap: blocks ${gap?.fromBlock}-${gap?.toBlock} not seen`);
+  });
+
+  it('GIVEN a platform too slow to enrich an event THEN the alert goes out in time with what the chain says', async () => {
+    const enricher = new Enricher(h.platform, h.engine.currencies, pino({ level: 'silent' }));
+    h.devnet.setFaults([
+      { operation: 'GetOrders', latencyMs: 1_500 },
+      { operation: 'GetCollectible', latencyMs: 1_500 },
+    ]);
+    try {
+      const started = performance.now();
+      const enriched = await enricher.enrichWithin(
+        {
+          id: 'devnet:0xabc:0xc0:sale',
+          kind: 'sale',
+          network: 'devnet',
+          collection: moonCats.address,
+          txnHash: '0xabc',
+          blockNumber: 1,
+          blockHash: '0x1',
+          ts: new Date().toISOString(),
+          tokens: [{ tokenId: '7', amount: '1' }],
+          accounts: [],
+          orderIds: ['1'],
+          logUids: [],
+        },
+        'Moon Cats',
+        200,
+      );
+      expect(performance.now() - started).toBeLessThan(1_400);
+      expect(enriched.price).toBeUndefined();
+      expect(enriched.details.tokens).toEqual([{ tokenId: '7', amount: '1' }]);
+      expect(enriched.missing.length).toBeGreaterThan(0);
+    } finally {
+      h.devnet.clearFaults();
+    }
   });
 });
