@@ -1,5 +1,12 @@
 // Alert matching throughput: classify a transaction's logs, find the candidate rules of each event,
-// then run the phase-2 checks (price, traits) against synthetic enrichment (no rendering, no I/O).
+// then run the phase-2 checks (price, traits) against synthetic enrichment (no I/O).
+//
+// Then the same path with rendering (issue 5): the matching rules of an event are grouped by
+// destination as the pipeline does (a chat with several matching rules gets one message), one alert
+// is rendered per destination with renderAlert, and converted by the chat converter the adapter will
+// use (renderDiscord or renderTelegram). Those figures are medians of several runs. Memory is printed
+// after the index is built, and again after 5,000 transactions were rendered with it (made and dropped
+// as a stream delivers them, so the bench's own data does not count).
 //
 // Two comparisons of 100,000 rules (10,000 chats) with 100 rules:
 // - realistic: chats follow 1-3 collections each, chosen with a heavy popularity skew over 6,000
@@ -12,9 +19,20 @@
 // Throughput is counted per CPU-second of this process (robust to other load on the machine).
 //
 //   npm run bench -- alerts-match
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { CANONICAL_SIGNATURES, classifyTransaction, type EventName, TOPICS } from '../src/alerts/classify.ts';
+import { type AlertDetails, renderAlert, type TokenDetails } from '../src/alerts/render.ts';
 import { type PriceInfo, passesPrice, passesTraitsAny, RuleIndex, type TokenTrait } from '../src/alerts/rule-index.ts';
-import type { AlertKind, ChainEvent, WatchRule } from '../src/alerts/types.ts';
+import {
+  type AlertKind,
+  type ChainEvent,
+  type Destination,
+  destinationKey,
+  type WatchRule,
+} from '../src/alerts/types.ts';
+import { renderDiscord } from '../src/chat/discord/render.ts';
+import { renderTelegram } from '../src/chat/telegram/render.ts';
 import type { EventLog } from '../src/platform/types.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -31,7 +49,9 @@ function prng(seed: number): () => number {
   };
 }
 
-const rand = prng(20261121);
+// Swappable so that the memory warm-up draws from its own sequence and leaves the bench's data as it was.
+let source = prng(20261121);
+const rand = (): number => source();
 const int = (n: number): number => Math.floor(rand() * n);
 const pick = <T>(items: readonly T[]): T => items[int(items.length)] as T;
 /** Skewed towards the start: a few popular items, a long tail. */
@@ -110,6 +130,15 @@ function makeRules(chats: number, perChat: number): WatchRule[] {
       }
       rules.push(rule);
     }
+  }
+  return rules;
+}
+
+/** One Discord rule in ten pings a role (decided by rule number: the random sequence is not touched). */
+function withMentions(rules: WatchRule[]): WatchRule[] {
+  for (const rule of rules) {
+    const n = Number(rule.id.slice(1));
+    if (rule.destination.platform === 'discord' && n % 10 === 0) rule.mentionRole = String(100_000_000_000 + n);
   }
   return rules;
 }
@@ -396,10 +425,244 @@ function compare(title: string, big: Bench, small: Bench): void {
   for (const x of [big, small]) console.log(`  stages with ${x.label} rules: ${stages(x)}`);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Rendering: one alert per matching destination, through the chat converters
+
+/** What the Enricher would have fetched for an event (token metadata of at most 10 tokens, the order price). */
+function detailsOf(event: ChainEvent, collectionName: string, price: PriceInfo): AlertDetails {
+  const tokens = event.tokens.map((token, i): TokenDetails => {
+    const details: TokenDetails = { tokenId: token.tokenId, amount: token.amount };
+    if (i < 10) {
+      details.name = `${collectionName} #${token.tokenId}`;
+      details.image = `https://img.example/${event.network}/${event.collection}/${token.tokenId}.png`;
+      details.traits = (traitTable[Number(token.tokenId) % 1000] as TokenTrait[]).map((t) => ({
+        name: t.name,
+        value: String(t.value),
+      }));
+    }
+    return details;
+  });
+  const details: AlertDetails = { event, collectionName, tokens };
+  if (event.orderIds.length > 0) {
+    details.price = { amount: price.amount, symbol: 'WETH', ...(price.usd === undefined ? {} : { usd: price.usd }) };
+    details.marketplace = 'Floorwatch Market';
+  }
+  return details;
+}
+
+interface Output {
+  destinations: number;
+  discord: number;
+  telegram: number;
+  /** Characters produced (keeps the converters' work observable). */
+  chars: number;
+}
+
+/** Phase 2 grouped by destination, as AlertPipeline#record does; then one rendered message per destination. */
+function renderEvent(event: ChainEvent, candidates: readonly WatchRule[], out: Output): void {
+  if (candidates.length === 0) return;
+  const price = priceOf(event);
+  let traits: TokenTrait[][] | undefined;
+  const byDestination = new Map<string, { destination: Destination; roles: string[] }>();
+  for (const rule of candidates) {
+    if (!passesPrice(rule, price)) continue;
+    if (rule.traits) {
+      traits ??= event.tokens.map((t) => traitTable[Number(t.tokenId) % 1000] as TokenTrait[]);
+      if (!passesTraitsAny(rule, traits)) continue;
+    }
+    const key = destinationKey(rule.destination);
+    let entry = byDestination.get(key);
+    if (!entry) {
+      entry = { destination: rule.destination, roles: [] };
+      byDestination.set(key, entry);
+    }
+    if (rule.mentionRole && !entry.roles.includes(rule.mentionRole)) entry.roles.push(rule.mentionRole);
+  }
+  if (byDestination.size === 0) return;
+  const details = detailsOf(event, candidates[0]?.collectionName ?? event.collection, price);
+  for (const { destination, roles } of byDestination.values()) {
+    const reply = renderAlert(details, roles[0] ? { mentionRole: roles[0] } : {});
+    if (roles.length > 1) reply.mentionRoles = roles;
+    out.destinations++;
+    if (destination.platform === 'telegram') {
+      out.telegram++;
+      out.chars += renderTelegram(reply).html.length;
+    } else {
+      out.discord++;
+      const message = renderDiscord([reply]);
+      out.chars += (message.embeds[0]?.title?.length ?? 0) + (message.content?.length ?? 0);
+    }
+  }
+}
+
+/**
+ * The same, with what a message shows computed once per event and platform: renderAlert and the
+ * converter run once per distinct (platform, mention roles) of the event, and destinations with the
+ * same pair share the result. Not what the pipeline does today: the figure for the proposal.
+ */
+function renderEventShared(event: ChainEvent, candidates: readonly WatchRule[], out: Output): void {
+  if (candidates.length === 0) return;
+  const price = priceOf(event);
+  let traits: TokenTrait[][] | undefined;
+  const byDestination = new Map<string, { destination: Destination; roles: string[] }>();
+  for (const rule of candidates) {
+    if (!passesPrice(rule, price)) continue;
+    if (rule.traits) {
+      traits ??= event.tokens.map((t) => traitTable[Number(t.tokenId) % 1000] as TokenTrait[]);
+      if (!passesTraitsAny(rule, traits)) continue;
+    }
+    const key = destinationKey(rule.destination);
+    let entry = byDestination.get(key);
+    if (!entry) {
+      entry = { destination: rule.destination, roles: [] };
+      byDestination.set(key, entry);
+    }
+    if (rule.mentionRole && !entry.roles.includes(rule.mentionRole)) entry.roles.push(rule.mentionRole);
+  }
+  if (byDestination.size === 0) return;
+  const details = detailsOf(event, candidates[0]?.collectionName ?? event.collection, price);
+  const made = new Map<string, number>();
+  for (const { destination, roles } of byDestination.values()) {
+    out.destinations++;
+    if (destination.platform === 'telegram') out.telegram++;
+    else out.discord++;
+    // Telegram messages carry no mention: one per event. Discord: one per distinct set of roles.
+    const key = destination.platform === 'telegram' ? 'telegram' : `discord|${roles.join(',')}`;
+    let chars = made.get(key);
+    if (chars === undefined) {
+      const reply = renderAlert(details, roles[0] ? { mentionRole: roles[0] } : {});
+      if (roles.length > 1) reply.mentionRoles = roles;
+      if (destination.platform === 'telegram') chars = renderTelegram(reply).html.length;
+      else {
+        const message = renderDiscord([reply]);
+        chars = (message.embeds[0]?.title?.length ?? 0) + (message.content?.length ?? 0);
+      }
+      made.set(key, chars);
+    }
+    out.chars += chars;
+  }
+}
+
+interface RenderResult extends Stage, Output {}
+
+type Renderer = (event: ChainEvent, candidates: readonly WatchRule[], out: Output) => void;
+
+/** classify, candidates, phase 2 and rendering of every transaction, for at least `seconds` of CPU. */
+function fullRender(b: Bench, seconds: number, render: Renderer = renderEvent): RenderResult {
+  const out: Output = { destinations: 0, discord: 0, telegram: 0, chars: 0 };
+  const stage = measure(seconds, () => {
+    let events = 0;
+    for (const { network, logs } of b.transactions) {
+      for (const event of classifyTransaction(logs, contextOf(b, network)).events) {
+        events++;
+        render(event, b.index.candidates(event), out);
+      }
+    }
+    return events;
+  });
+  return { ...stage, ...out };
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((x, y) => x - y);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+const RENDER_RUNS = 5;
+
+/** Median events/s (CPU and wall-clock) of `runs`, with the messages per event. */
+function describe(label: string, runs: readonly RenderResult[]): { rate: number; line: string } {
+  const cpuRates = runs.map((r) => r.units / r.cpu);
+  const units = runs.reduce((n, r) => n + r.units, 0);
+  const perEvent = (f: (r: RenderResult) => number) => runs.reduce((n, r) => n + f(r), 0) / units;
+  const rate = median(cpuRates);
+  return {
+    rate,
+    line: `${label}: ${fmt(rate)} events/s (runs ${fmt(Math.min(...cpuRates))}-${fmt(Math.max(...cpuRates))}; wall-clock ${fmt(median(runs.map((r) => r.units / r.wall)))}/s; ${perEvent((r) => r.destinations).toFixed(2)} messages/event: ${perEvent((r) => r.discord).toFixed(2)} Discord + ${perEvent((r) => r.telegram).toFixed(2)} Telegram, ${fmt(rate * perEvent((r) => r.destinations))} messages rendered/s)`,
+  };
+}
+
+/**
+ * Medians over RENDER_RUNS runs, the configurations interleaved so that machine noise hits them alike.
+ * `after` runs once the timed runs are done (the memory figure), before the per-stage costs.
+ */
+function compareRender(
+  title: string,
+  big: Bench,
+  small: Bench,
+  options: { shared?: boolean; after?: () => void } = {},
+) {
+  console.log(`${title} with rendering (${RENDER_RUNS} runs each, medians; per CPU-second, wall-clock also shown):`);
+  const configs: Array<{ label: string; b: Bench; render: Renderer }> = [
+    { label: `classify+match+render with ${big.label} rules`, b: big, render: renderEvent },
+    { label: `classify+match+render with ${small.label} rules`, b: small, render: renderEvent },
+  ];
+  if (options.shared) {
+    configs.push({
+      label: `  (proposal, not the pipeline today: one render per event and platform and mention roles, shared by destinations) with ${big.label} rules`,
+      b: big,
+      render: renderEventShared,
+    });
+  }
+  for (const c of configs) fullRender(c.b, 0.3, c.render);
+  const runs = configs.map((): RenderResult[] => []);
+  for (let i = 0; i < RENDER_RUNS; i++) {
+    for (const [k, c] of configs.entries()) runs[k]?.push(fullRender(c.b, 0.6, c.render));
+  }
+  const described = configs.map((c, k) => describe(c.label, runs[k] as RenderResult[]));
+  for (const d of described.slice(0, 2)) console.log(d.line);
+  const [bigRate, smallRate] = described.map((d) => d.rate) as [number, number];
+  console.log(
+    `ratio 100 rules / 100000 rules with rendering: ${(smallRate / bigRate).toFixed(2)}x (targets: >= 20,000 events/s: ${bigRate >= 20_000 ? 'met' : 'NOT met'}; within 2x: ${smallRate / bigRate <= 2 ? 'met' : 'NOT met'})`,
+  );
+  for (const d of described.slice(2)) console.log(d.line);
+  options.after?.();
+  console.log(`  render stages with ${big.label} rules: ${renderStages(big)}`);
+}
+
+/** Cost of each rendering step per message, over the first 20,000 messages of the transactions (one per destination). */
+function renderStages(b: Bench): string {
+  const messages: Array<{ details: AlertDetails; platform: Destination['platform'] }> = [];
+  for (const { network, logs } of b.transactions) {
+    if (messages.length >= 20_000) break;
+    for (const event of classifyTransaction(logs, contextOf(b, network)).events) {
+      const candidates = b.index.candidates(event);
+      if (candidates.length === 0) continue;
+      const details = detailsOf(event, candidates[0]?.collectionName ?? event.collection, priceOf(event));
+      const seen = new Set<string>();
+      for (const rule of candidates) {
+        const key = destinationKey(rule.destination);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        messages.push({ details, platform: rule.destination.platform });
+      }
+    }
+  }
+  if (messages.length === 0) return 'no messages';
+  const replies = messages.map((m) => renderAlert(m.details));
+  const discord = replies.filter((_, i) => messages[i]?.platform !== 'telegram');
+  const telegram = replies.filter((_, i) => messages[i]?.platform === 'telegram');
+  const alert = measure(0.4, () => {
+    for (const m of messages) renderAlert(m.details);
+    return messages.length;
+  });
+  const toDiscord = measure(0.4, () => {
+    for (const reply of discord) renderDiscord([reply]);
+    return discord.length;
+  });
+  const toTelegram = measure(0.4, () => {
+    for (const reply of telegram) renderTelegram(reply);
+    return telegram.length;
+  });
+  const us = (s: Stage) => ((s.cpu / s.units) * 1e6).toFixed(2);
+  return `renderAlert ${us(alert)} µs/message, renderDiscord ${us(toDiscord)} µs/message, renderTelegram ${us(toTelegram)} µs/message`;
+}
+
 const TRANSACTIONS = 20_000;
 
 const rssBefore = process.memoryUsage().rss;
-const bigRules = makeRules(10_000, 10);
+const bigRules = withMentions(makeRules(10_000, 10));
 const rssRules = process.memoryUsage().rss;
 const t0 = process.hrtime.bigint();
 const bigIndex = new RuleIndex(bigRules);
@@ -412,16 +675,63 @@ console.log(
 console.log(
   `memory after building the index: rss ${mb(memory.rss)} (target < 250 MB; process before the rules ${mb(rssBefore)}, rules +${mb(rssRules - rssBefore)}, index +${mb(memory.rss - rssRules)}); heap used ${mb(memory.heapUsed)}`,
 );
+
+// Resident memory of a process that holds the 100,000 rules and their index and has rendered alerts:
+// transactions are made and dropped in batches, as a stream delivers them, so none stay in memory.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+const WARM_UP_TRANSACTIONS = 5_000;
+{
+  const saved = { source, txCounter, requestCounter };
+  source = prng(7);
+  const warm = bench('warm-up', bigIndex, []);
+  const watched = watchedCollections(bigIndex);
+  const out: Output = { destinations: 0, discord: 0, telegram: 0, chars: 0 };
+  let events = 0;
+  for (let done = 0; done < WARM_UP_TRANSACTIONS; done += 500) {
+    for (const { network, logs } of Array.from({ length: 500 }, () => makeTransaction(watched))) {
+      for (const event of classifyTransaction(logs, contextOf(warm, network)).events) {
+        events++;
+        renderEvent(event, bigIndex.candidates(event), out);
+      }
+    }
+  }
+  ({ source, txCounter, requestCounter } = saved);
+  const warmed = process.memoryUsage();
+  gc();
+  const live = process.memoryUsage().heapUsed;
+  // The pipeline indexes shallow copies of the store's rules (AlertPipeline#rulesChanged): their cost.
+  const copies = bigRules.map((r) => ({ ...r }));
+  gc();
+  const copiesBytes = process.memoryUsage().heapUsed - live;
+  console.log(
+    `memory after building the index and rendering ${fmt(WARM_UP_TRANSACTIONS)} transactions (${fmt(events)} events, ${fmt(out.destinations)} messages) made and dropped as a stream delivers them: rss ${mb(warmed.rss)} (target < 250 MB: ${warmed.rss < 250 * 1024 * 1024 ? 'met' : 'NOT met'}); heap used ${mb(warmed.heapUsed)}, live heap after a full GC ${mb(live)}; the pipeline indexes shallow copies of the store's rules: +${mb(copiesBytes)} more (${copies.length} copies)`,
+  );
+}
 console.log('events/s are per CPU-second of this process; wall-clock also shown');
 
-const smallRules = makeRules(10, 10);
+const smallRules = withMentions(makeRules(10, 10));
 const smallIndex = new RuleIndex(smallRules);
-compare('realistic popularity:', bench('100000', bigIndex), bench('100', smallIndex));
+const realisticBig = bench('100000', bigIndex);
+const realisticSmall = bench('100', smallIndex);
+compare('realistic popularity:', realisticBig, realisticSmall);
+compareRender('realistic popularity', realisticBig, realisticSmall, {
+  shared: true,
+  after: () => {
+    const rendered = process.memoryUsage();
+    gc();
+    console.log(
+      `memory at the end of the timed rendering runs: rss ${mb(rendered.rss)}, heap used ${mb(rendered.heapUsed)}, live heap after a full GC ${mb(process.memoryUsage().heapUsed)} (this includes the bench's ${fmt(2 * TRANSACTIONS)} pre-made transactions and the 100-rule index; rss keeps the heap's high-water mark)`,
+    );
+  },
+});
 
 const smallBench = bench('100', smallIndex);
 const isolated = new RuleIndex([...smallRules, ...makeFiller(99_900, watchedCollections(smallIndex))]);
+const isolatedBig = bench('100000', isolated, smallBench.transactions, smallIndex);
 compare(
   'isolation (same transactions, same matching rules, 99,900 rules that cannot match added):',
-  bench('100000', isolated, smallBench.transactions, smallIndex),
+  isolatedBig,
   smallBench,
 );
+compareRender('isolation', isolatedBig, smallBench);
