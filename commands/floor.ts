@@ -84,7 +84,7 @@ export default defineCommand({
       fields,
       ...(first?.metadata.image ? { thumbnail: first.metadata.image } : {}),
       footer: footerOf(collection),
-      buttons: [[{ label: 'Refresh', action: ctx.commandLine }]],
+      buttons: [[{ label: 'Refresh', action: ctx.commandLine, replaces: true }]],
     };
   },
 });

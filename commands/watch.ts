@@ -75,7 +75,7 @@ export default defineGroup({
         { name: 'tokens', type: 'text', description: 'Only these token ids, comma-separated' },
         { name: 'wallets', type: 'text', description: 'Only events involving these wallets, comma-separated' },
         { name: 'min', type: 'amount', description: 'Minimum price, e.g. 1.5 or $500' },
-        { name: 'mention', type: 'text', description: 'Role to ping on a match (Discord)' },
+        { name: 'mention', type: 'role', description: 'Role to ping on a match (Discord)' },
       ],
       async run(ctx, { collection, kinds, tokens, wallets, min, mention }) {
         const tokenIds = list(tokens).map((t) => {
@@ -106,15 +106,6 @@ export default defineGroup({
             traits.push({ name: filter.name, value: known });
           }
         }
-        let mentionRole: string | undefined;
-        if (mention) {
-          const id = /^<@&(\d{5,25})>$/.exec(mention)?.[1] ?? /^(\d{5,25})$/.exec(mention)?.[1];
-          if (!id)
-            throw new UserError('not_found', {
-              what: 'mention must be a role: pick it in Discord, or give its numeric id.',
-            });
-          mentionRole = id;
-        }
         const rule = await ctx.store.addRule(
           {
             destination: { platform: ctx.chat.platform, chatId: ctx.chat.id },
@@ -126,7 +117,7 @@ export default defineGroup({
             ...(walletList.length ? { wallets: walletList } : {}),
             ...(min ? { minPrice: min } : {}),
             ...(traits.length ? { traits } : {}),
-            ...(mentionRole ? { mentionRole } : {}),
+            ...(mention ? { mentionRole: mention } : {}),
             paused: false,
             createdBy: `${ctx.chat.platform}:${ctx.actor.id}`,
             createdAt: ctx.now().toISOString(),

@@ -114,9 +114,11 @@ export async function bookPage(
     ];
   }
   const nav: ReplyButton[] = [];
-  if (page > 1) nav.push({ label: side.previousLabel, action: ctx.rerun({ page: String(page - 1) }) });
+  if (page > 1) nav.push({ label: side.previousLabel, action: ctx.rerun({ page: String(page - 1) }), replaces: true });
   const more = sorted.length > page * BOOK_PAGE_SIZE || (list.more && sorted.length >= page * BOOK_PAGE_SIZE);
-  if (page < MAX_BOOK_PAGES && more) nav.push({ label: 'More ▶', action: ctx.rerun({ page: String(page + 1) }) });
+  if (page < MAX_BOOK_PAGES && more) {
+    nav.push({ label: 'More ▶', action: ctx.rerun({ page: String(page + 1) }), replaces: true });
+  }
   if (nav.length) reply.buttons = [nav];
   return reply;
 }

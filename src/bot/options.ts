@@ -15,6 +15,7 @@ export type OptionType =
   | 'choice'
   | 'choiceList'
   | 'duration'
+  | 'role'
   | 'timeOfDay'
   | 'timeZone';
 
@@ -61,6 +62,8 @@ export interface OptionValues {
   /** Comma-separated choices, e.g. `sale,listing`. */
   choiceList: string[];
   duration: number;
+  /** A chat role id (Discord): `<@&123…>` or the bare id. */
+  role: string;
   timeOfDay: TimeOfDay;
   timeZone: string;
 }
@@ -74,6 +77,7 @@ export type ArgErrorCode =
   | 'invalid_choice'
   | 'invalid_amount'
   | 'invalid_duration'
+  | 'invalid_role'
   | 'invalid_time'
   | 'invalid_time_zone'
   | 'unknown_network'
@@ -217,6 +221,13 @@ export function parseDuration(input: string, option = 'duration'): Parsed<number
   return ok(total);
 }
 
+/** A role as Discord writes it (`<@&123456789012345678>`) or its numeric id. */
+export function parseRole(input: string, option = 'role'): Parsed<string> {
+  const text = input.trim();
+  const id = /^<@&(\d{5,25})>$/.exec(text)?.[1] ?? /^(\d{5,25})$/.exec(text)?.[1];
+  return id ? ok(id) : fail({ code: 'invalid_role', option, input: shown(text) });
+}
+
 /** `09:00`, `9:30`, `21:15`, `9am`, `9:30pm`, `12am` (midnight). */
 export function parseTimeOfDay(input: string, option = 'time'): Parsed<TimeOfDay> {
   const text = input.trim().toLowerCase();
@@ -304,6 +315,8 @@ export function parseOption(spec: OptionSpec, input: string, ctx: ParseContext):
       return parseChoiceList(input, spec.name, spec.choices ?? []);
     case 'duration':
       return parseDuration(input, spec.name);
+    case 'role':
+      return parseRole(input, spec.name);
     case 'timeOfDay':
       return parseTimeOfDay(input, spec.name);
     case 'timeZone':

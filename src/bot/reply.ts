@@ -28,6 +28,8 @@ export interface ReplyButton {
   /** Opens a link instead of running an action. */
   url?: string;
   style?: 'primary' | 'secondary' | 'danger' | 'success';
+  /** The answer replaces the message that holds the button (paging, refresh) instead of following it. */
+  replaces?: boolean;
 }
 
 export interface ReplyAttachment {

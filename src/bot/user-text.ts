@@ -11,6 +11,7 @@ import {
   PlatformTimeoutError,
   UnknownNetworkError,
 } from '../platform/errors.ts';
+import { StoreWriteError } from '../store/state.ts';
 import { ArgumentError, UserError } from './errors.ts';
 import type { ArgError } from './options.ts';
 import type { Reply } from './reply.ts';
@@ -41,6 +42,8 @@ export function describeArgError(error: ArgError): string {
       return `${quote(error.input)} is not a price: use a number such as 1.5, or $500 for US dollars.`;
     case 'invalid_duration':
       return `${quote(error.input)} is not a duration: use for example 30m, 2h or 1d.`;
+    case 'invalid_role':
+      return `${quote(error.input)} is not a role: pick one in Discord's list, or give its numeric id.`;
     case 'invalid_time':
       return `${quote(error.input)} is not a time of day: use 24-hour HH:MM such as 09:00, or 9am.`;
     case 'invalid_time_zone':
@@ -132,6 +135,22 @@ function describePlatformError(error: PlatformError): string {
   return `The platform's ${service} service failed. Try again in a minute.`;
 }
 
+function describeWriteFailure(code: string | undefined): string {
+  switch (code) {
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return "the bot's disk is full";
+    case 'EFBIG':
+      return "the bot's data file reached its size limit";
+    case 'EROFS':
+    case 'EACCES':
+    case 'EPERM':
+      return "the bot's data file cannot be written";
+    default:
+      return `the bot's data file could not be written${code ? ` (${code})` : ''}`;
+  }
+}
+
 /**
  * The answer for a failed command. `reference` ties an unexpected failure to its log line.
  */
@@ -145,6 +164,11 @@ export function errorReply(error: unknown, reference: string): Reply {
     lines = [`Unknown network "${error.network}". Known networks: ${error.known.join(', ')}.`];
   } else if (error instanceof PlatformError) {
     lines = [describePlatformError(error)];
+  } else if (error instanceof StoreWriteError) {
+    lines = [
+      `Your change was not saved: ${describeWriteFailure(error.code)}. Nothing was changed.`,
+      `Tell the bot's operator (reference ${reference}).`,
+    ];
   } else {
     lines = [`Something went wrong on our side. It was logged with reference ${reference}.`];
   }

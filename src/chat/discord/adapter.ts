@@ -56,7 +56,6 @@ const PERMANENT_CODES = new Set([
 ]);
 
 /** Labels of buttons that show another view of the same answer: they replace the message. */
-const PAGING_LABEL = /◀|▶|\bMore\b|\bCheaper\b|\bHigher\b|\bRefresh\b/;
 
 /** Discord's message nonce is at most 25 characters. */
 const NONCE_LENGTH = 25;
@@ -87,6 +86,8 @@ export interface DiscordAdapterOptions {
 export interface DiscordAdapter {
   sink: AlertSink;
   client: Client;
+  /** True while the gateway session is ready (health checks). */
+  ready(): boolean;
   stop(): Promise<void>;
 }
 
@@ -156,6 +157,7 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
   return {
     client,
     sink: new DiscordSink(client.rest, codec),
+    ready: () => client.isReady(),
     async stop() {
       await client.destroy();
     },
@@ -201,7 +203,7 @@ async function componentsOf(
       if (button.url) {
         components.push({ type: ComponentType.Button, style: ButtonStyle.Link, label: button.label, url: button.url });
       } else if (button.action) {
-        const mode = PAGING_LABEL.test(button.label) ? 'u' : 'r';
+        const mode = button.replaces ? 'u' : 'r';
         const customId = `${mode}${(index++).toString(36)}:${await codec.encode(button.action)}`;
         const style = STYLES[button.style] as Exclude<ButtonStyle, ButtonStyle.Link | ButtonStyle.Premium>;
         components.push({ type: ComponentType.Button, style, label: button.label, custom_id: customId });

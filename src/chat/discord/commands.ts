@@ -41,6 +41,7 @@ function optionOf(option: OptionSpec): APIApplicationCommandBasicOption {
       ...(option.max === undefined ? {} : { max_value: option.max }),
     };
   }
+  if (option.type === 'role') return { ...base, type: ApplicationCommandOptionType.Role };
   if (option.type === 'choice' && option.choices?.length) {
     return {
       ...base,

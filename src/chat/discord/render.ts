@@ -49,6 +49,8 @@ export interface DiscordButton {
   /** The action, to be encoded into a custom id of at most 100 characters by the adapter. */
   action?: string;
   url?: string;
+  /** The answer updates the message in place (paging, refresh). */
+  replaces?: boolean;
 }
 
 export interface DiscordMessage {
@@ -171,7 +173,14 @@ export function renderDiscord(replies: readonly Reply[]): DiscordMessage {
       const label = cut(button.label, DISCORD_LIMITS.buttonLabel);
       const url = safeUrl(button.url);
       if (url) out.push({ label, style: 'link', url });
-      else if (button.action) out.push({ label, style: button.style ?? 'secondary', action: button.action });
+      else if (button.action) {
+        out.push({
+          label,
+          style: button.style ?? 'secondary',
+          action: button.action,
+          ...(button.replaces ? { replaces: true } : {}),
+        });
+      }
     }
     if (out.length) buttons.push(out);
   }

@@ -11,7 +11,7 @@ import { isGroup } from '../../bot/command.ts';
 import type { CommandEngine } from '../../bot/engine.ts';
 import type { Config } from '../../config.ts';
 import type { StateStore } from '../../store/state.ts';
-import { type SentKind, TelegramOutbox } from './outbox.ts';
+import { REPLACES_MARK, type SentKind, TelegramOutbox } from './outbox.ts';
 import { TELEGRAM_LIMITS } from './render.ts';
 import { TELEGRAM_PACE, TelegramSink } from './sink.ts';
 
@@ -33,6 +33,8 @@ export interface TelegramAdapterOptions {
 export interface TelegramAdapter {
   sink: AlertSink;
   bot: Bot;
+  /** True while updates arrive: polling runs, or the webhook listener is up (health checks). */
+  ready(): boolean;
   stop(): Promise<void>;
   /** Set in webhook mode: the public URL registered and the local port listening. */
   webhook?: { url: string; port: number };
@@ -42,7 +44,6 @@ export interface TelegramAdapter {
 export const EXPIRED_BUTTON = 'This button no longer works. Run the command again.';
 const PRIVATE_HINT = 'I answer commands. Send /help to see them.';
 /** Buttons that show another page or fresher numbers of the same answer: they edit it in place. */
-const PAGING_LABEL = /[◀▶]|^\s*(more|cheaper|higher|refresh)\b/i;
 const ADMIN_CACHE_MS = 5 * 60_000;
 /** Methods that post or change a message and count against Telegram's global limit. */
 const THROTTLED = /^(send|edit|copy|forward)/;
@@ -111,7 +112,8 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
     }
   });
 
-  const codec = new ButtonCodec(store, TELEGRAM_LIMITS.callbackData);
+  // One byte of the callback data is kept for the in-place mark.
+  const codec = new ButtonCodec(store, TELEGRAM_LIMITS.callbackData - REPLACES_MARK.length);
   const outbox = new TelegramOutbox(bot.api, codec, logger);
   const sink = new TelegramSink(
     outbox,
@@ -183,7 +185,8 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
   async function onButton(ctx: Context): Promise<void> {
     const query = ctx.callbackQuery;
     if (!query?.data) return;
-    const action = codec.decode(query.data);
+    const replaces = query.data.startsWith(REPLACES_MARK);
+    const action = codec.decode(replaces ? query.data.slice(REPLACES_MARK.length) : query.data);
     const message = query.message;
     if (!action || !message) {
       await ctx.answerCallbackQuery({ text: EXPIRED_BUTTON });
@@ -196,12 +199,8 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
       await ctx.answerCallbackQuery();
       answered = true;
       if (!reply) return;
-      const markup = 'reply_markup' in message ? message.reply_markup : undefined;
-      const label = markup?.inline_keyboard
-        .flat()
-        .find((b) => 'callback_data' in b && b.callback_data === query.data)?.text;
       const kind: SentKind = 'photo' in message && message.photo ? 'photo' : 'text';
-      if (label && PAGING_LABEL.test(label) && reply.tone !== 'error' && message.date !== 0) {
+      if (replaces && reply.tone !== 'error' && message.date !== 0) {
         try {
           await outbox.edit(chat.id, message.message_id, kind, reply);
           return;
@@ -269,6 +268,7 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
       sink,
       bot,
       webhook: { url: config.webhookUrl, port },
+      ready: () => server.listening,
       async stop() {
         server.closeIdleConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -301,6 +301,7 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
   return {
     sink,
     bot,
+    ready: () => bot.isRunning(),
     async stop() {
       if (bot.isRunning()) await bot.stop();
       await polling.catch(() => undefined);

@@ -28,6 +28,9 @@ function withoutImage(reply: Reply): Reply {
  * its text fits a caption, else an HTML message (with the image as a large link preview); buttons
  * as an inline keyboard whose callback data the codec fits into 64 bytes; attachments as documents.
  */
+/** Prefix of callback data whose answer edits the message in place. */
+export const REPLACES_MARK = '~';
+
 export class TelegramOutbox {
   readonly #api: Api;
   readonly #codec: ButtonCodec;
@@ -112,8 +115,11 @@ export class TelegramOutbox {
       const buttons: InlineKeyboardButton[] = [];
       for (const button of row) {
         if (button.url) buttons.push({ text: button.text, url: button.url });
-        else if (button.action)
-          buttons.push({ text: button.text, callback_data: await this.#codec.encode(button.action) });
+        else if (button.action) {
+          // A leading mark says the answer edits this message in place.
+          const data = await this.#codec.encode(button.action);
+          buttons.push({ text: button.text, callback_data: button.replaces ? `${REPLACES_MARK}${data}` : data });
+        }
       }
       if (buttons.length) inline_keyboard.push(buttons);
     }

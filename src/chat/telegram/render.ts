@@ -19,6 +19,8 @@ export interface TelegramButton {
   /** A stored or plain action; the adapter encodes it to fit `callbackData`. */
   action?: string;
   url?: string;
+  /** The answer edits the message in place (paging, refresh). */
+  replaces?: boolean;
 }
 
 export interface TelegramMessage {
@@ -127,7 +129,8 @@ export function renderTelegram(reply: Reply, options: { limit?: number } = {}): 
       const text = cut(button.label, TELEGRAM_LIMITS.buttonLabel);
       const url = safeUrl(button.url);
       if (url) buttons.push({ text, url });
-      else if (button.action) buttons.push({ text, action: button.action });
+      else if (button.action)
+        buttons.push({ text, action: button.action, ...(button.replaces ? { replaces: true } : {}) });
     }
     if (buttons.length) keyboard.push(buttons);
   }

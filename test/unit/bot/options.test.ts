@@ -129,3 +129,13 @@ describe('RateLimiter', () => {
     expect(limiter.take('u', 7_400_000 - 3_600_000 * 2)).toBeLessThanOrEqual(1_000);
   });
 });
+
+describe('parseRole', () => {
+  it('reads a Discord role mention or a bare id, and nothing else', async () => {
+    const { parseRole } = await import('../../../src/bot/options.ts');
+    expect(parseRole('<@&123456789012345678>')).toEqual({ ok: true, value: '123456789012345678' });
+    expect(parseRole('123456789012345678')).toEqual({ ok: true, value: '123456789012345678' });
+    expect(parseRole('@everyone')).toMatchObject({ ok: false, error: { code: 'invalid_role' } });
+    expect(parseRole('<@123456789012345678>')).toMatchObject({ ok: false, error: { code: 'invalid_role' } });
+  });
+});
