@@ -82,6 +82,24 @@ export class StoreFileError extends Error {
 }
 
 /**
+ * A change could not be written (disk full, file size limit, read-only disk). The change was undone
+ * in memory, and the file keeps its previous content (writes go to a temporary file, then rename).
+ */
+export class StoreWriteError extends Error {
+  override name = 'StoreWriteError';
+  readonly file: string;
+  /** The system error code (ENOSPC, EFBIG, EACCES, ...), when there is one. */
+  readonly code: string | undefined;
+  constructor(file: string, cause: unknown) {
+    const code = (cause as { code?: unknown } | null)?.code;
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(`${file}: a change could not be saved (${reason}); the file keeps its previous content`, { cause });
+    this.file = file;
+    this.code = typeof code === 'string' ? code : undefined;
+  }
+}
+
+/**
  * Migrations from each older version to the next. A file of a newer version than this code knows
  * is refused rather than rewritten.
  */
@@ -131,6 +149,8 @@ export class StateStore {
   readonly #db: Low<State>;
   readonly #ruleListeners: Array<() => void> = [];
   readonly #chatListeners: Array<(chatKey: string) => void> = [];
+  /** Changes run one at a time, so that a failed write can be undone without undoing another's. */
+  #queue: Promise<unknown> = Promise.resolve();
 
   private constructor(file: string, db: Low<State>) {
     this.file = file;
@@ -177,10 +197,12 @@ export class StateStore {
 
   /** Changes a chat's settings and writes the file. */
   async updateChat(chatKey: string, change: (settings: ChatSettings) => void): Promise<ChatSettings> {
-    const settings = this.#db.data.chats[chatKey] ?? { aliases: {} };
-    change(settings);
-    this.#db.data.chats[chatKey] = settings;
-    await this.#db.write();
+    const settings = await this.#save(() => {
+      const settings = this.#db.data.chats[chatKey] ?? { aliases: {} };
+      change(settings);
+      this.#db.data.chats[chatKey] = settings;
+      return settings;
+    });
     for (const listener of this.#chatListeners) listener(chatKey);
     return settings;
   }
@@ -192,27 +214,33 @@ export class StateStore {
 
   /** Adds a rule, giving it the next id; `limit` bounds the rules of one destination. */
   async addRule(rule: Omit<WatchRule, 'id'>, limit: number): Promise<WatchRule | undefined> {
-    const same = this.#db.data.rules.filter(
-      (r) => r.destination.platform === rule.destination.platform && r.destination.chatId === rule.destination.chatId,
-    );
-    if (same.length >= limit) return undefined;
-    const stored: WatchRule = { ...rule, id: `r${this.#db.data.nextRuleNumber}` };
-    this.#db.data.nextRuleNumber += 1;
-    this.#db.data.rules.push(stored);
-    await this.#db.write();
+    const stored = await this.#save(() => {
+      const same = this.#db.data.rules.filter(
+        (r) => r.destination.platform === rule.destination.platform && r.destination.chatId === rule.destination.chatId,
+      );
+      if (same.length >= limit) return undefined;
+      const stored: WatchRule = { ...rule, id: `r${this.#db.data.nextRuleNumber}` };
+      this.#db.data.nextRuleNumber += 1;
+      this.#db.data.rules.push(stored);
+      return stored;
+    });
+    if (!stored) return undefined;
     for (const listener of this.#ruleListeners) listener();
     return stored;
   }
 
   /** Changes or removes (`change` returns null) a rule; false when there is no such rule. */
   async updateRule(id: string, change: (rule: WatchRule) => WatchRule | null): Promise<boolean> {
-    const index = this.#db.data.rules.findIndex((r) => r.id === id);
-    const current = this.#db.data.rules[index];
-    if (!current) return false;
-    const next = change({ ...current });
-    if (next === null) this.#db.data.rules.splice(index, 1);
-    else this.#db.data.rules[index] = next;
-    await this.#db.write();
+    const found = await this.#save(() => {
+      const index = this.#db.data.rules.findIndex((r) => r.id === id);
+      const current = this.#db.data.rules[index];
+      if (!current) return false;
+      const next = change({ ...current });
+      if (next === null) this.#db.data.rules.splice(index, 1);
+      else this.#db.data.rules[index] = next;
+      return true;
+    });
+    if (!found) return false;
     for (const listener of this.#ruleListeners) listener();
     return true;
   }
@@ -220,12 +248,13 @@ export class StateStore {
   /** Changes several chats' settings with one write of the file. */
   async updateChats(changes: ReadonlyArray<readonly [string, (settings: ChatSettings) => void]>): Promise<void> {
     if (changes.length === 0) return;
-    for (const [chatKey, change] of changes) {
-      const settings = this.#db.data.chats[chatKey] ?? { aliases: {} };
-      change(settings);
-      this.#db.data.chats[chatKey] = settings;
-    }
-    await this.#db.write();
+    await this.#save(() => {
+      for (const [chatKey, change] of changes) {
+        const settings = this.#db.data.chats[chatKey] ?? { aliases: {} };
+        change(settings);
+        this.#db.data.chats[chatKey] = settings;
+      }
+    });
     for (const [chatKey] of changes) for (const listener of this.#chatListeners) listener(chatKey);
   }
 
@@ -252,7 +281,36 @@ export class StateStore {
 
   async saveButton(hash: string, action: string, now: Date): Promise<void> {
     if (this.#db.data.buttons[hash]?.action === action) return;
-    this.#db.data.buttons[hash] = { action, createdAt: now.toISOString() };
-    await this.#db.write();
+    await this.#save(() => {
+      this.#db.data.buttons[hash] = { action, createdAt: now.toISOString() };
+    });
+  }
+
+  /**
+   * Applies `change` to the data and writes the file, after the changes before it. When the write
+   * fails, the data is put back as it was and {@link StoreWriteError} is thrown: the bot must not
+   * act on (nor later persist) a change the user was told failed.
+   */
+  #save<T>(change: () => T): Promise<T> {
+    const run = async (): Promise<T> => {
+      const before = structuredClone(this.#db.data);
+      let result: T;
+      try {
+        result = change();
+      } catch (error) {
+        this.#db.data = before;
+        throw error;
+      }
+      try {
+        await this.#db.write();
+      } catch (cause) {
+        this.#db.data = before;
+        throw new StoreWriteError(this.file, cause);
+      }
+      return result;
+    };
+    const next = this.#queue.then(run, run);
+    this.#queue = next.catch(() => undefined);
+    return next;
   }
 }
