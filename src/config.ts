@@ -54,6 +54,11 @@ export interface Config {
   marketplaceContracts: Record<string, string[]>;
   /** Open the terminal chat even when a chat platform is configured. */
   console: boolean;
+  /**
+   * The health and metrics listener (`/healthz`, `/readyz`, `/metrics`); off when undefined.
+   * Binds to 127.0.0.1 unless FLOORWATCH_HTTP_HOST says otherwise (0.0.0.0 in a container).
+   */
+  http: { host: string; port: number } | undefined;
 }
 
 export class ConfigError extends Error {
@@ -215,6 +220,18 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
     marketplaceContracts[network] = [...(marketplaceContracts[network] ?? []), (match[2] ?? '').toLowerCase()];
   }
 
+  const httpPort = integer(env, 'FLOORWATCH_HTTP_PORT', problems, 0, 65_535);
+  const httpHost = value(env, 'FLOORWATCH_HTTP_HOST');
+  if (
+    httpHost !== undefined &&
+    !/^(?:[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*|[0-9A-Fa-f:.]{2,45})$/.test(httpHost)
+  ) {
+    problems.push(`FLOORWATCH_HTTP_HOST must be a host name or an IP address; got "${httpHost.slice(0, 40)}".`);
+  }
+  if (httpHost !== undefined && value(env, 'FLOORWATCH_HTTP_PORT') === undefined) {
+    problems.push('FLOORWATCH_HTTP_HOST is set but FLOORWATCH_HTTP_PORT is not; set the port to enable the listener.');
+  }
+
   const config: Config = {
     platform: {
       endpoints,
@@ -254,6 +271,7 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
         }
       : undefined,
     console: value(env, 'FLOORWATCH_CONSOLE') === '1' || value(env, 'FLOORWATCH_CONSOLE') === 'true',
+    http: httpPort === undefined ? undefined : { host: httpHost ?? '127.0.0.1', port: httpPort },
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

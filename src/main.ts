@@ -19,6 +19,9 @@ import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
 import type { Devnet } from './devnet/index.ts';
 import { DigestService } from './digests/digest-service.ts';
 import { DigestScheduler } from './digests/scheduler.ts';
+import { type HealthServer, startHealthServer } from './health/http.ts';
+import { BotMetrics } from './health/metrics.ts';
+import { checkReadiness } from './health/readiness.ts';
 import { createLogger } from './logger.ts';
 import { PlatformClient } from './platform/client.ts';
 import { DeliveryJournal } from './store/journal.ts';
@@ -39,6 +42,8 @@ export interface RunningBot {
   dispatcher: Dispatcher;
   devnet: Devnet | undefined;
   console: ConsoleChat | undefined;
+  /** The health and metrics listener, when FLOORWATCH_HTTP_PORT is set. */
+  http: HealthServer['address'] | undefined;
   /** Resolves when the bot has stopped by itself (end of piped input). */
   finished: Promise<void>;
   /** Stops everything, in reverse order of start. */
@@ -103,7 +108,26 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       logger.info({ url: devnet.url, networks: devnet.networks.map((n) => n.name) }, 'using the local platform');
     }
 
-    const platform = new PlatformClient({ ...platformOptions, endpoints, userAgent: `floorwatch/${VERSION}` });
+    const metrics = config.http ? new BotMetrics() : undefined;
+    const platformLogger = logger.child({ component: 'platform' });
+    const platform = new PlatformClient({
+      ...platformOptions,
+      endpoints,
+      userAgent: `floorwatch/${VERSION}`,
+      onCall: (report) => {
+        metrics?.platformCall(report);
+        platformLogger.debug(
+          {
+            operation: report.operation,
+            attempt: report.attempt,
+            status: report.outcome,
+            ms: Math.round(report.durationMs),
+            requestId: report.requestId,
+          },
+          'platform call',
+        );
+      },
+    });
     stops.push(() => platform.close());
     const defaultNetwork = config.defaultNetwork ?? platform.networks.all[0]?.name;
     if (!defaultNetwork) throw new ConfigError(['FLOORWATCH_NETWORKS lists no network.']);
@@ -117,11 +141,16 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     stops.push(() => journal.close());
     const sinks = new Map<AlertSink['platform'], AlertSink>();
     let pipeline: AlertPipeline | undefined;
+    const deliveryLogger = logger.child({ component: 'delivery' });
     const dispatcher = new Dispatcher({
       journal,
       sinks,
-      logger: logger.child({ component: 'delivery' }),
+      logger: deliveryLogger,
       onUnreachable: (destination, reason) => void pipeline?.destinationUnreachable(destination, reason),
+      onOutcome: (outcome, platform, count) => {
+        metrics?.delivery(outcome, platform, count);
+        deliveryLogger.debug({ outcome, platform, count }, 'alert delivery');
+      },
     });
     stops.push(() => dispatcher.stop());
 
@@ -157,6 +186,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         };
       },
     });
+    if (metrics) engine.onOutcome((name, outcome) => metrics.command(name, outcome));
     const alertPipeline = new AlertPipeline({
       platform,
       store,
@@ -184,6 +214,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     });
     scheduler = digestScheduler;
 
+    const chats: Array<{ platform: string; ready: () => boolean }> = [];
     let consoleChat: ConsoleChat | undefined;
     let finished: Promise<void> = new Promise(() => undefined);
     if (config.console || (!config.discord && !config.telegram)) {
@@ -199,6 +230,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       const chat = consoleChat;
       stops.push(async () => chat.close());
       sinks.set('console', new ConsoleSink(chat));
+      chats.push({ platform: 'console', ready: () => true });
       finished = chat.run();
     }
     // Chat platforms load only when configured: their libraries cost start-up time.
@@ -214,6 +246,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       });
       stops.push(() => discord.stop());
       sinks.set('discord', discord.sink);
+      chats.push({ platform: 'discord', ready: discord.ready });
     }
     if (config.telegram) {
       const { startTelegram } = await import('./chat/telegram/adapter.ts');
@@ -225,6 +258,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       });
       stops.push(() => telegram.stop());
       sinks.set('telegram', telegram.sink);
+      chats.push({ platform: 'telegram', ready: telegram.ready });
     }
     // After the adapters: deliveries replayed from the journal need their sinks.
     // Streams open in the background: a platform that is down must not hold the chat back.
@@ -236,6 +270,31 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     void digestScheduler
       .start()
       .catch((error: unknown) => logger.error({ err: error }, 'digest scheduler failed to start'));
+    let http: HealthServer | undefined;
+    if (config.http && metrics) {
+      metrics.watch({
+        streams: () => alertPipeline.health(),
+        counters: () => alertPipeline.counters,
+        queueDepth: () => dispatcher.depth(),
+        journal: () => journal.stats(),
+        isCommand: (name) => engine.find(name.split(' ')[0] ?? '') !== undefined,
+      });
+      const server = await startHealthServer({
+        ...config.http,
+        registry: metrics.registry,
+        logger: logger.child({ component: 'http' }),
+        readiness: () =>
+          checkReadiness({
+            watchedNetworks: () =>
+              store.rules.filter((r) => !r.paused && platform.networks.find(r.network)).map((r) => r.network),
+            streams: () => alertPipeline.health(),
+            chats: () => chats,
+            dataDir: config.dataDir,
+          }),
+      });
+      http = server;
+      stops.push(() => server.close());
+    }
     logger.info({ commands: commands.length, dataDir: config.dataDir }, 'floorwatch started');
     return {
       config,
@@ -248,6 +307,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       dispatcher,
       devnet,
       console: consoleChat,
+      http: http?.address,
       finished,
       stop,
     };

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Pool, errors as undiciErrors } from 'undici';
 import {
   isTransient,
@@ -43,6 +44,8 @@ export interface CallReport {
   /** HTTP status, or the error class name when there was no answer. */
   outcome: number | string;
   durationMs: number;
+  /** Sent as `x-request-id`; the same for every attempt of one call, so the platform's logs can be matched. */
+  requestId: string;
 }
 
 export interface TransportOptions {
@@ -147,17 +150,25 @@ export class Transport {
     const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
     const body = JSON.stringify(request.body ?? {});
     const maxAttempts = request.retryable ? this.retry.retries + 1 : 1;
+    const requestId = newRequestId();
 
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();
       try {
         if (this.#closed) throw closedError(operation, host);
-        const result = await this.#attempt(request, operation, url, body, signal);
-        this.#report(operation, host, attempt, 200, started);
+        const result = await this.#attempt(request, operation, url, body, signal, requestId);
+        this.#report(operation, host, attempt, 200, started, requestId);
         return result;
       } catch (raw) {
         const error = this.#classify(raw, operation, host, signal, options.signal, totalMs);
-        this.#report(operation, host, attempt, error instanceof PlatformApiError ? error.status : error.name, started);
+        this.#report(
+          operation,
+          host,
+          attempt,
+          error instanceof PlatformApiError ? error.status : error.name,
+          started,
+          requestId,
+        );
         // Once the deadline passed (or the caller aborted) another attempt could only fail the same way.
         if (attempt >= maxAttempts || !isTransient(error) || signal.aborted) throw error;
         const retryAfter = error instanceof PlatformApiError ? error.retryAfterMs : undefined;
@@ -183,6 +194,7 @@ export class Transport {
     const controller = new AbortController();
     const combined = AbortSignal.any([signal, controller.signal]);
     const started = performance.now();
+    const requestId = newRequestId();
     const forget = () => this.#streams.delete(controller);
     try {
       if (this.#closed) throw closedError(operation, url.host);
@@ -190,14 +202,14 @@ export class Transport {
       const response = await this.#pool(url.origin).request({
         path: `${url.pathname.replace(/\/$/, '')}/rpc/${request.service}/${request.method}`,
         method: 'POST',
-        headers: this.#headers(request.credential),
+        headers: this.#headers(request.credential, requestId),
         body: JSON.stringify(request.body ?? {}),
         signal: combined,
         headersTimeout: this.timeouts.headersMs,
         // Heartbeats are policed by the stream layer, which knows the configured timeout.
         bodyTimeout: 0,
       });
-      this.#report(operation, url.host, 1, response.statusCode, started);
+      this.#report(operation, url.host, 1, response.statusCode, started, requestId);
       if (response.statusCode < 200 || response.statusCode >= 300) {
         const text = await response.body.text();
         throw this.#errorFromBody(operation, url.host, response.statusCode, text, response.headers['retry-after']);
@@ -232,11 +244,12 @@ export class Transport {
     url: URL,
     body: string,
     signal: AbortSignal,
+    requestId: string,
   ): Promise<Record<string, unknown>> {
     const response = await this.#pool(url.origin).request({
       path: `${url.pathname.replace(/\/$/, '')}/rpc/${request.service}/${request.method}`,
       method: 'POST',
-      headers: this.#headers(request.credential),
+      headers: this.#headers(request.credential, requestId),
       body,
       signal,
       headersTimeout: this.timeouts.headersMs,
@@ -264,11 +277,12 @@ export class Transport {
     return parsed as Record<string, unknown>;
   }
 
-  #headers(credential: Credential): Record<string, string> {
+  #headers(credential: Credential, requestId: string): Record<string, string> {
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: 'application/json',
       'user-agent': this.#userAgent,
+      'x-request-id': requestId,
     };
     if ((credential === 'accessKey' || credential === 'both') && this.#accessKey) {
       headers['x-access-key'] = this.#accessKey;
@@ -386,9 +400,21 @@ export class Transport {
     );
   }
 
-  #report(operation: string, host: string, attempt: number, outcome: number | string, started: number): void {
-    this.#onCall?.({ operation, host, attempt, outcome, durationMs: performance.now() - started });
+  #report(
+    operation: string,
+    host: string,
+    attempt: number,
+    outcome: number | string,
+    started: number,
+    requestId: string,
+  ): void {
+    this.#onCall?.({ operation, host, attempt, outcome, durationMs: performance.now() - started, requestId });
   }
+}
+
+/** 12 hex characters: short enough to read in a log line, unique enough to find one call. */
+function newRequestId(): string {
+  return randomBytes(6).toString('hex');
 }
 
 function closedError(operation: string, host: string, cause?: unknown): PlatformAbortedError {

@@ -1,0 +1,79 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { ReadinessReport } from './readiness.ts';
+
+export interface HealthServerOptions {
+  host: string;
+  /** 0 picks a free port (tests). */
+  port: number;
+  readiness: () => Promise<ReadinessReport>;
+  registry: Registry;
+  logger: Logger;
+}
+
+export interface HealthServer {
+  /** Where it listens (the port actually bound when 0 was asked). */
+  address: { host: string; port: number };
+  close(): Promise<void>;
+}
+
+/**
+ * The operator's HTTP listener: `GET /healthz` (the process runs), `GET /readyz` (200 or 503 with
+ * the reasons, JSON) and `GET /metrics` (Prometheus text). Other paths 404, other methods 405.
+ */
+export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
+  const { logger } = options;
+  const routes: Record<string, (res: ServerResponse) => Promise<void>> = {
+    '/healthz': async (res) => {
+      send(res, 200, 'text/plain; charset=utf-8', 'ok\n');
+    },
+    '/readyz': async (res) => {
+      const report = await options.readiness();
+      send(res, report.ready ? 200 : 503, 'application/json', `${JSON.stringify(report)}\n`);
+    },
+    '/metrics': async (res) => {
+      send(res, 200, options.registry.contentType, await options.registry.metrics());
+    },
+  };
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    const route = routes[path];
+    if (!route) {
+      send(res, 404, 'text/plain; charset=utf-8', 'not found\n');
+      return;
+    }
+    if (req.method !== 'GET') {
+      res.setHeader('allow', 'GET');
+      send(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n');
+      return;
+    }
+    route(res).catch((error: unknown) => {
+      logger.error({ err: error, path }, 'health endpoint failed');
+      if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'internal error\n');
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const bound = server.address() as AddressInfo;
+  logger.info({ host: options.host, port: bound.port }, 'health and metrics listening');
+  return {
+    address: { host: options.host, port: bound.port },
+    async close() {
+      server.closeIdleConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function send(res: ServerResponse, status: number, contentType: string, body: string): void {
+  res.writeHead(status, { 'content-type': contentType, 'cache-control': 'no-store' });
+  res.end(body);
+}

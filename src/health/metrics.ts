@@ -1,0 +1,161 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { PipelineCounters } from '../alerts/pipeline.ts';
+import type { StreamHealth } from '../alerts/streams.ts';
+import type { Outcome } from '../bot/engine.ts';
+import type { CallReport } from '../platform/transport.ts';
+import type { JournalStats } from '../store/journal.ts';
+
+/** Where the scrape-time figures come from; each is read when `/metrics` is scraped. */
+export interface MetricSources {
+  streams: () => readonly StreamHealth[];
+  counters: () => Readonly<PipelineCounters>;
+  queueDepth: () => ReadonlyMap<string, number>;
+  journal: () => Readonly<JournalStats>;
+  /** True for a command name the registry knows; other names are counted as `unknown`. */
+  isCommand: (name: string) => boolean;
+}
+
+export type DeliveryOutcome = 'sent' | 'retried' | 'failed' | 'edited';
+
+const PIPELINE_STAGES: ReadonlyArray<{ key: keyof PipelineCounters; help: string }> = [
+  { key: 'logs', help: 'Event logs received from the indexer streams.' },
+  { key: 'events', help: 'Chain events classified from those logs.' },
+  { key: 'matched', help: 'Events that matched at least one watch rule.' },
+  { key: 'deliveries', help: 'Deliveries recorded in the journal (one per matched destination).' },
+  { key: 'reorged', help: 'Receipts reporting a reorganised transaction.' },
+];
+
+const JOURNAL_STATES = ['pending', 'sending', 'sent', 'failed', 'dropped'] as const;
+
+/**
+ * The bot's Prometheus metrics, in a registry of their own (with the default process metrics).
+ * Event-driven figures are counted as they happen (`command`, `platformCall`, `delivery`); the rest
+ * is read from {@link MetricSources} at scrape time. Labels carry names, never user text or secrets.
+ *
+ * @example
+ * const metrics = new BotMetrics();
+ * engine.onOutcome((name, outcome) => metrics.command(name, outcome));
+ * metrics.watch({ streams: () => pipeline.health(), ... });
+ * const text = await metrics.registry.metrics();
+ */
+export class BotMetrics {
+  readonly registry = new Registry();
+  readonly #commands: Counter<'command' | 'outcome'>;
+  readonly #calls: Histogram<'operation' | 'status'>;
+  readonly #deliveries: Counter<'platform' | 'outcome'>;
+  #sources: MetricSources | undefined;
+
+  constructor() {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.#commands = new Counter({
+      name: 'floorwatch_commands_total',
+      help: 'Commands run, by command and outcome.',
+      labelNames: ['command', 'outcome'],
+      registers,
+    });
+    this.#calls = new Histogram({
+      name: 'floorwatch_platform_call_duration_seconds',
+      help: 'Platform RPC attempts by operation and status (HTTP status or error class), with their latency.',
+      labelNames: ['operation', 'status'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.#deliveries = new Counter({
+      name: 'floorwatch_alert_deliveries_total',
+      help: 'Alert deliveries by chat platform and outcome (sent, retried, failed, edited).',
+      labelNames: ['platform', 'outcome'],
+      registers,
+    });
+
+    const sources = () => this.#sources;
+    new Gauge({
+      name: 'floorwatch_stream_connected',
+      help: 'Alert stream state per network and stream (events, receipts): 1 connected, 0 not.',
+      labelNames: ['network', 'stream'],
+      registers,
+      collect() {
+        this.reset();
+        for (const health of sources()?.streams() ?? []) {
+          this.set({ network: health.network, stream: 'events' }, health.events === 'connected' ? 1 : 0);
+          this.set({ network: health.network, stream: 'receipts' }, health.receipts === 'connected' ? 1 : 0);
+        }
+      },
+    });
+    const reconnectsSeen = new Map<string, number>();
+    new Counter({
+      name: 'floorwatch_stream_reconnects_total',
+      help: 'Alert stream reconnects per network.',
+      labelNames: ['network'],
+      registers,
+      collect() {
+        for (const health of sources()?.streams() ?? []) {
+          const delta = health.reconnects - (reconnectsSeen.get(health.network) ?? 0);
+          this.inc({ network: health.network }, Math.max(0, delta));
+          reconnectsSeen.set(health.network, Math.max(health.reconnects, reconnectsSeen.get(health.network) ?? 0));
+        }
+      },
+    });
+    for (const stage of PIPELINE_STAGES) {
+      let seen = 0;
+      new Counter({
+        name: `floorwatch_pipeline_${stage.key}_total`,
+        help: stage.help,
+        registers,
+        collect() {
+          const now = sources()?.counters()[stage.key] ?? seen;
+          if (now > seen) this.inc(now - seen);
+          seen = Math.max(seen, now);
+        },
+      });
+    }
+    new Gauge({
+      name: 'floorwatch_delivery_queue_depth',
+      help: 'Deliveries and edits waiting to be sent, per chat platform.',
+      labelNames: ['platform'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [platform, depth] of sources()?.queueDepth() ?? []) this.set({ platform }, depth);
+      },
+    });
+    new Gauge({
+      name: 'floorwatch_journal_records',
+      help: 'Delivery records held by the journal, by state.',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const stats = sources()?.journal();
+        if (!stats) return;
+        for (const state of JOURNAL_STATES) this.set({ state }, stats[state]);
+      },
+    });
+    new Gauge({
+      name: 'floorwatch_journal_bytes',
+      help: 'Size of the delivery journal file in bytes.',
+      registers,
+      collect() {
+        const stats = sources()?.journal();
+        if (stats) this.set(stats.bytes);
+      },
+    });
+  }
+
+  /** Connects the scrape-time sources (once the components exist). */
+  watch(sources: MetricSources): void {
+    this.#sources = sources;
+  }
+
+  command(name: string, outcome: Outcome): void {
+    const known = this.#sources?.isCommand(name) ?? false;
+    this.#commands.inc({ command: known ? name : 'unknown', outcome });
+  }
+
+  platformCall(report: CallReport): void {
+    this.#calls.observe({ operation: report.operation, status: String(report.outcome) }, report.durationMs / 1000);
+  }
+
+  delivery(outcome: DeliveryOutcome, platform: string, count: number): void {
+    this.#deliveries.inc({ platform, outcome }, count);
+  }
+}
