@@ -5,6 +5,7 @@ import { Enricher } from '../../src/alerts/enrich.ts';
 import { AlertPipeline } from '../../src/alerts/pipeline.ts';
 import type { AlertStatus } from '../../src/bot/command.ts';
 import type { DevnetOptions } from '../../src/devnet/index.ts';
+import type { CallReport } from '../../src/platform/index.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
 import { type Harness, startHarness } from './bot-harness.ts';
 import { RecordingSink } from './recording-sink.ts';
@@ -21,9 +22,12 @@ export interface AlertHarness extends Harness {
   restart: () => Promise<void>;
 }
 
-export async function startAlertHarness(options: DevnetOptions = {}): Promise<AlertHarness> {
+export async function startAlertHarness(
+  options: DevnetOptions = {},
+  extra: { retries?: number; onCall?: (report: CallReport) => void } = {},
+): Promise<AlertHarness> {
   let status: (() => AlertStatus) | undefined;
-  const h = await startHarness(options, { alerts: () => (status as () => AlertStatus)() });
+  const h = await startHarness(options, { ...extra, alerts: () => (status as () => AlertStatus)() });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const consoleSink = new RecordingSink('console', 10);
   const telegramSink = new RecordingSink('telegram', 1);

@@ -10,6 +10,7 @@ import { renderPlain } from '../../src/chat/console/render.ts';
 import { type Devnet, type DevnetOptions, startDevnet } from '../../src/devnet/index.ts';
 import { COMMANDS_DIR, nativeSymbolsOf } from '../../src/main.ts';
 import { PlatformClient } from '../../src/platform/client.ts';
+import type { CallReport } from '../../src/platform/index.ts';
 import { StateStore } from '../../src/store/state.ts';
 
 export const CONSOLE: ChatRef = { platform: 'console', id: 'terminal', kind: 'private' };
@@ -34,7 +35,7 @@ export interface Harness {
 
 export async function startHarness(
   options: DevnetOptions = {},
-  extra: { retries?: number; alerts?: () => AlertStatus } = {},
+  extra: { retries?: number; alerts?: () => AlertStatus; onCall?: (report: CallReport) => void } = {},
 ): Promise<Harness> {
   const devnet = await startDevnet({ scale: 'small', ...options });
   const platform = new PlatformClient({
@@ -44,6 +45,7 @@ export async function startHarness(
     secretToken: devnet.secretToken,
     projectId: devnet.projectId,
     retry: { retries: extra.retries ?? 1, baseDelayMs: 5, maxDelayMs: 50 },
+    ...(extra.onCall ? { onCall: extra.onCall } : {}),
   });
   const dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-test-'));
   const store = await StateStore.open(join(dataDir, 'state.json'));
