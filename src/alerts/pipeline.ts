@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Reply } from '../bot/reply.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
-import type { DeliveryJournal, NewDelivery } from '../store/journal.ts';
+import { type DeliveryJournal, deliveryId, type NewDelivery } from '../store/journal.ts';
 import type { StateStore } from '../store/state.ts';
 import { classifyTransaction, TransactionAssembler } from './classify.ts';
 import type { Dispatcher } from './delivery.ts';
@@ -23,7 +23,7 @@ export interface AlertPipelineOptions {
   marketplaceContracts?: Readonly<Record<string, readonly string[]>>;
   /** Rule changes are gathered this long before the streams are re-planned. Default 1 s. */
   replanDelayMs?: number;
-  /** A transaction's logs are complete once the next transaction starts, or after this quiet time. Default 10 ms. */
+  /** A transaction's logs are complete once the next transaction starts, or after this quiet time. Default 2 ms. */
   flushDelayMs?: number;
   streams?: StreamOptionsForAlerts;
   /** Enrichment slower than this is given up: the alert goes out with what the chain says. Default 10 s. */
@@ -41,12 +41,21 @@ export interface PipelineCounters {
   reorged: number;
 }
 
+/** An event waiting for its enrichment, or a reorg waiting for the events before it. */
+type Slot =
+  | { kind: 'event'; event: ChainEvent; rules: WatchRule[]; enriched: EnrichedEvent | undefined }
+  | { kind: 'reorg'; txnHash: string };
+
 interface NetworkState {
   assembler: TransactionAssembler;
   flushTimer: NodeJS.Timeout | undefined;
   streams: NetworkStreams;
-  /** Events of this network are recorded in arrival order, whatever their enrichment time. */
-  chain: Promise<void>;
+  /**
+   * Events of this network in arrival order. Whatever their enrichment time, they are recorded in
+   * this order, and all that are ready are recorded with one durable journal write.
+   */
+  slots: Slot[];
+  draining: Promise<void> | undefined;
 }
 
 /**
@@ -93,7 +102,7 @@ export class AlertPipeline {
       clearTimeout(state.flushTimer);
       state.streams.stop();
     }
-    await Promise.all([...this.#networks.values()].map((s) => s.chain));
+    await this.#idle();
   }
 
   health(): StreamHealth[] {
@@ -108,7 +117,16 @@ export class AlertPipeline {
       const rest = state.assembler.flush();
       if (rest) this.#transaction(this.#networkOf(state), rest);
     }
-    await Promise.all([...this.#networks.values()].map((s) => s.chain));
+    await this.#idle();
+  }
+
+  /** Resolves when every network's slots are recorded. */
+  async #idle(): Promise<void> {
+    for (;;) {
+      const busy = [...this.#networks.values()].filter((s) => s.draining || s.slots.length > 0);
+      if (busy.length === 0) return;
+      await Promise.all(busy.map((s) => s.draining ?? new Promise((resolve) => setTimeout(resolve, 5))));
+    }
   }
 
   /** Pauses the rules of a destination that cannot be posted to any more. */
@@ -167,7 +185,8 @@ export class AlertPipeline {
       const created: NetworkState = {
         assembler: new TransactionAssembler(),
         flushTimer: undefined,
-        chain: Promise.resolve(),
+        slots: [],
+        draining: undefined,
         streams: new NetworkStreams(
           this.#options.platform,
           network,
@@ -192,7 +211,7 @@ export class AlertPipeline {
       state.flushTimer = undefined;
       const rest = state.assembler.flush();
       if (rest) this.#transaction(network, rest);
-    }, this.#options.flushDelayMs ?? 10);
+    }, this.#options.flushDelayMs ?? 2);
   }
 
   #transaction(network: string, logs: EventLog[]): void {
@@ -212,23 +231,74 @@ export class AlertPipeline {
       this.counters.matched++;
       const collectionName = rules[0]?.collectionName ?? event.collection;
       // Enrichment starts at once; recording waits its turn so alerts keep the chain's order.
-      const enriched = this.#options.enricher.enrichWithin(
-        event,
-        collectionName,
-        this.#options.enrichLimitMs ?? 10_000,
-      );
-      state.chain = state.chain.then(async () => {
-        try {
-          await this.#record(event, rules, await enriched);
-        } catch (error) {
-          this.#options.logger.error({ event: event.id, err: error }, 'could not record the alerts of an event');
-        }
-      });
+      const slot: Slot = { kind: 'event', event, rules, enriched: undefined };
+      state.slots.push(slot);
+      void this.#options.enricher
+        .enrichWithin(event, collectionName, this.#options.enrichLimitMs ?? 10_000)
+        .catch((error: unknown) => {
+          this.#options.logger.error({ event: event.id, err: error }, 'enrichment failed');
+          return this.#options.enricher.bare(event, collectionName);
+        })
+        .then((enriched) => {
+          slot.enriched = enriched;
+          this.#drain(state);
+        });
     }
   }
 
-  async #record(event: ChainEvent, rules: readonly WatchRule[], enriched: EnrichedEvent): Promise<void> {
-    const { logger, journal, dispatcher } = this.#options;
+  /** Records the ready slots at the head of the queue, in order, as long as there are some. */
+  #drain(state: NetworkState): void {
+    if (state.draining) return;
+    const isReady = (slot: Slot | undefined) =>
+      slot !== undefined && (slot.kind === 'reorg' || slot.enriched !== undefined);
+    const run = async () => {
+      while (isReady(state.slots[0])) {
+        const ready: Slot[] = [];
+        while (isReady(state.slots[0])) {
+          const slot = state.slots.shift() as Slot;
+          ready.push(slot);
+          if (slot.kind === 'reorg') break;
+        }
+        const events = ready.filter((r): r is Extract<Slot, { kind: 'event' }> => r.kind === 'event');
+        try {
+          await this.#record(
+            events.map((e) => ({ event: e.event, rules: e.rules, enriched: e.enriched as EnrichedEvent })),
+          );
+        } catch (error) {
+          this.#options.logger.error({ events: events.length, err: error }, 'could not record alerts');
+        }
+        const last = ready.at(-1);
+        if (last?.kind === 'reorg') await this.#reorg(this.#networkOf(state), last.txnHash);
+      }
+    };
+    // `.finally` runs after the assignment, even when `run` has nothing to do; a head that became
+    // ready while the last batch was written starts the next drain.
+    state.draining = run().finally(() => {
+      state.draining = undefined;
+      if (isReady(state.slots[0])) this.#drain(state);
+    });
+  }
+
+  /** Renders and records the deliveries of several events with one durable journal write. */
+  async #record(
+    batch: ReadonlyArray<{ event: ChainEvent; rules: readonly WatchRule[]; enriched: EnrichedEvent }>,
+  ): Promise<void> {
+    const { journal, dispatcher } = this.#options;
+    const perEvent = batch.map(({ event, rules, enriched }) => this.#deliveries(event, rules, enriched));
+    const all = perEvent.flat();
+    if (all.length === 0) return;
+    const recorded = await journal.record(all);
+    this.counters.deliveries += recorded.length;
+    const fresh = new Set(recorded.map((r) => r.id));
+    batch.forEach(({ event }, index) => {
+      const count = (perEvent[index] ?? []).filter((d) => fresh.has(deliveryId(d.eventId, d.destination))).length;
+      this.#options.onRecorded?.(event, count);
+    });
+    dispatcher.enqueue(recorded);
+  }
+
+  #deliveries(event: ChainEvent, rules: readonly WatchRule[], enriched: EnrichedEvent): NewDelivery[] {
+    const { logger } = this.#options;
     if (enriched.missing.length)
       logger.warn({ event: event.id, missing: enriched.missing }, 'alert without some details');
     const byDestination = new Map<string, { destination: Destination; roles: string[] }>();
@@ -243,7 +313,6 @@ export class AlertPipeline {
       if (rule.mentionRole && !entry.roles.includes(rule.mentionRole)) entry.roles.push(rule.mentionRole);
       byDestination.set(key, entry);
     }
-    if (byDestination.size === 0) return;
     const deliveries: NewDelivery[] = [];
     for (const { destination, roles } of byDestination.values()) {
       const reply: Reply = renderAlert(enriched.details, roles[0] ? { mentionRole: roles[0] } : {});
@@ -258,31 +327,37 @@ export class AlertPipeline {
         payload: reply,
       });
     }
-    const recorded = await journal.record(deliveries);
-    this.counters.deliveries += recorded.length;
-    this.#options.onRecorded?.(event, recorded.length);
-    dispatcher.enqueue(recorded);
+    return deliveries;
   }
 
   #receipt(network: string, receipt: TransactionReceipt): void {
+    const { journal, logger } = this.#options;
+    if (receipt.reorged) {
+      // In the queue, after the events before it: a reorg cannot overtake the alert it reverses.
+      const state = this.#state(network);
+      state.slots.push({ kind: 'reorg', txnHash: receipt.txnHash });
+      this.#drain(state);
+    } else if (receipt.final && journal.byTransaction(network, receipt.txnHash).length > 0) {
+      // Out of the queue: finality only decides how long records are kept, and the journal
+      // groups these writes with the others.
+      void journal
+        .markFinal(network, receipt.txnHash)
+        .catch((error: unknown) =>
+          logger.error({ network, txnHash: receipt.txnHash, err: error }, 'could not mark a transaction final'),
+        );
+    }
+  }
+
+  async #reorg(network: string, txnHash: string): Promise<void> {
     const { journal, dispatcher, logger } = this.#options;
-    if (!receipt.reorged && !receipt.final) return;
-    const state = this.#state(network);
-    // After the events of the same transaction are recorded, so a reorg cannot overtake its alert.
-    state.chain = state.chain.then(async () => {
-      try {
-        if (journal.byTransaction(network, receipt.txnHash).length === 0) return;
-        if (receipt.reorged) {
-          const edits = await journal.markReorged(network, receipt.txnHash);
-          this.counters.reorged++;
-          logger.info({ network, txnHash: receipt.txnHash, edits: edits.length }, 'transaction reorganised away');
-          dispatcher.enqueueEdits(edits);
-        } else if (receipt.final) {
-          await journal.markFinal(network, receipt.txnHash);
-        }
-      } catch (error) {
-        logger.error({ network, txnHash: receipt.txnHash, err: error }, 'could not apply a receipt');
-      }
-    });
+    try {
+      if (journal.byTransaction(network, txnHash).length === 0) return;
+      const edits = await journal.markReorged(network, txnHash);
+      this.counters.reorged++;
+      logger.info({ network, txnHash, edits: edits.length }, 'transaction reorganised away');
+      dispatcher.enqueueEdits(edits);
+    } catch (error) {
+      logger.error({ network, txnHash, err: error }, 'could not apply a reorg');
+    }
   }
 }
