@@ -314,9 +314,16 @@ export class AlertPipeline {
       byDestination.set(key, entry);
     }
     const deliveries: NewDelivery[] = [];
+    // Chats that ping the same roles (most ping none) get the same message: rendered once.
+    const rendered = new Map<string, Reply>();
     for (const { destination, roles } of byDestination.values()) {
-      const reply: Reply = renderAlert(enriched.details, roles[0] ? { mentionRole: roles[0] } : {});
-      if (roles.length > 1) reply.mentionRoles = roles;
+      const rolesKey = roles.join(',');
+      let reply = rendered.get(rolesKey);
+      if (!reply) {
+        reply = renderAlert(enriched.details, roles[0] ? { mentionRole: roles[0] } : {});
+        if (roles.length > 1) reply.mentionRoles = roles;
+        rendered.set(rolesKey, reply);
+      }
       deliveries.push({
         // The block is part of the id: a transaction re-mined after a reorg is a new event.
         eventId: `${event.id}@${event.blockHash}`,
