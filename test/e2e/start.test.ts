@@ -99,6 +99,34 @@ describe('npm start with piped input', () => {
     expect(run.stderr).toContain('"msg":"floorwatch started"');
   });
 
+  it('stops cleanly on SIGTERM, well within its 10 s bound, with alert streams open', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '200' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    child.stdin.write('/watch add moon cats all\n');
+    const deadline = Date.now() + 20_000;
+    while (!stdout.includes('Watching') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 1_500));
+    const signalled = Date.now();
+    child.kill('SIGTERM');
+    const code = await exited;
+    expect(code).toBe(0);
+    expect(Date.now() - signalled).toBeLessThan(10_000);
+    expect(stderr).toContain('"reason":"SIGTERM"');
+    expect(stderr).not.toContain('shutdown took too long');
+  });
+
   it('refuses a bad configuration with every problem named, and no secret echoed', async () => {
     const run = await start('', {
       FLOORWATCH_DATA_DIR: dataDir,
