@@ -3,43 +3,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-
-const ROOT = join(import.meta.dirname, '..', '..');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the bot's real entry point as `npm start` does, with piped input. */
-function start(input: string, env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(input);
-  });
-}
+import { type EntryPointRun, ROOT, runEntryPoint } from '../helpers/entry-point.ts';
 
 /** Runs the entry point interactively-by-pipe: sends lines, keeps input open until stdout matches. */
-function converse(lines: string[], until: RegExp, env: Record<string, string>): Promise<Run> {
+function converse(lines: string[], until: RegExp, env: Record<string, string>): Promise<EntryPointRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: ROOT,
@@ -90,7 +57,7 @@ describe('npm start with piped input', () => {
   });
 
   it('answers every line on stdout, keeps logs on stderr, and exits when the input ends', async () => {
-    const run = await start('/floor moon cats count=2\n/help\n', { FLOORWATCH_DATA_DIR: dataDir });
+    const run = await runEntryPoint('/floor moon cats count=2\n/help\n', { FLOORWATCH_DATA_DIR: dataDir });
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('Floor of Moon Cats');
     expect(run.stdout).toContain('Floorwatch commands');
@@ -128,7 +95,7 @@ describe('npm start with piped input', () => {
   });
 
   it('refuses a bad configuration with every problem named, and no secret echoed', async () => {
-    const run = await start('', {
+    const run = await runEntryPoint('', {
       FLOORWATCH_DATA_DIR: dataDir,
       LOG_LEVEL: 'chatty',
       FLOORWATCH_API_URL: 'https://x.example/?key=S3CRET',
@@ -142,7 +109,7 @@ describe('npm start with piped input', () => {
   it('refuses to start on a corrupt state file and leaves it as it was', async () => {
     const file = join(dataDir, 'state.json');
     await writeFile(file, '{"version":2,"chats":');
-    const run = await start('/help\n', { FLOORWATCH_DATA_DIR: dataDir });
+    const run = await runEntryPoint('/help\n', { FLOORWATCH_DATA_DIR: dataDir });
     expect(run.code).toBe(78);
     expect(run.stderr).toContain(`${file}: is not valid JSON`);
     expect(run.stdout).toBe('');

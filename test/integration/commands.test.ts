@@ -6,30 +6,11 @@ import { renderDiscord } from '../../src/chat/discord/render.ts';
 import { renderTelegram, TELEGRAM_LIMITS } from '../../src/chat/telegram/render.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { ADMIN, GROUP, type Harness, MEMBER, OPERATOR, startHarness } from '../helpers/bot-harness.ts';
+import { collectionNamed, listedToken } from '../helpers/devnet-data.ts';
 
 let h: Harness;
 let moonCats: DevnetCollectionInfo;
 let hostile: DevnetCollectionInfo;
-
-function collection(name: string): DevnetCollectionInfo {
-  const found = h.devnet.collections.devnet?.find((c) => c.name === name);
-  if (!found) throw new Error(`devnet has no collection ${name}`);
-  return found;
-}
-
-/** A listed token of a collection, from the platform itself. */
-async function listedToken(address: string): Promise<string> {
-  const { collectibles } = await h.platform.marketplace.listCollectibles({
-    network: 'devnet',
-    side: 'listing',
-    contractAddress: address,
-    filter: { includeEmpty: false },
-    page: { pageSize: 1 },
-  });
-  const tokenId = collectibles[0]?.metadata.tokenId;
-  if (!tokenId) throw new Error('no listed token');
-  return tokenId;
-}
 
 function usdValues(reply: Reply): number[] {
   return h
@@ -40,7 +21,7 @@ function usdValues(reply: Reply): number[] {
 
 beforeAll(async () => {
   h = await startHarness();
-  moonCats = collection('Moon Cats');
+  moonCats = collectionNamed(h.devnet, 'Moon Cats');
   const found = h.devnet.collections.devnet?.find((c) => c.hostile);
   if (!found) throw new Error('devnet has no hostile collection');
   hostile = found;
@@ -110,7 +91,7 @@ describe('market commands on the local platform', () => {
   });
 
   it('/listings pages cheapest first and says when a page is past the end', async () => {
-    const tokenId = await listedToken(moonCats.address);
+    const tokenId = await listedToken(h.platform, moonCats.address);
     const reply = await h.run(`/listings moon cats ${tokenId}`);
     expect(reply.title).toMatch(/^Listings of /);
     expect(reply.fields?.length).toBeGreaterThan(0);
@@ -138,7 +119,7 @@ describe('market commands on the local platform', () => {
   });
 
   it('/token shows the image, traits, description and both ends of the book', async () => {
-    const tokenId = await listedToken(moonCats.address);
+    const tokenId = await listedToken(h.platform, moonCats.address);
     const reply = await h.run(`/token ${moonCats.address} ${tokenId}`);
     expect(reply.image).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
     const names = reply.fields?.map((f) => f.name) ?? [];
@@ -177,7 +158,7 @@ describe('market commands on the local platform', () => {
   });
 
   it('/buy explains the checkout steps and attaches the raw transactions', async () => {
-    const tokenId = await listedToken(moonCats.address);
+    const tokenId = await listedToken(h.platform, moonCats.address);
     const buyer = '0x1111111111111111111111111111111111111111';
     const reply = await h.run(`/buy moon cats ${tokenId} ${buyer}`);
     expect(reply.title).toMatch(/^Buy /);

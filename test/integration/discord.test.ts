@@ -19,6 +19,7 @@ import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { COMMANDS_DIR, nativeSymbolsOf } from '../../src/main.ts';
 import { FakeDiscord, type InteractionSpec, type RecordedCall } from '../fakes/discord.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
+import { listedToken } from '../helpers/devnet-data.ts';
 
 const OPERATOR = { id: '1100000000000000777', username: 'operator' };
 const ADMIN = { id: '1100000000000000778', username: 'admin' };
@@ -130,19 +131,6 @@ async function tokenWithManyListings(): Promise<{ collection: DevnetCollectionIn
     }
   }
   throw new Error('no token with more than one page of listings');
-}
-
-async function listedToken(address: string): Promise<string> {
-  const { collectibles } = await h.platform.marketplace.listCollectibles({
-    network: 'devnet',
-    side: 'listing',
-    contractAddress: address,
-    filter: { includeEmpty: false },
-    page: { pageSize: 1 },
-  });
-  const tokenId = collectibles[0]?.metadata.tokenId;
-  if (!tokenId) throw new Error('no listed token');
-  return tokenId;
 }
 
 function labels(commands: readonly CommandDefinition[]): string[] {
@@ -268,7 +256,7 @@ describe('Discord command registration', () => {
 describe('Discord interactions', () => {
   it('every command of the registry answers an interaction with embeds within limits and pings nobody', async () => {
     const collection = `devnet:${moonCats.address}`;
-    const token = await listedToken(moonCats.address);
+    const token = await listedToken(h.platform, moonCats.address);
     const { balances } = await h.platform.indexer.getTokenBalancesByContract({
       network: 'devnet',
       filter: { contractAddresses: [moonCats.address], contractStatus: 'ALL' },

@@ -13,10 +13,10 @@ import {
   type TelegramAdapter,
   type TelegramConfig,
 } from '../../src/chat/telegram/adapter.ts';
-import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
 import { FakeTelegram, type StoredMessage, type TelegramCall } from '../fakes/telegram.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
+import { collectionNamed, listedToken } from '../helpers/devnet-data.ts';
 
 const OPERATOR_ID = 99;
 const SENDS = ['sendMessage', 'sendPhoto'];
@@ -29,25 +29,6 @@ let dispatcher: Dispatcher;
 let pipeline: AlertPipeline;
 const logs: string[] = [];
 const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(line) });
-
-function collection(name: string): DevnetCollectionInfo {
-  const found = h.devnet.collections.devnet?.find((c) => c.name === name);
-  if (!found) throw new Error(`devnet has no collection ${name}`);
-  return found;
-}
-
-async function listedToken(address: string): Promise<string> {
-  const { collectibles } = await h.platform.marketplace.listCollectibles({
-    network: 'devnet',
-    side: 'listing',
-    contractAddress: address,
-    filter: { includeEmpty: false },
-    page: { pageSize: 1 },
-  });
-  const tokenId = collectibles[0]?.metadata.tokenId;
-  if (!tokenId) throw new Error('no listed token');
-  return tokenId;
-}
 
 function config(extra: Partial<TelegramConfig> = {}): TelegramConfig {
   return {
@@ -172,8 +153,8 @@ describe('commands in Telegram chats', () => {
   });
 
   it('answers every command of the registry with HTML that Telegram accepts', async () => {
-    const moonCats = collection('Moon Cats');
-    const tokenId = await listedToken(moonCats.address);
+    const moonCats = collectionNamed(h.devnet, 'Moon Cats');
+    const tokenId = await listedToken(h.platform, moonCats.address);
     const { contacts } = await h.platform.builder.getAudience({ audienceId: 1 });
     const lines: Record<string, string> = {
       alias: '/alias list',
@@ -243,8 +224,8 @@ describe('commands in Telegram chats', () => {
   });
 
   it('pages /listings in place when More is pressed', async () => {
-    const gardens = collection('Glitch Gardens');
-    const tokenId = await listedToken(gardens.address);
+    const gardens = collectionNamed(h.devnet, 'Glitch Gardens');
+    const tokenId = await listedToken(h.platform, gardens.address);
     await h.devnet.mine(
       'devnet',
       ['1.1', '1.2', '1.3', '1.4', '1.5', '1.6'].map((price) => ({
@@ -351,9 +332,11 @@ describe('alerts through the Telegram sink', () => {
   it('sends a sale alert and edits it when its block is reorganised away', async () => {
     expect(htmlOf(await say(chat, 1, '/watch add moon cats sale'))).toContain('Watching');
     await planned();
-    const tokenId = await listedToken(collection('Moon Cats').address);
+    const tokenId = await listedToken(h.platform, collectionNamed(h.devnet, 'Moon Cats').address);
     const from = tg.calls.length;
-    await h.devnet.mine('devnet', [{ kind: 'sale', collection: collection('Moon Cats').address, tokenId }]);
+    await h.devnet.mine('devnet', [
+      { kind: 'sale', collection: collectionNamed(h.devnet, 'Moon Cats').address, tokenId },
+    ]);
     const alert = await tg.waitFor(() => sentTo(from, 'Sold: ').find((c) => c.status === 200));
     expectSafeHtml(htmlOf(alert));
     await dispatcher.drained();
@@ -369,10 +352,12 @@ describe('alerts through the Telegram sink', () => {
   });
 
   it('waits out a 429 and delivers the alert exactly once', async () => {
-    const tokenId = await listedToken(collection('Moon Cats').address);
+    const tokenId = await listedToken(h.platform, collectionNamed(h.devnet, 'Moon Cats').address);
     tg.fail(SENDS, { code: 429, description: 'Too Many Requests: retry after 1', retryAfter: 1, chatId: String(chat) });
     const from = tg.calls.length;
-    await h.devnet.mine('devnet', [{ kind: 'sale', collection: collection('Moon Cats').address, tokenId }]);
+    await h.devnet.mine('devnet', [
+      { kind: 'sale', collection: collectionNamed(h.devnet, 'Moon Cats').address, tokenId },
+    ]);
     const limited = await tg.waitFor(() => sentTo(from, 'Sold: ').find((c) => c.status === 429));
     const delivered = await tg.waitFor(() => sentTo(from, 'Sold: ').find((c) => c.status === 200));
     expect(delivered.at - limited.at).toBeGreaterThanOrEqual(950);

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +7,7 @@ import { startBot } from '../../src/main.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
 import { StateStore, StoreFileError } from '../../src/store/state.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
+import { runEntryPoint } from '../helpers/entry-point.ts';
 
 /*
  * Issue 9: the bot's files on a bad day. A state file or delivery journal damaged in the middle
@@ -17,40 +17,6 @@ import { type Harness, startHarness } from '../helpers/bot-harness.ts';
  * and the bot's memory keep the previous state. (A truncated state.json through the CLI is in
  * test/e2e/start.test.ts.)
  */
-
-const ROOT = join(import.meta.dirname, '..', '..');
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real entry point as `npm start` does, with piped input. */
-function start(input: string, env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end(input);
-  });
-}
 
 /** startBot with a data directory, no terminal and logs thrown away. */
 function startIn(dataDir: string) {
@@ -105,7 +71,7 @@ describe('start-up on damaged files', () => {
     });
     const state = await readFile(stateFile);
     const journal = await corruptJournal(journalFile);
-    const run = await start('/help\n', { FLOORWATCH_DATA_DIR: dataDir });
+    const run = await runEntryPoint('/help\n', { FLOORWATCH_DATA_DIR: dataDir });
     expect(run.code).toBe(78);
     expect(run.stderr).toContain(`${journalFile}: line 3 is not valid JSON`);
     expect(run.stderr).toContain('left untouched');
