@@ -4,9 +4,12 @@ import { formatUnits } from 'viem';
 import type { CurrencyDirectory } from '../bot/currencies.ts';
 import { marketplaceName, traitsOf } from '../bot/format.ts';
 import type { PlatformClient } from '../platform/client.ts';
-import type { Order, TokenMetadata } from '../platform/types.ts';
+import type { MarketplaceKind, Order, TokenMetadata } from '../platform/types.ts';
 import type { AlertDetails, TokenDetails } from './render.ts';
 import type { ChainEvent } from './types.ts';
+
+/** The platform's own marketplace, which emits the Request* events. */
+const OWN_MARKETPLACE: MarketplaceKind = 'sequence_marketplace_v2';
 
 /** Tokens of a sweep or batch whose metadata is fetched; the rest are listed by id. */
 const MAX_TOKENS_FETCHED = 10;
@@ -110,16 +113,35 @@ export class Enricher {
     }
     const first = orders[0];
     if (first) details.marketplace = marketplaceName(first);
+    // Request events come from the platform's own marketplace contract.
+    else if (this.#pricedByChain(event)) details.marketplace = marketplaceName({ marketplace: OWN_MARKETPLACE });
     return { details, price, traits: tokens.map((t) => t.traits), missing };
   }
 
   async #orders(event: ChainEvent): Promise<Order[]> {
-    if (event.orderIds.length === 0) return [];
+    if (event.orderIds.length === 0 || this.#pricedByChain(event)) return [];
     const { orders } = await this.#platform.marketplace.getOrders({
       network: event.network,
       input: event.orderIds.map((orderId) => ({ contractAddress: event.collection, orderId })),
     });
+    for (const order of orders) this.#currencies.learn(event.network, order);
     return orders;
+  }
+
+  /**
+   * A listing or offer states its price on chain; once its currency's decimals and a recent USD
+   * rate are known, the order lookup adds nothing but time.
+   */
+  #pricedByChain(event: ChainEvent): { amount: string; usd: number } | undefined {
+    if ((event.kind !== 'listing' && event.kind !== 'offer') || !event.price || !/^\d+$/.test(event.price.perToken)) {
+      return undefined;
+    }
+    const decimals = this.#currencies.decimals(event.network, event.price.currency);
+    const rate = this.#currencies.usdRate(event.network, event.price.currency);
+    if (decimals === undefined || rate === undefined) return undefined;
+    const units = BigInt(event.tokens[0]?.amount ?? '1');
+    const amount = formatUnits(BigInt(event.price.perToken) * units, decimals);
+    return { amount, usd: Number(amount) * rate };
   }
 
   async #token(event: ChainEvent, tokenId: string): Promise<TokenMetadata> {
@@ -164,6 +186,11 @@ export class Enricher {
       const amount = formatUnits(raw, decimals);
       const symbol = await this.#currencies.symbol(event.network, currency);
       return { amount, display: trimDecimals(amount), symbol, usd: usdKnown && usd > 0 ? usd : undefined };
+    }
+    const chain = this.#pricedByChain(event);
+    if (chain && event.price) {
+      const symbol = await this.#currencies.symbol(event.network, event.price.currency);
+      return { amount: chain.amount, display: trimDecimals(chain.amount), symbol, usd: chain.usd };
     }
     if (event.price && /^0x0{40}$/i.test(event.price.currency)) {
       const units = BigInt(event.tokens[0]?.amount ?? '1');

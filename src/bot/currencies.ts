@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { formatUnits } from 'viem';
 import type { PlatformClient } from '../platform/client.ts';
 
 export const NATIVE_CURRENCY = '0x0000000000000000000000000000000000000000';
@@ -19,6 +20,9 @@ const NATIVE_SYMBOLS: Record<string, string> = {
 export class CurrencyDirectory {
   readonly #platform: PlatformClient;
   readonly #symbols = new LRUCache<string, string>({ max: 1_000 });
+  readonly #decimals = new LRUCache<string, number>({ max: 1_000 });
+  /** US dollars per whole unit, learned from orders the platform priced; kept a few minutes. */
+  readonly #usdRates = new LRUCache<string, number>({ max: 1_000, ttl: 5 * 60_000 });
   readonly #pending = new Map<string, Promise<string>>();
   readonly #native: Readonly<Record<string, string>>;
 
@@ -42,6 +46,29 @@ export class CurrencyDirectory {
     return pending;
   }
 
+  /** Decimals of a currency when known (the native coin: 18). */
+  decimals(network: string, address: string): number | undefined {
+    const lower = address.toLowerCase();
+    return lower === NATIVE_CURRENCY ? 18 : this.#decimals.get(`${network}:${lower}`);
+  }
+
+  /** Learns a currency's USD rate and decimals from an order the platform priced. */
+  learn(
+    network: string,
+    order: { priceCurrencyAddress: string; priceDecimals: number; priceUSD: number; priceAmount: string },
+  ): void {
+    const key = `${network}:${order.priceCurrencyAddress.toLowerCase()}`;
+    this.#decimals.set(key, order.priceDecimals);
+    if (!/^\d+$/.test(order.priceAmount) || order.priceUSD <= 0) return;
+    const amount = Number(formatUnits(BigInt(order.priceAmount), order.priceDecimals));
+    if (amount > 0 && Number.isFinite(amount)) this.#usdRates.set(key, order.priceUSD / amount);
+  }
+
+  /** US dollars per whole unit of a currency, when an order priced it recently. */
+  usdRate(network: string, address: string): number | undefined {
+    return this.#usdRates.get(`${network}:${address.toLowerCase()}`);
+  }
+
   async #lookup(network: string, address: string): Promise<string> {
     const fallback = `${address.slice(0, 6)}…`;
     try {
@@ -52,6 +79,7 @@ export class CurrencyDirectory {
         excludeTokenMetadata: true,
       });
       const found = contractInfo.find((c) => c.address.toLowerCase() === address);
+      if (typeof found?.decimals === 'number') this.#decimals.set(`${network}:${address}`, found.decimals);
       const symbol = found?.symbol?.trim() || fallback;
       this.#symbols.set(`${network}:${address}`, symbol);
       return symbol;

@@ -34,7 +34,7 @@ const MARKETPLACE_NAMES: Record<string, string> = {
 };
 
 /** Where an order lives, for people. */
-export function marketplaceName(order: Order): string {
+export function marketplaceName(order: Pick<Order, 'marketplace' | 'originName'>): string {
   const known = order.marketplace && MARKETPLACE_NAMES[order.marketplace];
   if (known) return known;
   if (order.originName?.trim()) return truncate(order.originName.trim(), 40);

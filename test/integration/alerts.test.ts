@@ -276,4 +276,41 @@ describe('alerts from the live stream', () => {
       h.devnet.clearFaults();
     }
   });
+
+  it('GIVEN a currency the bot has seen priced THEN a listing alert is priced from the chain, without an order lookup', async () => {
+    // A first listing in DEV: its order teaches the bot the currency's decimals and USD rate.
+    const before = h.console.alerts(CONSOLE.id).length;
+    await h.devnet.mine('devnet', [{ kind: 'listing', collection: moonCats.address, price: '1.125', currency: 'DEV' }]);
+    await h.console.until(() =>
+      h.console
+        .alerts(CONSOLE.id)
+        .slice(before)
+        .some((a) => a.title?.endsWith('for 1.125 DEV')),
+    );
+    // Now the order lookups fail: the next listing still has its price and USD value.
+    h.devnet.setFaults({ operation: 'GetOrders', errorRate: 1 });
+    try {
+      await h.devnet.mine('devnet', [
+        { kind: 'listing', collection: moonCats.address, price: '2.25', currency: 'DEV' },
+      ]);
+      await h.console.until(() =>
+        h.console
+          .alerts(CONSOLE.id)
+          .slice(before)
+          .some((a) => a.title?.endsWith('for 2.25 DEV')),
+      );
+    } finally {
+      h.devnet.clearFaults();
+    }
+    const alert = h.console
+      .alerts(CONSOLE.id)
+      .slice(before)
+      .find((a) => a.title?.endsWith('for 2.25 DEV'));
+    const price = h.text({ lines: [alert?.fields?.find((f) => f.name === 'Price')?.value ?? ''] });
+    expect(price).toMatch(/^2\.25 DEV \(\$[\d,.]+\)$/);
+    // The rate was learned from an order whose USD value the platform rounded to cents.
+    const usd = Number(/\$([\d,.]+)/.exec(price)?.[1]?.replace(/,/g, ''));
+    expect(Math.abs(usd - 2.25 * 2_450)).toBeLessThan(2.25 * 2_450 * 0.001);
+    expect(alert?.fields?.find((f) => f.name === 'Market')?.value).toBe('Sequence Market v2');
+  });
 });
