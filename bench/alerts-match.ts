@@ -23,7 +23,14 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { CANONICAL_SIGNATURES, classifyTransaction, type EventName, TOPICS } from '../src/alerts/classify.ts';
 import { type AlertDetails, renderAlert, type TokenDetails } from '../src/alerts/render.ts';
-import { type PriceInfo, passesPrice, passesTraitsAny, RuleIndex, type TokenTrait } from '../src/alerts/rule-index.ts';
+import {
+  matchDestinations,
+  type PriceInfo,
+  passesPrice,
+  passesTraitsAny,
+  RuleIndex,
+  type TokenTrait,
+} from '../src/alerts/rule-index.ts';
 import {
   type AlertKind,
   type ChainEvent,
@@ -285,6 +292,11 @@ const traitTable: TokenTrait[][] = Array.from({ length: 1000 }, (_, i) =>
   TRAITS.map(([name, values]) => ({ name, value: values[i % values.length] as string })),
 );
 
+/** Traits of each token of an event, from the synthetic trait table. */
+function traitsOfEvent(event: ChainEvent): TokenTrait[][] {
+  return event.tokens.map((t) => traitTable[Number(t.tokenId) % 1000] as TokenTrait[]);
+}
+
 function priceOf(event: ChainEvent): PriceInfo {
   const seed = event.orderIds.length > 0 ? Number(event.orderIds[0]) : event.tokens.length;
   const amount = `${seed % 50}.${String(seed % 1000).padStart(3, '0')}`;
@@ -458,29 +470,14 @@ interface Output {
   chars: number;
 }
 
-/** Phase 2 grouped by destination, as AlertPipeline#record does; then one rendered message per destination. */
+/** Phase 2 grouped by destination (matchDestinations, as the pipeline does); then one rendered message per destination. */
 function renderEvent(event: ChainEvent, candidates: readonly WatchRule[], out: Output): void {
   if (candidates.length === 0) return;
   const price = priceOf(event);
-  let traits: TokenTrait[][] | undefined;
-  const byDestination = new Map<string, { destination: Destination; roles: string[] }>();
-  for (const rule of candidates) {
-    if (!passesPrice(rule, price)) continue;
-    if (rule.traits) {
-      traits ??= event.tokens.map((t) => traitTable[Number(t.tokenId) % 1000] as TokenTrait[]);
-      if (!passesTraitsAny(rule, traits)) continue;
-    }
-    const key = destinationKey(rule.destination);
-    let entry = byDestination.get(key);
-    if (!entry) {
-      entry = { destination: rule.destination, roles: [] };
-      byDestination.set(key, entry);
-    }
-    if (rule.mentionRole && !entry.roles.includes(rule.mentionRole)) entry.roles.push(rule.mentionRole);
-  }
-  if (byDestination.size === 0) return;
+  const matched = matchDestinations(candidates, price, traitsOfEvent(event));
+  if (matched.length === 0) return;
   const details = detailsOf(event, candidates[0]?.collectionName ?? event.collection, price);
-  for (const { destination, roles } of byDestination.values()) {
+  for (const { destination, roles } of matched) {
     const reply = renderAlert(details, roles[0] ? { mentionRole: roles[0] } : {});
     if (roles.length > 1) reply.mentionRoles = roles;
     out.destinations++;
@@ -503,26 +500,11 @@ function renderEvent(event: ChainEvent, candidates: readonly WatchRule[], out: O
 function renderEventShared(event: ChainEvent, candidates: readonly WatchRule[], out: Output): void {
   if (candidates.length === 0) return;
   const price = priceOf(event);
-  let traits: TokenTrait[][] | undefined;
-  const byDestination = new Map<string, { destination: Destination; roles: string[] }>();
-  for (const rule of candidates) {
-    if (!passesPrice(rule, price)) continue;
-    if (rule.traits) {
-      traits ??= event.tokens.map((t) => traitTable[Number(t.tokenId) % 1000] as TokenTrait[]);
-      if (!passesTraitsAny(rule, traits)) continue;
-    }
-    const key = destinationKey(rule.destination);
-    let entry = byDestination.get(key);
-    if (!entry) {
-      entry = { destination: rule.destination, roles: [] };
-      byDestination.set(key, entry);
-    }
-    if (rule.mentionRole && !entry.roles.includes(rule.mentionRole)) entry.roles.push(rule.mentionRole);
-  }
-  if (byDestination.size === 0) return;
+  const matched = matchDestinations(candidates, price, traitsOfEvent(event));
+  if (matched.length === 0) return;
   const details = detailsOf(event, candidates[0]?.collectionName ?? event.collection, price);
   const made = new Map<string, number>();
-  for (const { destination, roles } of byDestination.values()) {
+  for (const { destination, roles } of matched) {
     out.destinations++;
     if (destination.platform === 'telegram') out.telegram++;
     else out.discord++;
@@ -551,26 +533,11 @@ function renderEventShared(event: ChainEvent, candidates: readonly WatchRule[], 
 function renderEventAsPipeline(event: ChainEvent, candidates: readonly WatchRule[], out: Output): void {
   if (candidates.length === 0) return;
   const price = priceOf(event);
-  let traits: TokenTrait[][] | undefined;
-  const byDestination = new Map<string, { destination: Destination; roles: string[] }>();
-  for (const rule of candidates) {
-    if (!passesPrice(rule, price)) continue;
-    if (rule.traits) {
-      traits ??= event.tokens.map((t) => traitTable[Number(t.tokenId) % 1000] as TokenTrait[]);
-      if (!passesTraitsAny(rule, traits)) continue;
-    }
-    const key = destinationKey(rule.destination);
-    let entry = byDestination.get(key);
-    if (!entry) {
-      entry = { destination: rule.destination, roles: [] };
-      byDestination.set(key, entry);
-    }
-    if (rule.mentionRole && !entry.roles.includes(rule.mentionRole)) entry.roles.push(rule.mentionRole);
-  }
-  if (byDestination.size === 0) return;
+  const matched = matchDestinations(candidates, price, traitsOfEvent(event));
+  if (matched.length === 0) return;
   const details = detailsOf(event, candidates[0]?.collectionName ?? event.collection, price);
   const rendered = new Map<string, number>();
-  for (const { destination, roles } of byDestination.values()) {
+  for (const { destination, roles } of matched) {
     out.destinations++;
     if (destination.platform === 'telegram') out.telegram++;
     else out.discord++;

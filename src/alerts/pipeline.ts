@@ -8,7 +8,7 @@ import { classifyTransaction, TransactionAssembler } from './classify.ts';
 import type { Dispatcher } from './delivery.ts';
 import type { EnrichedEvent, Enricher } from './enrich.ts';
 import { renderAlert } from './render.ts';
-import { passesPrice, passesTraitsAny, RuleIndex } from './rule-index.ts';
+import { matchDestinations, RuleIndex } from './rule-index.ts';
 import { NetworkStreams, type StreamHealth, type StreamOptionsForAlerts } from './streams.ts';
 import { type ChainEvent, type Destination, destinationKey, type WatchRule } from './types.ts';
 
@@ -301,22 +301,13 @@ export class AlertPipeline {
     const { logger } = this.#options;
     if (enriched.missing.length)
       logger.warn({ event: event.id, missing: enriched.missing }, 'alert without some details');
-    const byDestination = new Map<string, { destination: Destination; roles: string[] }>();
-    for (const rule of rules) {
-      if (rule.minPrice && !enriched.price) {
-        logger.warn({ event: event.id, rule: rule.id }, 'price unknown: a rule with a minimum price is not served');
-        continue;
-      }
-      if (!passesPrice(rule, enriched.price) || !passesTraitsAny(rule, enriched.traits)) continue;
-      const key = destinationKey(rule.destination);
-      const entry = byDestination.get(key) ?? { destination: rule.destination, roles: [] };
-      if (rule.mentionRole && !entry.roles.includes(rule.mentionRole)) entry.roles.push(rule.mentionRole);
-      byDestination.set(key, entry);
-    }
+    const matched = matchDestinations(rules, enriched.price, enriched.traits, (rule) =>
+      logger.warn({ event: event.id, rule: rule.id }, 'price unknown: a rule with a minimum price is not served'),
+    );
     const deliveries: NewDelivery[] = [];
     // Chats that ping the same roles (most ping none) get the same message: rendered once.
     const rendered = new Map<string, Reply>();
-    for (const { destination, roles } of byDestination.values()) {
+    for (const { destination, roles } of matched) {
       const rolesKey = roles.join(',');
       let reply = rendered.get(rolesKey);
       if (!reply) {

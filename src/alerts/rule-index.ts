@@ -5,7 +5,15 @@
  * kind, token ids, wallets); the pipeline then enriches the event (order price, token traits) and keeps
  * the candidates for which `passesPrice` and `passesTraits` / `passesTraitsAny` hold.
  */
-import { ALERT_KINDS, type AlertKind, type ChainEvent, type MinimumPrice, type WatchRule } from './types.ts';
+import {
+  ALERT_KINDS,
+  type AlertKind,
+  type ChainEvent,
+  type Destination,
+  destinationKey,
+  type MinimumPrice,
+  type WatchRule,
+} from './types.ts';
 
 interface Entry {
   rule: WatchRule;
@@ -450,4 +458,39 @@ export function passesTraitsAny(
   if (!rule.traits || rule.traits.length === 0) return true;
   for (const traits of traitsPerToken) if (traits && passesTraits(rule, traits)) return true;
   return false;
+}
+
+/** A destination with the roles its matching rules ping. */
+export interface MatchedDestination {
+  destination: Destination;
+  roles: string[];
+}
+
+/**
+ * Phase 2: the rules among `candidates` whose price and trait conditions hold, grouped by
+ * destination (one message per chat, whatever the number of its rules), with their roles.
+ * A rule with a minimum price is not served when the price is unknown: `onUnpriced` hears of it.
+ */
+export function matchDestinations(
+  candidates: readonly WatchRule[],
+  price: PriceInfo | undefined,
+  traitsPerToken: ReadonlyArray<readonly TokenTrait[] | undefined>,
+  onUnpriced?: (rule: WatchRule) => void,
+): MatchedDestination[] {
+  const byDestination = new Map<string, MatchedDestination>();
+  for (const rule of candidates) {
+    if (rule.minPrice && !price) {
+      onUnpriced?.(rule);
+      continue;
+    }
+    if (!passesPrice(rule, price) || !passesTraitsAny(rule, traitsPerToken)) continue;
+    const key = destinationKey(rule.destination);
+    let entry = byDestination.get(key);
+    if (!entry) {
+      entry = { destination: rule.destination, roles: [] };
+      byDestination.set(key, entry);
+    }
+    if (rule.mentionRole && !entry.roles.includes(rule.mentionRole)) entry.roles.push(rule.mentionRole);
+  }
+  return [...byDestination.values()];
 }

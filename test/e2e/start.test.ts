@@ -1,35 +1,17 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type EntryPointRun, ROOT, runEntryPoint } from '../helpers/entry-point.ts';
+import { type EntryPointRun, runEntryPoint, spawnEntryPoint, waitUntil } from '../helpers/entry-point.ts';
 
 /** Runs the entry point interactively-by-pipe: sends lines, keeps input open until stdout matches. */
-function converse(lines: string[], until: RegExp, env: Record<string, string>): Promise<EntryPointRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      if (until.test(stdout)) child.stdin.end();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const timer = setTimeout(() => child.stdin.end(), 30_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.write(lines.map((l) => `${l}\n`).join(''));
-  });
+/** Sends lines to the real entry point, keeps its input open until stdout matches (or 30 s), then ends it. */
+async function converse(lines: string[], until: RegExp, env: Record<string, string>): Promise<EntryPointRun> {
+  const running = spawnEntryPoint(env);
+  running.child.stdin.write(lines.map((l) => `${l}\n`).join(''));
+  await waitUntil(() => until.test(running.stdout), 30_000);
+  running.child.stdin.end();
+  return running.exited;
 }
 
 let dataDir: string;
@@ -67,27 +49,13 @@ describe('npm start with piped input', () => {
   });
 
   it('stops cleanly on SIGTERM, well within its 10 s bound, with alert streams open', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '200' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-    child.stdin.write('/watch add moon cats all\n');
-    const deadline = Date.now() + 20_000;
-    while (!stdout.includes('Watching') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const running = spawnEntryPoint({ FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '200' });
+    running.child.stdin.write('/watch add moon cats all\n');
+    await waitUntil(() => running.stdout.includes('Watching'), 20_000);
     await new Promise((r) => setTimeout(r, 1_500));
     const signalled = Date.now();
-    child.kill('SIGTERM');
-    const code = await exited;
+    running.child.kill('SIGTERM');
+    const { code, stderr } = await running.exited;
     expect(code).toBe(0);
     expect(Date.now() - signalled).toBeLessThan(10_000);
     expect(stderr).toContain('"reason":"SIGTERM"');
