@@ -7,7 +7,7 @@ import type { Reply, ReplyField } from '../bot/reply.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import { PlatformError } from '../platform/errors.ts';
 import type { AnalyticsFilter, ChartPoint, Order } from '../platform/types.ts';
-import type { DeliveryJournal } from '../store/journal.ts';
+import { type DeliveryJournal, payloadOf } from '../store/journal.ts';
 import type { ChatSettings, CollectionKey, DigestSettings, MarketSnapshot, StateStore } from '../store/state.ts';
 import { renderChartPng } from './chart.ts';
 import { zonedDay } from './zoned-time.ts';
@@ -322,7 +322,7 @@ export class DigestService {
       if (!kind) continue;
       counts.set(kind, (counts.get(kind) ?? 0) + 1);
       if (kind === 'sale') {
-        const payload = record.payload as Reply;
+        const payload = payloadOf(record) as Reply;
         const priceField = payload.fields?.find((f) => f.name === 'Price' || f.name === 'Total');
         const usd = Number(
           /\(\$([\d,]+(?:\.\d+)?)\)/.exec(JSON.stringify(priceField?.value ?? ''))?.[1]?.replace(/,/g, '') ??

@@ -7,6 +7,7 @@
  * 1. `record()` the deliveries of an event (one per destination). When it resolves, they are on disk.
  *    An id that is already known is skipped, so recording an event twice does not alert twice.
  * 2. `markSending(id, key)` right before the chat API call, `markSent(id, messageId)` right after it.
+ *    A delivery recorded with `sendingAlone` is already marked sending under its own id.
  *    `key` is the send's idempotency key (the first delivery's id when a burst is merged into one
  *    message); it is kept as {@link DeliveryRecord.sendKey}, so that the deliveries that went out
  *    under it can be sent again together, under it, and only together.
@@ -39,7 +40,7 @@
  * ```
  *
  * Calls made close together are written with one `write` and one `fdatasync` (group commit); a call
- * resolves only after both. Compaction rewrites the live records as `add` lines to a temporary file
+ * resolves only after both. `markFinal` alone is written without a sync of its own (see there). Compaction rewrites the live records as `add` lines to a temporary file
  * beside the journal (`<file>.compact`), syncs it, renames it over the journal and syncs the directory.
  * One process at a time may use a journal file.
  *
@@ -80,6 +81,12 @@ export interface NewDelivery {
   blockNumber: number;
   /** Whatever the sender needs to (re)send the message; must be JSON-serialisable. Stored as JSON. */
   payload: unknown;
+  /**
+   * The caller will send this delivery at once, alone, under its own id as key: it is recorded as
+   * `'sending'` (attempts 1, `sendKey` its id), which saves the separate `markSending` write before
+   * that send. Only for a delivery that will not be merged with others into one message.
+   */
+  sendingAlone?: boolean;
 }
 
 /** One delivery as the journal holds it. Records are immutable snapshots (frozen). */
@@ -113,8 +120,12 @@ export interface DeliveryRecord {
   readonly createdAt: string;
   /** ISO 8601, the last change. */
   readonly updatedAt: string;
-  /** The JSON copy of {@link NewDelivery.payload}. */
-  readonly payload: unknown;
+  /**
+   * {@link NewDelivery.payload} as the JSON text the journal writes (see {@link payloadOf}). Kept as
+   * text: it is small in memory, immutable, shared by the deliveries of one event, and written
+   * again as it is when the journal is compacted.
+   */
+  readonly payloadJson: string;
 }
 
 export interface DeliveryJournalOptions {
@@ -160,6 +171,11 @@ export class JournalWriteError extends JournalError {
     super(file, problem, options);
     this.code = errorCode(options?.cause);
   }
+}
+
+/** A fresh copy of the delivery's payload (parsed from {@link DeliveryRecord.payloadJson}). */
+export function payloadOf(record: DeliveryRecord): unknown {
+  return JSON.parse(record.payloadJson);
 }
 
 /** The id of the delivery of an event to a destination: `${eventId}>${destinationKey}`. */
@@ -208,6 +224,24 @@ class Records {
       pushTo(this.byMessage, messageKey(record.destination, record.messageId), record.id);
     }
   }
+
+  /** Forgets a record, and its id in the indexes. */
+  remove(id: string): void {
+    const record = this.byId.get(id);
+    if (!record) return;
+    this.byId.delete(id);
+    removeFrom(this.byTxn, txnKey(record.network, record.txnHash), id);
+    if (record.messageId !== undefined)
+      removeFrom(this.byMessage, messageKey(record.destination, record.messageId), id);
+  }
+}
+
+function removeFrom(index: Map<string, string[]>, key: string, id: string): void {
+  const ids = index.get(key);
+  if (!ids) return;
+  const rest = ids.filter((other) => other !== id);
+  if (rest.length) index.set(key, rest);
+  else index.delete(key);
 }
 
 /** Changes staged over the records until their write succeeds. */
@@ -244,6 +278,37 @@ class Overlay {
   commit(): void {
     for (const record of this.#changed.values()) this.#base.put(record);
   }
+
+  /** The ids added or changed, in the order of their first change. */
+  changedIds(): IterableIterator<string> {
+    return this.#changed.keys();
+  }
+}
+
+/**
+ * A compaction under way. Phase 1 (outside the write queue, in slices that leave the event loop
+ * free) writes the live records of a snapshot to the temporary file; meanwhile the journal keeps
+ * appending to its file, and every committed write is also kept here. Phase 2 (inside the write
+ * queue, so no write can interleave) appends those writes to the temporary file, syncs it and
+ * renames it over the journal. Records are immutable, so the snapshot is an array of references.
+ */
+interface Compaction {
+  /** The temporary file, once phase 1 opened it. */
+  temp: FileHandle | undefined;
+  /** The snapshot's records left out (closed and older than the retention). */
+  readonly removed: Map<string, DeliveryRecord>;
+  /** Operations committed since the snapshot, as written. */
+  readonly tail: string[];
+  /** Ids added since the snapshot, in order. */
+  readonly added: string[];
+  /** Ids changed since the snapshot, in the order of their first change. */
+  readonly touched: Set<string>;
+  /** Bytes written to the temporary file so far. */
+  bytes: number;
+  /** Phase 1 finished: phase 2 may run. */
+  serialized: boolean;
+  /** Resolves when phase 1 ends (rejects when it failed). */
+  readonly phase1: Promise<void>;
 }
 
 /** Applies one operation; the same code replays the file and changes the live state. Returns a problem, if any. */
@@ -307,6 +372,8 @@ function isClosed(r: DeliveryRecord): boolean {
 interface Planned<T> {
   ops: Op[];
   result: (overlay: Overlay) => T;
+  /** Needs no sync of its own (see markFinal); a batch of only such operations is not synced. */
+  relaxed?: boolean;
 }
 
 type Job =
@@ -329,7 +396,7 @@ type Job =
  * const [fresh] = await journal.record([{ eventId: event.id, destination, network, txnHash, blockNumber, payload }]);
  * if (fresh) {
  *   await journal.markSending(fresh.id);
- *   const messageId = await chat.send(fresh.payload, { nonce: fresh.id });
+ *   const messageId = await chat.send(payloadOf(fresh), { nonce: fresh.id });
  *   await journal.markSent(fresh.id, messageId);
  * }
  */
@@ -347,6 +414,7 @@ export class DeliveryJournal {
   #compactAt: number;
   #queue: Job[] = [];
   #draining = false;
+  #compaction: Compaction | undefined;
   #closed = false;
   #broken: JournalWriteError | undefined;
 
@@ -414,7 +482,13 @@ export class DeliveryJournal {
       throw new StoreFileError(file, `cannot be repaired or created (${message(cause)})`, { cause });
     }
     const journal = new DeliveryJournal(file, handle, records, validBytes, resolved);
-    if (validBytes > resolved.compactAfterBytes) await journal.#autoCompact();
+    if (validBytes > resolved.compactAfterBytes) {
+      try {
+        await journal.compact();
+      } catch (error) {
+        journal.#compactionFailed(error);
+      }
+    }
     return journal;
   }
 
@@ -425,17 +499,23 @@ export class DeliveryJournal {
    * is not JSON, a block number that is not a number).
    */
   record(deliveries: readonly NewDelivery[]): Promise<DeliveryRecord[]> {
-    let prepared: { id: string; delivery: NewDelivery; payload: unknown }[];
+    let prepared: { id: string; delivery: NewDelivery; payloadJson: string }[];
+    // Deliveries of one event share its payload object: it is turned into text once.
+    const texts = new Map<unknown, string>();
     try {
       prepared = deliveries.map((delivery) => {
         const id = deliveryId(delivery.eventId, delivery.destination);
-        const payload = jsonCopy(delivery.payload);
-        // What could not be replayed must not reach the file.
-        const problem = parseRecord(newRecord(id, delivery, payload, 't'));
-        if (typeof problem === 'string') {
-          throw new TypeError(`delivery ${JSON.stringify(id)} has an invalid ${problem}`);
+        let payloadJson = texts.get(delivery.payload);
+        if (payloadJson === undefined) {
+          payloadJson = JSON.stringify(delivery.payload) as string | undefined;
+          if (payloadJson === undefined) throw new TypeError('a delivery payload must be JSON-serialisable');
+          if (delivery.payload !== null && typeof delivery.payload === 'object')
+            texts.set(delivery.payload, payloadJson);
         }
-        return { id, delivery, payload };
+        // What could not be replayed must not reach the file.
+        const problem = recordProblem(newRecord(id, delivery, payloadJson, 't') as unknown as Record<string, unknown>);
+        if (problem) throw new TypeError(`delivery ${JSON.stringify(id)} has an invalid ${problem}`);
+        return { id, delivery, payloadJson };
       });
     } catch (error) {
       return Promise.reject(error);
@@ -444,10 +524,14 @@ export class DeliveryJournal {
     return this.#submit((overlay, t) => {
       const seen = new Set<string>();
       const ops: Op[] = [];
-      for (const { id, delivery, payload } of prepared) {
+      for (const { id, delivery, payloadJson } of prepared) {
         if (seen.has(id) || overlay.get(id)) continue;
         seen.add(id);
-        ops.push({ op: 'add', r: newRecord(id, delivery, payload, t) });
+        const record = newRecord(id, delivery, payloadJson, t);
+        ops.push({
+          op: 'add',
+          r: delivery.sendingAlone ? freeze({ ...record, state: 'sending', attempts: 1, sendKey: id }) : record,
+        });
       }
       return { ops, result: () => ops.map((op) => (op.op === 'add' ? op.r : undefined)).filter(isDefined) };
     });
@@ -521,11 +605,19 @@ export class DeliveryJournal {
     });
   }
 
-  /** The transaction's receipt is final: its sent deliveries are closed. */
+  /**
+   * The transaction's receipt is final: its sent deliveries are closed. Not synced on its own: it
+   * resolves once written, and is made durable by the next synced write. Losing it in a crash of the
+   * machine only keeps the deliveries longer.
+   */
   markFinal(network: string, txnHash: string): Promise<void> {
     return this.#submit((overlay, t) => {
       const changes = overlay.idsOf(network, txnHash).some((id) => overlay.get(id)?.final === false);
-      return { ops: changes ? [{ op: 'final', n: network, h: txnHash, t }] : [], result: () => undefined };
+      return {
+        ops: changes ? [{ op: 'final', n: network, h: txnHash, t }] : [],
+        result: () => undefined,
+        relaxed: true,
+      };
     });
   }
 
@@ -594,7 +686,10 @@ export class DeliveryJournal {
     if (refused) return Promise.reject(refused);
     return this.#enqueueTask(async () => {
       if (this.#broken) throw this.#broken;
-      await this.#compactNow();
+      await this.#finishCompaction();
+      // Holding the write queue: the snapshot is the whole journal and no write waits on the slices.
+      await this.#startCompaction().phase1;
+      await this.#finishCompaction();
     });
   }
 
@@ -602,7 +697,10 @@ export class DeliveryJournal {
   close(): Promise<void> {
     if (this.#closed) return Promise.resolve();
     this.#closed = true;
-    return this.#enqueueTask(() => this.#handle.close());
+    return this.#enqueueTask(async () => {
+      await this.#finishCompaction().catch((error: unknown) => this.#compactionFailed(error));
+      await this.#handle.close();
+    });
   }
 
   #refuse(id: string, why: string): JournalError {
@@ -649,9 +747,13 @@ export class DeliveryJournal {
   }
 
   async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
+    for (;;) {
+      if (this.#compaction?.serialized) {
+        await this.#finishCompaction().catch((error: unknown) => this.#compactionFailed(error));
+      }
       const first = this.#queue[0];
-      if (first?.kind === 'task') {
+      if (!first) break;
+      if (first.kind === 'task') {
         this.#queue.shift();
         try {
           await first.run();
@@ -668,7 +770,12 @@ export class DeliveryJournal {
       } catch (error) {
         for (const job of batch) job.reject(error);
       }
-      if (this.#bytes > this.#compactAt) await this.#autoCompact();
+      if (this.#bytes > this.#compactAt && !this.#compaction && !this.#closed) {
+        this.#startCompaction().phase1.then(
+          () => this.#kick(),
+          (error: unknown) => this.#compactionFailed(error),
+        );
+      }
     }
     this.#draining = false;
   }
@@ -677,7 +784,9 @@ export class DeliveryJournal {
     const overlay = new Overlay(this.#records);
     const t = this.#now().toISOString();
     const lines: string[] = [];
+    const added: string[] = [];
     const accepted: { job: Job; result: unknown }[] = [];
+    let sync = false;
     for (const job of jobs) {
       if (job.kind !== 'ops') continue;
       if (this.#broken) {
@@ -687,12 +796,16 @@ export class DeliveryJournal {
       try {
         const planned = job.plan(overlay, t);
         const jobLines: string[] = [];
+        const jobAdded: string[] = [];
         for (const op of planned.ops) {
           const problem = apply(overlay, op);
           if (problem) throw new JournalError(this.file, problem);
-          jobLines.push(JSON.stringify(op));
+          jobLines.push(opLine(op));
+          if (op.op === 'add') jobAdded.push(op.r.id);
         }
         lines.push(...jobLines);
+        added.push(...jobAdded);
+        if (jobLines.length > 0 && !planned.relaxed) sync = true;
         accepted.push({ job, result: planned.result(overlay) });
       } catch (error) {
         job.reject(error);
@@ -702,18 +815,24 @@ export class DeliveryJournal {
       if (this.#bytes === 0) lines.unshift(HEADER_LINE);
       const data = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
       try {
-        await this.#append(data);
+        await this.#append(data, sync);
       } catch (error) {
         for (const { job } of accepted) job.reject(error);
         return;
       }
       overlay.commit();
       this.#bytes += data.length;
+      const compaction = this.#compaction;
+      if (compaction) {
+        compaction.tail.push(...lines.filter((line) => line !== HEADER_LINE));
+        compaction.added.push(...added);
+        for (const id of overlay.changedIds()) compaction.touched.add(id);
+      }
     }
     for (const { job, result } of accepted) job.resolve(result);
   }
 
-  async #append(data: Buffer): Promise<void> {
+  async #append(data: Buffer, sync: boolean): Promise<void> {
     let written = 0;
     try {
       while (written < data.length) {
@@ -721,7 +840,7 @@ export class DeliveryJournal {
         if (bytesWritten === 0) throw new Error('the file accepted no bytes');
         written += bytesWritten;
       }
-      if (this.#fsync) await this.#handle.datasync();
+      if (this.#fsync && sync) await this.#handle.datasync();
     } catch (cause) {
       const failure = new JournalWriteError(
         this.file,
@@ -745,55 +864,136 @@ export class DeliveryJournal {
     }
   }
 
-  async #autoCompact(): Promise<void> {
-    try {
-      await this.#compactNow();
-    } catch (error) {
-      // Retry once the file has grown by another threshold, not after every write.
-      this.#compactAt = this.#bytes + this.#compactAfterBytes;
-      this.#onCompactionError?.(error instanceof Error ? error : new Error(String(error)));
-    }
+  #compactionFailed(error: unknown): void {
+    // Retry once the file has grown by another threshold, not after every write.
+    this.#compactAt = this.#bytes + this.#compactAfterBytes;
+    this.#onCompactionError?.(error instanceof Error ? error : new Error(String(error)));
   }
 
-  async #compactNow(): Promise<void> {
+  /**
+   * Takes the snapshot, opens the temporary file and starts phase 1, which writes the kept records in
+   * slices of about {@link SLICE_MS} of CPU, each followed by an asynchronous write (a turn of the event loop).
+   */
+  #startCompaction(): Compaction {
+    // The snapshot is taken in the same turn as the tracking of later writes starts: none can fall between.
     const cutoff = this.#now().getTime() - this.#retentionMs;
-    const kept = new Records();
-    const lines = [HEADER_LINE];
-    for (const r of this.#records.byId.values()) {
-      if (isClosed(r) && Date.parse(r.updatedAt) <= cutoff) continue;
-      kept.put(r);
-      lines.push(JSON.stringify({ op: 'add', r } satisfies Op));
+    const snapshot = [...this.#records.byId.values()];
+    let resolvePhase1!: () => void;
+    let rejectPhase1!: (error: unknown) => void;
+    const phase1 = new Promise<void>((resolve, reject) => {
+      resolvePhase1 = resolve;
+      rejectPhase1 = reject;
+    });
+    // Callers attach their handlers later (or never, when nobody waits for this compaction).
+    phase1.catch(() => undefined);
+    const compaction: Compaction = {
+      temp: undefined,
+      removed: new Map(),
+      tail: [],
+      added: [],
+      touched: new Set(),
+      bytes: 0,
+      serialized: false,
+      phase1,
+    };
+    this.#compaction = compaction;
+    const writeSlices = async () => {
+      await rm(this.#tempFile, { force: true });
+      const temp = await open(this.#tempFile, 'ax');
+      compaction.temp = temp;
+      let lines = [HEADER_LINE];
+      let at = 0;
+      let synced = 0;
+      while (at < snapshot.length) {
+        const sliceEnd = performance.now() + SLICE_MS;
+        do {
+          const r = snapshot[at++] as DeliveryRecord;
+          if (isClosed(r) && Date.parse(r.updatedAt) <= cutoff) {
+            compaction.removed.set(r.id, r);
+            continue;
+          }
+          lines.push(addLine(r));
+        } while (at < snapshot.length && (at % 32 !== 0 || performance.now() < sliceEnd));
+        compaction.bytes += await writeAll(temp, lines);
+        lines = [];
+        // Synced as it goes, outside the write queue, in steps small enough not to hold up the
+        // journal's own syncs for long (one large flush would); phase 2 only syncs the tail.
+        if (this.#fsync && compaction.bytes - synced >= SYNC_STEP_BYTES) {
+          await temp.datasync();
+          synced = compaction.bytes;
+        }
+      }
+      compaction.bytes += await writeAll(temp, lines);
+      if (this.#fsync && compaction.bytes > synced) await temp.datasync();
+    };
+    writeSlices().then(
+      () => {
+        compaction.serialized = true;
+        resolvePhase1();
+      },
+      async (cause: unknown) => {
+        if (this.#compaction === compaction) this.#compaction = undefined;
+        await compaction.temp?.close().catch(() => undefined);
+        await rm(this.#tempFile, { force: true }).catch(() => undefined);
+        rejectPhase1(
+          new JournalWriteError(this.file, `could not be compacted (${message(cause)}); it was left as it was`, {
+            cause,
+          }),
+        );
+      },
+    );
+    return compaction;
+  }
+
+  /**
+   * Phase 2 of the compaction under way, if any (waits for phase 1 first). Runs inside the write queue.
+   * Records the snapshot left out but that changed since are written back before the tail, so that
+   * the tail replays onto what it was written against.
+   */
+  async #finishCompaction(): Promise<void> {
+    const compaction = this.#compaction;
+    if (!compaction) return;
+    try {
+      await compaction.phase1;
+    } catch {
+      return; // reported by whoever started it
     }
-    const data = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
-    let temp: FileHandle | undefined;
+    const { temp, removed, tail, touched } = compaction;
+    if (!temp) return; // cannot happen: phase 1 opened it
+    const restored = [...touched].filter((id) => removed.has(id));
+    const lines = [...restored.map((id) => addLine(removed.get(id) as DeliveryRecord)), ...tail];
     let renamed = false;
     try {
-      await rm(this.#tempFile, { force: true });
-      temp = await open(this.#tempFile, 'ax');
-      let written = 0;
-      while (written < data.length) {
-        const { bytesWritten } = await temp.write(data, written, data.length - written);
-        if (bytesWritten === 0) throw new Error('the file accepted no bytes');
-        written += bytesWritten;
-      }
+      if (this.#broken) throw this.#broken;
+      compaction.bytes += await writeAll(temp, lines);
       if (this.#fsync) await temp.datasync();
       await rename(this.#tempFile, this.file);
       renamed = true;
     } catch (cause) {
-      if (!renamed) {
-        await temp?.close().catch(() => undefined);
-        await rm(this.#tempFile, { force: true }).catch(() => undefined);
-      }
+      this.#compaction = undefined;
+      await temp.close().catch(() => undefined);
+      await rm(this.#tempFile, { force: true }).catch(() => undefined);
       throw new JournalWriteError(this.file, `could not be compacted (${message(cause)}); it was left as it was`, {
         cause,
       });
+    } finally {
+      if (renamed) this.#compaction = undefined;
     }
-    // The renamed temporary file is now the journal: keep appending through its handle.
+    // The renamed temporary file is now the journal: keep appending through its handle. In memory,
+    // the records left out go, and the records the file has after the snapshot's (those written back,
+    // then those added since) move to the end, in the order the file replays them.
+    const records = this.#records;
+    for (const id of removed.keys()) if (!touched.has(id)) records.remove(id);
+    for (const id of [...restored, ...compaction.added]) {
+      const current = records.byId.get(id);
+      if (!current) continue;
+      records.remove(id);
+      records.put(current);
+    }
     const previous = this.#handle;
     this.#handle = temp;
-    this.#records = kept;
-    this.#bytes = data.length;
-    this.#compactAt = Math.max(this.#compactAfterBytes, 2 * data.length);
+    this.#bytes = compaction.bytes;
+    this.#compactAt = Math.max(this.#compactAfterBytes, 2 * compaction.bytes);
     await previous.close().catch(() => undefined);
     if (this.#fsync) {
       try {
@@ -811,11 +1011,41 @@ export class DeliveryJournal {
   }
 }
 
+/** CPU time of one slice of a compaction's phase 1, between two turns of the event loop. */
+const SLICE_MS = 2;
+/** A compaction syncs its temporary file each time this much more was written. */
+const SYNC_STEP_BYTES = 1024 * 1024;
+
+/** Writes the lines (each followed by a newline) at the handle's position; returns the bytes written. */
+async function writeAll(handle: FileHandle, lines: readonly string[]): Promise<number> {
+  if (lines.length === 0) return 0;
+  const data = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
+  let written = 0;
+  while (written < data.length) {
+    const { bytesWritten } = await handle.write(data, written, data.length - written);
+    if (bytesWritten === 0) throw new Error('the file accepted no bytes');
+    written += bytesWritten;
+  }
+  return data.length;
+}
+
 function needsEdit(r: DeliveryRecord): boolean {
   return r.state === 'sent' && r.reorged && r.editedAt === undefined;
 }
 
-function newRecord(id: string, d: NewDelivery, payload: unknown, t: string): DeliveryRecord {
+/** The file's line of an operation. */
+function opLine(op: Op): string {
+  return op.op === 'add' ? addLine(op.r) : JSON.stringify(op);
+}
+
+/** `{"op":"add","r":{…,"payload":…}}`: the payload text is spliced in as it is, not serialised again. */
+function addLine(record: DeliveryRecord): string {
+  const { payloadJson, ...rest } = record;
+  const head = JSON.stringify({ op: 'add', r: rest });
+  return `${head.slice(0, -2)},"payload":${payloadJson}}}`;
+}
+
+function newRecord(id: string, d: NewDelivery, payloadJson: string, t: string): DeliveryRecord {
   return freeze({
     id,
     eventId: d.eventId,
@@ -829,26 +1059,13 @@ function newRecord(id: string, d: NewDelivery, payload: unknown, t: string): Del
     final: false,
     createdAt: t,
     updatedAt: t,
-    payload,
+    payloadJson,
   });
-}
-
-function jsonCopy(value: unknown): unknown {
-  const text = JSON.stringify(value);
-  if (text === undefined) throw new TypeError('a delivery payload must be JSON-serialisable');
-  return JSON.parse(text);
 }
 
 function freeze(record: DeliveryRecord): DeliveryRecord {
   Object.freeze(record.destination);
-  deepFreeze(record.payload);
   return Object.freeze(record);
-}
-
-function deepFreeze(value: unknown): void {
-  if (value === null || typeof value !== 'object' || Object.isFrozen(value)) return;
-  Object.freeze(value);
-  for (const child of Object.values(value)) deepFreeze(child);
 }
 
 function isDefined<T>(value: T | undefined): value is T {
@@ -993,8 +1210,23 @@ function parseOp(value: unknown): Op | string {
   }
 }
 
+/** A record as the file holds it (`payload` as JSON), or what is wrong with it. */
 function parseRecord(value: unknown): DeliveryRecord | string {
   if (!isObject(value)) return 'not an object';
+  const problem = recordProblem(value);
+  if (problem) return problem;
+  if (value.payload === undefined) return 'payload';
+  const { payload, destination: dest, ...rest } = value as Record<string, unknown> & { destination: Destination };
+  const record = {
+    ...rest,
+    destination: { platform: dest.platform, chatId: dest.chatId },
+    payloadJson: JSON.stringify(payload),
+  } as unknown as DeliveryRecord;
+  return freeze(record);
+}
+
+/** What is wrong with a record's fields other than its payload, if anything. */
+function recordProblem(value: Record<string, unknown>): string | undefined {
   const { destination: dest } = value;
   if (!isObject(dest) || !isString(dest.platform) || !PLATFORMS.has(dest.platform) || !isString(dest.chatId)) {
     return 'destination';
@@ -1010,9 +1242,5 @@ function parseRecord(value: unknown): DeliveryRecord | string {
   if (typeof value.attempts !== 'number' || !Number.isInteger(value.attempts) || value.attempts < 0) return 'attempts';
   if (typeof value.reorged !== 'boolean') return 'reorged';
   if (typeof value.final !== 'boolean') return 'final';
-  const record = {
-    ...value,
-    destination: { platform: dest.platform as Destination['platform'], chatId: dest.chatId },
-  } as unknown as DeliveryRecord;
-  return freeze(record);
+  return undefined;
 }

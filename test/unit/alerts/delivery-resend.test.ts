@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DeliveryError, Dispatcher } from '../../../src/alerts/delivery.ts';
 import type { Destination } from '../../../src/alerts/types.ts';
 import type { Reply } from '../../../src/bot/reply.ts';
-import { DeliveryJournal, type DeliveryRecord, type NewDelivery } from '../../../src/store/journal.ts';
+import { DeliveryJournal, type DeliveryRecord, type NewDelivery, payloadOf } from '../../../src/store/journal.ts';
 import { RecordingSink } from '../../helpers/recording-sink.ts';
 
 // After a crash or an ambiguous failure, a merged message is sent again under its idempotency key;
@@ -78,7 +78,7 @@ describe('Dispatcher: resending a merged message', () => {
     // The chat got the message; the bot died before it heard the answer.
     await sink.send(
       CHAT.chatId,
-      [a, b, c].map((r) => r?.payload as Reply),
+      [a, b, c].map((r) => (r ? payloadOf(r) : undefined) as Reply),
       a?.id ?? '',
     );
 
@@ -94,7 +94,7 @@ describe('Dispatcher: resending a merged message', () => {
     for (const r of [a, b, c]) await journal.markSending(r?.id ?? '', a?.id);
     const id = await sink.send(
       CHAT.chatId,
-      [a, b, c].map((r) => r?.payload as Reply),
+      [a, b, c].map((r) => (r ? payloadOf(r) : undefined) as Reply),
       a?.id ?? '',
     );
     await journal.markSent(a?.id ?? '', id);
@@ -109,7 +109,7 @@ describe('Dispatcher: resending a merged message', () => {
     for (const r of [a, b]) await journal.markSending(r?.id ?? '', a?.id);
     await sink.send(
       CHAT.chatId,
-      [a, b].map((r) => r?.payload as Reply),
+      [a, b].map((r) => (r ? payloadOf(r) : undefined) as Reply),
       a?.id ?? '',
     );
     // A timeout: the bot cannot tell that the message was posted.

@@ -13,6 +13,7 @@ import {
   JournalError,
   JournalWriteError,
   type NewDelivery,
+  payloadOf,
 } from '../../../src/store/journal.ts';
 import { StoreFileError } from '../../../src/store/state.ts';
 
@@ -120,13 +121,17 @@ describe('DeliveryJournal: recording and replay', () => {
     expect((await lines()).map((l) => JSON.parse(l).op)).toEqual(['journal', 'add', 'sending', 'sent']);
   });
 
-  it('GIVEN a payload WHEN recorded THEN the record holds a frozen JSON copy, and what could not be replayed is refused', async () => {
+  it("GIVEN a payload WHEN recorded THEN the record holds its JSON, apart from the caller's object, and what could not be replayed is refused", async () => {
     const journal = await tracked();
     const payload = { when: new Date('2025-01-01T00:00:00Z'), skip: undefined, list: [1] };
     const [r] = await journal.record([{ ...delivery(1), payload }]);
-    expect(r?.payload).toEqual({ when: '2025-01-01T00:00:00.000Z', list: [1] });
+    if (!r) throw new Error('not recorded');
+    payload.list.push(2);
+    expect(payloadOf(r)).toEqual({ when: '2025-01-01T00:00:00.000Z', list: [1] });
     expect(Object.isFrozen(r)).toBe(true);
-    expect(Object.isFrozen((r?.payload as { list: number[] } | undefined)?.list ?? {})).toBe(true);
+    (payloadOf(r) as { list: number[] }).list.push(3); // a copy each time
+    expect(payloadOf(r)).toEqual({ when: '2025-01-01T00:00:00.000Z', list: [1] });
+    expect(JSON.parse((await lines())[1] ?? '').r.payload).toEqual({ when: '2025-01-01T00:00:00.000Z', list: [1] });
     await expect(journal.record([{ ...delivery(2), payload: undefined }])).rejects.toThrow(TypeError);
     await expect(journal.record([{ ...delivery(3), payload: { n: 1n } }])).rejects.toThrow(TypeError);
     await expect(journal.record([{ ...delivery(4), blockNumber: Number.NaN }])).rejects.toThrow(/invalid blockNumber/);
@@ -376,6 +381,60 @@ describe('DeliveryJournal: compaction', () => {
     expect((await stat(file)).size).toBeLessThan(size / 10);
     expect(journal.stats().records).toBe(1);
     expect(journal.unfinished().map((r) => r.id)).toEqual([idOf(delivery(99))]);
+  });
+
+  it('GIVEN writes made while a compaction runs WHEN it finishes and the journal is reopened THEN every write is there, also on records the compaction had left out', async () => {
+    const journal = await open({ retentionMs: 0, compactAfterBytes: 4 * 1024 });
+    const failed = delivery(1);
+    const closed = delivery(2);
+    await journal.record([failed, closed]);
+    await journal.markFailed(idOf(failed), 'channel deleted', { final: true });
+    await journal.markSent(idOf(closed), 'm2');
+    await journal.markFinal('devnet', '0x2');
+    // Crosses the threshold: the compaction takes its snapshot when this write is done, with both closed.
+    await journal.record(Array.from({ length: 40 }, (_, n) => delivery(100 + n)));
+    // Written while the compaction's first phase runs: a change to a record it leaves out, a new one.
+    const late = [journal.markSent(idOf(failed), 'm1'), journal.record([delivery(200)])];
+    await Promise.all(late);
+    expect(journal.get(idOf(failed))).toMatchObject({ state: 'sent', messageId: 'm1' });
+    await journal.close(); // finishes the compaction
+
+    const after = journal.byDestination(DISCORD);
+    expect(after.map((r) => r.id)).not.toContain(idOf(closed)); // compacted away
+    expect(journal.get(idOf(failed))).toMatchObject({ state: 'sent', messageId: 'm1' }); // kept: changed after the snapshot
+    expect(after).toHaveLength(42);
+    const again = await tracked();
+    expect(again.byDestination(DISCORD)).toEqual(after);
+    expect(again.stats().bytes).toBe((await stat(file)).size);
+    expect(await readdir(dir)).toEqual(['deliveries.jsonl']);
+  });
+
+  it('GIVEN many concurrent writers and a tiny threshold WHEN the journal compacts again and again THEN a reopen finds exactly the state in memory', async () => {
+    const journal = await open({ retentionMs: 0, compactAfterBytes: 2 * 1024 });
+    const writer = async (w: number) => {
+      for (let n = 0; n < 30; n++) {
+        const d = delivery(w * 1000 + n, n % 2 ? DISCORD : TELEGRAM);
+        await journal.record([d]);
+        await journal.markSending(idOf(d));
+        if (n % 5 === 0) await journal.markFailed(idOf(d), 'timeout');
+        else await journal.markSent(idOf(d), `m${w}-${n}`);
+        if (n % 3 === 0) await journal.markFinal(d.network, d.txnHash);
+        if (n % 7 === 0) await journal.markReorged(d.network, d.txnHash);
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, (_, w) => writer(w + 1)));
+    await journal.close(); // finishes a compaction under way
+    const [discord, telegram, unfinished] = [
+      journal.byDestination(DISCORD),
+      journal.byDestination(TELEGRAM),
+      journal.unfinished(),
+    ];
+    expect(discord.length + telegram.length).toBeLessThan(8 * 30); // closed records were compacted away
+    const again = await tracked();
+    expect(again.byDestination(DISCORD)).toEqual(discord);
+    expect(again.byDestination(TELEGRAM)).toEqual(telegram);
+    expect(again.unfinished()).toEqual(unfinished);
+    expect(await readdir(dir)).toEqual(['deliveries.jsonl']);
   });
 
   it('GIVEN a crash in the middle of a compaction (temporary file left behind) WHEN reopened THEN the journal is intact and the leftover is removed', async () => {
