@@ -22,7 +22,8 @@
 // client's stream (a wrapper around indexer.subscribeEvents), when enrichment starts (the transaction
 // was classified: the assembler released it) and ends (a subclass of Enricher), when journal.record()
 // is called for its deliveries and when it resolved (the pipeline's onRecorded option), when
-// markSending() and send are called; and the duration of every journal.record, markSending,
+// markSending() (only for an alert that was not recorded as sending, see NewDelivery.sendingAlone)
+// and send are called; and the duration of every journal.record, markSending,
 // markFinal, getOrders and getCollectible call. Instrumentation lives in this file only.
 //
 // Note: the devnet shares this process's event loop, so its HTTP answers to the enrichment calls, its
@@ -361,6 +362,8 @@ function collect(hashes: readonly string[], fanOut: number, seconds: number): Ro
     add('enrich', t.enrichStart, t.enrichEnd);
     add('chain', t.enrichEnd, t.recordStart);
     add('record', t.recordStart, t.recorded);
+    // A lone alert for an idle chat is recorded as sending: no markSending() before its send.
+    if (t.sending.length === 0) for (const sent of t.sends) add('lane', t.recorded, sent);
     t.sending.forEach((sending, i) => {
       add('lane', t.recorded, sending);
       add('sending', sending, t.sends[i]);
@@ -382,6 +385,7 @@ async function scenario(devnet: Devnet, platform: PlatformClient, tokens: readon
     for (const rule of rules) await store.addRule(rule, 1_000);
     journal = await DeliveryJournal.open(join(dir, 'deliveries.jsonl'), {
       fsync: sc.fsync,
+      ...(process.env.BENCH_NO_COMPACT ? { compactAfterBytes: 1e12 } : {}),
       onCompactionError: () => compactionErrors++,
     });
     timeJournal(journal);
@@ -475,12 +479,6 @@ async function scenario(devnet: Devnet, platform: PlatformClient, tokens: readon
       );
       console.log(
         `    calls, p50 / p99 ms: journal.record ${seg(calls.record)} (${calls.record.length}), markSending ${seg(calls.markSending)} (${calls.markSending.length}), markFinal ${seg(calls.markFinal)} (${calls.markFinal.length}), getOrders ${seg(calls.getOrders)} (${calls.getOrders.length}), getCollectible ${seg(calls.getCollectible)} (${calls.getCollectible.length}); devnet.mine() ${seg(result.mineCall)} (${result.mineCall.length} blocks)`,
-      );
-      const mean = (values: number[]) => values.reduce((n, v) => n + v, 0) / Math.max(1, values.length);
-      const perEvent =
-        mean(calls.record) + (mean(calls.markFinal) * calls.markFinal.length) / Math.max(1, hashes.length);
-      console.log(
-        `    each network's chain records its events one at a time: mean journal.record ${ms(mean(calls.record))} ms + mean markFinal ${ms(mean(calls.markFinal))} ms per event, awaited in turn -> about ${Math.round(1000 / perEvent)} events/s per network at most, ${Math.round(sc.eventsPerSecond / networks.length)} offered`,
       );
       console.log(
         `    process CPU until drained (mining, devnet server, pipeline, journal, GC): ${(cpuMs / hashes.length).toFixed(2)} ms/event, ${Math.round(((cpuMs / hashes.length) * sc.eventsPerSecond) / 10)}% of one core at this rate; event-loop delay p50 ${ms(loop.percentile(50) / 1e6)} ms, p99 ${ms(loop.percentile(99) / 1e6)} ms, max ${ms(loop.max / 1e6)} ms`,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Reply } from '../bot/reply.ts';
-import type { DeliveryJournal, DeliveryRecord } from '../store/journal.ts';
+import { type DeliveryJournal, type DeliveryRecord, type NewDelivery, payloadOf } from '../store/journal.ts';
 import { renderReorged } from './render.ts';
 import { type Destination, destinationKey } from './types.ts';
 
@@ -100,6 +100,8 @@ export class Dispatcher {
   readonly #options: DispatcherOptions;
   readonly #lanes = new Map<string, Lane>();
   readonly #idle = new Set<() => void>();
+  /** `markSent` writes under way: a lane does not wait for them to start its next send. */
+  readonly #marking = new Set<Promise<void>>();
   #stopping = false;
 
   constructor(options: DispatcherOptions) {
@@ -116,6 +118,17 @@ export class Dispatcher {
     }
     // All queued before a lane starts: a batch resent after a restart must find all its deliveries.
     for (const lane of lanes) this.#run(lane);
+  }
+
+  /**
+   * Nothing is queued, under way or waiting out a pause for this destination: a delivery recorded
+   * now would be sent at once and alone, so it may be recorded as sending (see
+   * {@link NewDelivery.sendingAlone}). A hint: a lane that got busy meanwhile only sends it unmerged.
+   */
+  isIdle(destination: Destination): boolean {
+    const lane = this.#lanes.get(destinationKey(destination));
+    if (!lane) return true;
+    return !lane.running && lane.queue.length === 0 && lane.edits.length === 0 && lane.nextAt <= Date.now();
   }
 
   /** Queues the edit of sent deliveries whose transaction was reorganised away. */
@@ -139,18 +152,20 @@ export class Dispatcher {
     return out;
   }
 
-  /** Resolves when every lane is empty (tests, shutdown). */
+  /** Resolves when every lane is empty and every outcome recorded (tests, shutdown). */
   async drained(): Promise<void> {
-    while ([...this.#lanes.values()].some((l) => l.running || l.queue.length || l.edits.length)) {
-      await new Promise<void>((resolve) => this.#idle.add(resolve));
+    while (this.#marking.size || [...this.#lanes.values()].some((l) => l.running || l.queue.length || l.edits.length)) {
+      if (this.#marking.size) await Promise.all(this.#marking);
+      else await new Promise<void>((resolve) => this.#idle.add(resolve));
     }
   }
 
   /** Stops taking new work; in-flight sends finish, the rest stays journaled for the next start. */
   async stop(): Promise<void> {
     this.#stopping = true;
-    while ([...this.#lanes.values()].some((l) => l.running)) {
-      await new Promise<void>((resolve) => this.#idle.add(resolve));
+    while (this.#marking.size || [...this.#lanes.values()].some((l) => l.running)) {
+      if (this.#marking.size) await Promise.all(this.#marking);
+      else await new Promise<void>((resolve) => this.#idle.add(resolve));
     }
   }
 
@@ -212,16 +227,18 @@ export class Dispatcher {
           giveUp ? 'alert delivery failed; giving up' : 'alert delivery failed; will retry',
         );
         if (giveUp) {
-          for (const id of ids) await journal.markFailed(id, failure.message, { final: true });
+          await Promise.all(ids.map((id) => journal.markFailed(id, failure.message, { final: true })));
           if (lane.edits.length) lane.edits.shift();
           else lane.queue = lane.queue.filter((id) => !ids.includes(id));
           this.#options.onOutcome?.('failed', lane.destination.platform, ids.length);
           if (failure.permanent) {
             this.#options.onUnreachable?.(lane.destination, failure.message);
-            for (const id of lane.queue.splice(0)) await journal.markFailed(id, failure.message, { final: true });
+            await Promise.all(
+              lane.queue.splice(0).map((id) => journal.markFailed(id, failure.message, { final: true })),
+            );
           }
         } else {
-          for (const id of ids) await journal.markFailed(id, failure.message, { final: false });
+          await Promise.all(ids.map((id) => journal.markFailed(id, failure.message, { final: false })));
           this.#options.onOutcome?.('retried', lane.destination.platform, ids.length);
           const base = this.#options.retryDelayMs ?? 1_000;
           const backoff = Math.min(this.#options.maxRetryDelayMs ?? 60_000, base * 2 ** (lane.failures - 1));
@@ -250,20 +267,42 @@ export class Dispatcher {
         ? queued.filter((r) => r.sendKey === undefined).slice(0, sink.maxBatch)
         : queued.filter((r) => r.sendKey === key);
     lane.sending = records.map((r) => r.id);
-    for (const record of records) await journal.markSending(record.id, key);
+    // One journal write for the batch (calls in the same turn are grouped); a delivery recorded as
+    // sending under this key (or left so by a crash) already says what this send is.
+    await Promise.all(
+      records.filter((r) => !(r.state === 'sending' && r.sendKey === key)).map((r) => journal.markSending(r.id, key)),
+    );
     const messageId = await sink.send(
       lane.destination.chatId,
-      records.map((r) => decodePayload(r.payload)),
+      records.map((r) => decodePayload(payloadOf(r))),
       key,
     );
-    for (const record of records) {
-      const sent = await journal.markSent(record.id, messageId);
-      // The transaction was reorganised away while this message was on its way: edit it now.
-      if (sent.reorged && !sent.editedAt && !lane.edits.includes(sent.id)) lane.edits.push(sent.id);
-    }
     lane.queue = lane.queue.filter((id) => !lane.sending.includes(id));
     lane.sending = [];
     this.#options.onOutcome?.('sent', lane.destination.platform, records.length);
+    // The message exists: the lane goes on (the chat keeps the order of its messages) while the
+    // outcome is written. Should that write fail, the deliveries stay `sending` in the journal and
+    // a restart sends them again under the same key, which the chat answers with this message.
+    const marking = Promise.all(records.map((r) => journal.markSent(r.id, messageId))).then(
+      (sent) => {
+        // The transaction was reorganised away while this message was on its way: edit it now.
+        const edits = sent.filter((r) => r.reorged && !r.editedAt && !lane.edits.includes(r.id));
+        if (edits.length === 0) return;
+        lane.edits.push(...edits.map((r) => r.id));
+        this.#run(lane);
+      },
+      (error: unknown) =>
+        this.#options.logger.error(
+          { destination: destinationKey(lane.destination), messageId, err: error },
+          'could not record a sent alert; a restart will send it again under the same key',
+        ),
+    );
+    this.#marking.add(marking);
+    void marking.finally(() => {
+      this.#marking.delete(marking);
+      for (const resolve of this.#idle) resolve();
+      this.#idle.clear();
+    });
   }
 
   async #edit(lane: Lane, sink: AlertSink): Promise<void> {
@@ -279,10 +318,10 @@ export class Dispatcher {
       .byMessage(record.destination, record.messageId)
       .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
     const replies = siblings.map((r) =>
-      r.reorged ? renderReorged(decodePayload(r.payload)) : decodePayload(r.payload),
+      r.reorged ? renderReorged(decodePayload(payloadOf(r))) : decodePayload(payloadOf(r)),
     );
     await sink.edit(lane.destination.chatId, record.messageId, replies);
-    for (const sibling of siblings.filter((s) => s.reorged)) await journal.markEdited(sibling.id);
+    await Promise.all(siblings.filter((s) => s.reorged).map((s) => journal.markEdited(s.id)));
     lane.edits = lane.edits.filter((e) => !siblings.some((s) => s.id === e));
     this.#options.onOutcome?.('edited', lane.destination.platform, 1);
   }

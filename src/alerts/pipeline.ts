@@ -287,6 +287,18 @@ export class AlertPipeline {
     const perEvent = batch.map(({ event, rules, enriched }) => this.#deliveries(event, rules, enriched));
     const all = perEvent.flat();
     if (all.length === 0) return;
+    // A lone alert for a chat with nothing queued goes out at once and alone: recording it as
+    // sending saves a durable write on its way. Several for one chat stay pending, to be merged.
+    const perDestination = new Map<string, NewDelivery[]>();
+    for (const delivery of all) {
+      const key = destinationKey(delivery.destination);
+      const list = perDestination.get(key);
+      if (list) list.push(delivery);
+      else perDestination.set(key, [delivery]);
+    }
+    for (const [only, ...more] of perDestination.values()) {
+      if (only && more.length === 0 && dispatcher.isIdle(only.destination)) only.sendingAlone = true;
+    }
     const recorded = await journal.record(all);
     this.counters.deliveries += recorded.length;
     const fresh = new Set(recorded.map((r) => r.id));
