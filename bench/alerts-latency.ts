@@ -31,6 +31,7 @@
 // elsewhere, and the network round trip is added instead).
 //
 //   npm run bench -- alerts-latency
+//   BENCH_NO_COMPACT=1 npm run bench -- alerts-latency   (diagnostic: the journal never compacts)
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryError } from '../../src/alerts/delivery.ts';
@@ -92,6 +93,14 @@ describe('alerts from the live stream', () => {
     expect(alerts).toHaveLength(1);
     expect(alerts[0]?.title).toMatch(/^Sweep: 3 × Moon Cats for [\d.]+ \w+$/);
     expect(alerts[0]?.fields?.find((f) => f.name === 'Tokens (3)')).toBeDefined();
+    // A lone alert for an idle chat was recorded as sending: one journal write before its send.
+    const [record] = h.journal.byTransaction('devnet', mined.txnHashes[0] ?? '');
+    expect(record).toMatchObject({ state: 'sent', attempts: 1, sendKey: record?.id });
+    const ops = (await readFile(h.journal.file, 'utf8'))
+      .split('\n')
+      .filter((line) => line.includes(JSON.stringify(record?.id)))
+      .map((line) => JSON.parse(line) as { op: string; r?: { state: string } });
+    expect(ops.map((o) => (o.r ? `${o.op}:${o.r.state}` : o.op))).toEqual(['add:sending', 'sent']);
   });
 
   it('GIVEN a second chat with narrow rules THEN it gets only its own matches', async () => {

@@ -179,3 +179,58 @@ describe('Dispatcher: a reorg while the alert is on its way', () => {
     expect(journal.get(record?.id ?? '')?.editedAt).toBeDefined();
   });
 });
+
+describe('Dispatcher: an alert recorded as already sending', () => {
+  const alone = (n: number): NewDelivery => ({ ...delivery(n), sendingAlone: true });
+  const dispatcherFor = (sink: RecordingSink) =>
+    new Dispatcher({ journal, sinks: new Map([['console', sink]]), logger: pino({ level: 'silent' }) });
+
+  it('GIVEN an idle chat WHEN a lone alert is recorded as sending THEN it is sent under its own id without another journal write before the send', async () => {
+    const sink = new SlowSink('console', 10);
+    const dispatcher = dispatcherFor(sink);
+    expect(dispatcher.isIdle(CHAT)).toBe(true);
+    const [record] = await journal.record([alone(1)]);
+    expect(record).toMatchObject({ state: 'sending', attempts: 1, sendKey: record?.id });
+    const bytes = journal.stats().bytes;
+    let written = -1;
+    sink.meanwhile = async () => {
+      written = journal.stats().bytes - bytes; // nothing written between record and send
+    };
+    dispatcher.enqueue([record as DeliveryRecord]);
+    await dispatcher.drained();
+    expect(written).toBe(0);
+    expect(sink.sent.map((m) => m.key)).toEqual([record?.id]);
+    // drained() waits for the outcome, written after the lane went on.
+    expect(journal.get(record?.id ?? '')).toMatchObject({ state: 'sent', messageId: '1', attempts: 1 });
+  });
+
+  it('GIVEN a crash right after such an alert reached the chat WHEN the journal is reopened THEN it is sent again under the same key, and the chat keeps one message', async () => {
+    const sink = new RecordingSink('console', 10);
+    const [record] = await journal.record([alone(1)]);
+    await journal.record([delivery(2), delivery(3)]);
+    await sink.send(CHAT.chatId, [payloadOf(record as DeliveryRecord) as Reply], record?.id ?? '');
+    await journal.close();
+    journal = await DeliveryJournal.open(join(dir, 'deliveries.jsonl'), { fsync: false });
+    expect(journal.get(record?.id ?? '')).toMatchObject({ state: 'sending', sendKey: record?.id });
+
+    expect(await resume(sink)).toEqual(titles(1, 3));
+    expect(sink.sent.map((m) => m.replies.length)).toEqual([1, 2]); // not merged with the lone one
+    expect(journal.unfinished()).toEqual([]);
+  });
+
+  it('GIVEN a busy chat THEN the dispatcher says so, and pending alerts are merged as before', async () => {
+    const sink = new SlowSink('console', 10);
+    const dispatcher = dispatcherFor(sink);
+    let release: () => void = () => undefined;
+    sink.meanwhile = () => new Promise<void>((resolve) => (release = resolve));
+    dispatcher.enqueue(await journal.record([alone(1)]));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(dispatcher.isIdle(CHAT)).toBe(false);
+    dispatcher.enqueue(await journal.record([delivery(2), delivery(3), delivery(4)]));
+    sink.meanwhile = async () => undefined;
+    release();
+    await dispatcher.drained();
+    expect(sink.sent.map((m) => m.replies.length)).toEqual([1, 3]);
+    expect(dispatcher.isIdle(CHAT)).toBe(true);
+  });
+});
