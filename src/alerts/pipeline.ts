@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import type { Reply } from '../bot/reply.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
 import { type DeliveryJournal, deliveryId, type NewDelivery } from '../store/journal.ts';
@@ -7,7 +6,7 @@ import type { StateStore } from '../store/state.ts';
 import { classifyTransaction, TransactionAssembler } from './classify.ts';
 import type { Dispatcher } from './delivery.ts';
 import type { EnrichedEvent, Enricher } from './enrich.ts';
-import { renderAlert } from './render.ts';
+import { alertsFor } from './render.ts';
 import { matchDestinations, RuleIndex } from './rule-index.ts';
 import { NetworkStreams, type StreamHealth, type StreamOptionsForAlerts } from './streams.ts';
 import { type ChainEvent, type Destination, destinationKey, type WatchRule } from './types.ts';
@@ -316,28 +315,17 @@ export class AlertPipeline {
     const matched = matchDestinations(rules, enriched.price, enriched.traits, (rule) =>
       logger.warn({ event: event.id, rule: rule.id }, 'price unknown: a rule with a minimum price is not served'),
     );
-    const deliveries: NewDelivery[] = [];
-    // Chats that ping the same roles (most ping none) get the same message: rendered once.
-    const rendered = new Map<string, Reply>();
-    for (const { destination, roles } of matched) {
-      const rolesKey = roles.join(',');
-      let reply = rendered.get(rolesKey);
-      if (!reply) {
-        reply = renderAlert(enriched.details, roles[0] ? { mentionRole: roles[0] } : {});
-        if (roles.length > 1) reply.mentionRoles = roles;
-        rendered.set(rolesKey, reply);
-      }
-      deliveries.push({
-        // The block is part of the id: a transaction re-mined after a reorg is a new event.
-        eventId: `${event.id}@${event.blockHash}`,
-        destination,
-        network: event.network,
-        txnHash: event.txnHash,
-        blockNumber: event.blockNumber,
-        payload: reply,
-      });
-    }
-    return deliveries;
+    if (matched.length === 0) return [];
+    // The block is part of the id: a transaction re-mined after a reorg is a new event.
+    const eventId = `${event.id}@${event.blockHash}`;
+    return alertsFor(enriched.details, matched).map(({ destination, reply }) => ({
+      eventId,
+      destination,
+      network: event.network,
+      txnHash: event.txnHash,
+      blockNumber: event.blockNumber,
+      payload: reply,
+    }));
   }
 
   #receipt(network: string, receipt: TransactionReceipt): void {

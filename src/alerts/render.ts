@@ -1,6 +1,7 @@
 import { formatUsd, shortAddress } from '../bot/format.ts';
 import { code, type Reply, type ReplyField, type ReplyTone, safeUrl, truncate } from '../bot/reply.ts';
-import type { AlertKind, ChainEvent } from './types.ts';
+import type { MatchedDestination } from './rule-index.ts';
+import type { AlertKind, ChainEvent, Destination } from './types.ts';
 
 /** What enrichment found out about an event's tokens. */
 export interface TokenDetails {
@@ -109,6 +110,29 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
   if (image) reply.image = image;
   if (options.mentionRole) reply.mentionRoles = [options.mentionRole];
   return reply;
+}
+
+/**
+ * The message of an event for each chat it reaches: rendered once, shared by every chat that pings
+ * no role; chats that ping roles get a copy that carries them (the only difference). Whatever the
+ * number of chats, the event is rendered once.
+ */
+export function alertsFor(
+  details: AlertDetails,
+  matched: readonly MatchedDestination[],
+): Array<{ destination: Destination; reply: Reply }> {
+  const base = renderAlert(details);
+  const withRoles = new Map<string, Reply>();
+  return matched.map(({ destination, roles }) => {
+    if (roles.length === 0) return { destination, reply: base };
+    const key = roles.join(',');
+    let reply = withRoles.get(key);
+    if (!reply) {
+      reply = { ...base, mentionRoles: roles };
+      withRoles.set(key, reply);
+    }
+    return { destination, reply };
+  });
 }
 
 /** The edit of an alert whose transaction was reorganised away: it did not happen. */

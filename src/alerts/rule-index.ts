@@ -460,6 +460,18 @@ export function passesTraitsAny(
   return false;
 }
 
+// A rule's destination is a long-lived object (the store's, never changed in place): its key is
+// built once rather than for every event it matches.
+const destinationKeys = new WeakMap<Destination, string>();
+function keyOf(destination: Destination): string {
+  let key = destinationKeys.get(destination);
+  if (key === undefined) {
+    key = destinationKey(destination);
+    destinationKeys.set(destination, key);
+  }
+  return key;
+}
+
 /** A destination with the roles its matching rules ping. */
 export interface MatchedDestination {
   destination: Destination;
@@ -484,7 +496,7 @@ export function matchDestinations(
       continue;
     }
     if (!passesPrice(rule, price) || !passesTraitsAny(rule, traitsPerToken)) continue;
-    const key = destinationKey(rule.destination);
+    const key = keyOf(rule.destination);
     let entry = byDestination.get(key);
     if (!entry) {
       entry = { destination: rule.destination, roles: [] };
