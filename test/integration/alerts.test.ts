@@ -322,4 +322,27 @@ describe('alerts from the live stream', () => {
     expect(Math.abs(usd - 2.25 * 2_450)).toBeLessThan(2.25 * 2_450 * 0.001);
     expect(alert?.fields?.find((f) => f.name === 'Market')?.value).toBe('Sequence Market v2');
   });
+
+  it("GIVEN rules that ping roles THEN an alert carries the roles of its chat's matching rules, once each, and other chats ping none", async () => {
+    const [first, second] = ['112233445566778899', '998877665544332211'];
+    await h.run(`/watch add ${moonCats.address} listing mention=${first}`);
+    await h.run(`/watch add ${moonCats.address} listing,offer mention=${second}`);
+    await h.run(`/watch add ${moonCats.address} listing,transfer mention=${first}`);
+    await h.planned();
+    const before = { console: h.console.alerts(CONSOLE.id).length, group: h.telegram.alerts(GROUP.id).length };
+    await h.devnet.mine('devnet', [
+      { kind: 'listing', collection: moonCats.address, price: '7' },
+      { kind: 'burn', collection: moonCats.address },
+    ]);
+    await h.console.until(() => h.console.alerts(CONSOLE.id).length >= before.console + 2);
+    await h.pipeline.settled();
+    await h.dispatcher.drained();
+    const alerts = h.console.alerts(CONSOLE.id).slice(before.console);
+    expect(alerts.find((a) => a.title?.startsWith('Listed:'))?.mentionRoles).toEqual([first, second]);
+    expect(alerts.find((a) => a.title?.startsWith('Burned:'))?.mentionRoles ?? []).toEqual([]);
+    // The group's own listing rule (min=5) matched the same event: its message pings nobody.
+    const group = h.telegram.alerts(GROUP.id).slice(before.group);
+    expect(group.map((a) => a.title)).toEqual([alerts.find((a) => a.title?.startsWith('Listed:'))?.title]);
+    expect(group[0]?.mentionRoles ?? []).toEqual([]);
+  });
 });
