@@ -88,7 +88,7 @@ export class AlertPipeline {
     }
     dispatcher.enqueue(unfinished);
     dispatcher.enqueueEdits(edits);
-    this.#index.replaceAll(store.rules.map((r) => ({ ...r })));
+    this.#index.replaceAll(store.rules);
     store.onRulesChanged(() => this.#rulesChanged());
     await this.#plan();
   }
@@ -144,7 +144,7 @@ export class AlertPipeline {
   }
 
   #rulesChanged(): void {
-    this.#index.replaceAll(this.#options.store.rules.map((r) => ({ ...r })));
+    this.#index.replaceAll(this.#options.store.rules);
     clearTimeout(this.#replanTimer);
     this.#replanTimer = setTimeout(() => {
       this.#planning = this.#planning
@@ -318,7 +318,7 @@ export class AlertPipeline {
     if (matched.length === 0) return [];
     // The block is part of the id: a transaction re-mined after a reorg is a new event.
     const eventId = `${event.id}@${event.blockHash}`;
-    return alertsFor(enriched.details, matched).map(({ destination, reply }) => ({
+    return alertsFor(enriched.details, matched, (destination, reply) => ({
       eventId,
       destination,
       network: event.network,

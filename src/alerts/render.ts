@@ -113,25 +113,29 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
 }
 
 /**
- * The message of an event for each chat it reaches: rendered once, shared by every chat that pings
- * no role; chats that ping roles get a copy that carries them (the only difference). Whatever the
- * number of chats, the event is rendered once.
+ * The message of an event for each chat it reaches, handed to `each` (which builds what the caller
+ * keeps per chat): rendered once, shared by every chat that pings no role; chats that ping roles get
+ * a copy that carries them (the only difference). Whatever the number of chats, the event is
+ * rendered once.
  */
-export function alertsFor(
+export function alertsFor<T>(
   details: AlertDetails,
   matched: readonly MatchedDestination[],
-): Array<{ destination: Destination; reply: Reply }> {
+  each: (destination: Destination, reply: Reply) => T,
+): T[] {
+  if (matched.length === 0) return [];
   const base = renderAlert(details);
-  const withRoles = new Map<string, Reply>();
+  let withRoles: Map<string, Reply> | undefined;
   return matched.map(({ destination, roles }) => {
-    if (roles.length === 0) return { destination, reply: base };
+    if (roles.length === 0) return each(destination, base);
     const key = roles.join(',');
+    withRoles ??= new Map();
     let reply = withRoles.get(key);
     if (!reply) {
       reply = { ...base, mentionRoles: roles };
       withRoles.set(key, reply);
     }
-    return { destination, reply };
+    return each(destination, reply);
   });
 }
 

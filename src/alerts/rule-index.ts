@@ -460,22 +460,10 @@ export function passesTraitsAny(
   return false;
 }
 
-// A rule's destination is a long-lived object (the store's, never changed in place): its key is
-// built once rather than for every event it matches.
-const destinationKeys = new WeakMap<Destination, string>();
-function keyOf(destination: Destination): string {
-  let key = destinationKeys.get(destination);
-  if (key === undefined) {
-    key = destinationKey(destination);
-    destinationKeys.set(destination, key);
-  }
-  return key;
-}
-
 /** A destination with the roles its matching rules ping. */
 export interface MatchedDestination {
   destination: Destination;
-  roles: string[];
+  roles: readonly string[];
 }
 
 /**
@@ -489,20 +477,44 @@ export function matchDestinations(
   traitsPerToken: ReadonlyArray<readonly TokenTrait[] | undefined>,
   onUnpriced?: (rule: WatchRule) => void,
 ): MatchedDestination[] {
-  const byDestination = new Map<string, MatchedDestination>();
+  // First by destination object (the store's rules of one chat share one: no key to build per
+  // rule), then by key, for chats whose rules came with distinct but equal objects.
+  const byObject = new Map<Destination, MatchedDestination>();
+  const matched: MatchedDestination[] = [];
   for (const rule of candidates) {
     if (rule.minPrice && !price) {
       onUnpriced?.(rule);
       continue;
     }
     if (!passesPrice(rule, price) || !passesTraitsAny(rule, traitsPerToken)) continue;
-    const key = keyOf(rule.destination);
-    let entry = byDestination.get(key);
+    let entry = byObject.get(rule.destination);
     if (!entry) {
-      entry = { destination: rule.destination, roles: [] };
-      byDestination.set(key, entry);
+      // Most chats ping no role: they share one empty list until a rule of theirs has one.
+      entry = { destination: rule.destination, roles: NO_ROLES };
+      byObject.set(rule.destination, entry);
+      matched.push(entry);
     }
-    if (rule.mentionRole && !entry.roles.includes(rule.mentionRole)) entry.roles.push(rule.mentionRole);
+    if (rule.mentionRole) entry.roles = withRole(entry.roles, rule.mentionRole);
   }
-  return [...byDestination.values()];
+  if (matched.length < 2) return matched;
+  const byKey = new Map<string, MatchedDestination>();
+  const merged: MatchedDestination[] = [];
+  for (const entry of matched) {
+    const key = destinationKey(entry.destination);
+    const first = byKey.get(key);
+    if (!first) {
+      byKey.set(key, entry);
+      merged.push(entry);
+    } else {
+      for (const role of entry.roles) first.roles = withRole(first.roles, role);
+    }
+  }
+  return merged;
 }
+
+function withRole(roles: readonly string[], role: string): readonly string[] {
+  if (roles.includes(role)) return roles;
+  return roles === NO_ROLES ? [role] : [...roles, role];
+}
+
+const NO_ROLES: readonly string[] = Object.freeze([]);

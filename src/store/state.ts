@@ -1,7 +1,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { Low } from 'lowdb';
 import { JSONFile } from 'lowdb/node';
-import type { WatchRule } from '../alerts/types.ts';
+import { type Destination, destinationKey, type WatchRule } from '../alerts/types.ts';
 
 /** A collection pinned to a network. */
 export interface CollectionKey {
@@ -152,9 +152,32 @@ export class StateStore {
   /** Changes run one at a time, so that a failed write can be undone without undoing another's. */
   #queue: Promise<unknown> = Promise.resolve();
 
+  /** One destination object per chat, shared by its rules (see {@link StateStore.rules}). */
+  readonly #destinations = new Map<string, Destination>();
+
   private constructor(file: string, db: Low<State>) {
     this.file = file;
     this.#db = db;
+    this.#shareDestinations();
+  }
+
+  #sharedDestination(destination: Destination): Destination {
+    const key = destinationKey(destination);
+    let shared = this.#destinations.get(key);
+    if (!shared) {
+      shared = { platform: destination.platform, chatId: destination.chatId };
+      this.#destinations.set(key, shared);
+    }
+    return shared;
+  }
+
+  #shareDestinations(): void {
+    const rules = this.#db.data.rules;
+    for (let i = 0; i < rules.length; i++) {
+      const rule = rules[i] as WatchRule;
+      const destination = this.#sharedDestination(rule.destination);
+      if (rule.destination !== destination) rules[i] = { ...rule, destination };
+    }
   }
 
   static async open(file: string): Promise<StateStore> {
@@ -207,7 +230,11 @@ export class StateStore {
     return settings;
   }
 
-  /** All watch rules, in creation order. */
+  /**
+   * All watch rules, in creation order. The objects are never changed in place (a change replaces
+   * the rule), and the rules of one chat share one destination object, so that matching can group
+   * a chat's rules without building keys.
+   */
   get rules(): readonly WatchRule[] {
     return this.#db.data.rules;
   }
@@ -219,7 +246,11 @@ export class StateStore {
         (r) => r.destination.platform === rule.destination.platform && r.destination.chatId === rule.destination.chatId,
       );
       if (same.length >= limit) return undefined;
-      const stored: WatchRule = { ...rule, id: `r${this.#db.data.nextRuleNumber}` };
+      const stored: WatchRule = {
+        ...rule,
+        id: `r${this.#db.data.nextRuleNumber}`,
+        destination: this.#sharedDestination(rule.destination),
+      };
       this.#db.data.nextRuleNumber += 1;
       this.#db.data.rules.push(stored);
       return stored;
@@ -237,7 +268,7 @@ export class StateStore {
       if (!current) return false;
       const next = change({ ...current });
       if (next === null) this.#db.data.rules.splice(index, 1);
-      else this.#db.data.rules[index] = next;
+      else this.#db.data.rules[index] = { ...next, destination: this.#sharedDestination(next.destination) };
       return true;
     });
     if (!found) return false;
@@ -299,12 +330,14 @@ export class StateStore {
         result = change();
       } catch (error) {
         this.#db.data = before;
+        this.#shareDestinations();
         throw error;
       }
       try {
         await this.#db.write();
       } catch (cause) {
         this.#db.data = before;
+        this.#shareDestinations();
         throw new StoreWriteError(this.file, cause);
       }
       return result;

@@ -29,13 +29,17 @@ const chat = (chatId: string): Destination => ({ platform: 'discord', chatId });
 
 describe('alertsFor: one event, many chats', () => {
   it('GIVEN chats with and without roles THEN each gets the rendered alert, only role chats ping, and the event is rendered once', () => {
-    const alerts = alertsFor(details, [
-      { destination: chat('1'), roles: [] },
-      { destination: chat('2'), roles: ['111111111111'] },
-      { destination: chat('3'), roles: [] },
-      { destination: chat('4'), roles: ['111111111111'] },
-      { destination: chat('5'), roles: ['111111111111', '222222222222'] },
-    ]);
+    const alerts = alertsFor(
+      details,
+      [
+        { destination: chat('1'), roles: [] },
+        { destination: chat('2'), roles: ['111111111111'] },
+        { destination: chat('3'), roles: [] },
+        { destination: chat('4'), roles: ['111111111111'] },
+        { destination: chat('5'), roles: ['111111111111', '222222222222'] },
+      ],
+      (destination, reply) => ({ destination, reply }),
+    );
     expect(alerts.map((a) => a.destination.chatId)).toEqual(['1', '2', '3', '4', '5']);
     const [a, b, c, d, e] = alerts.map((x) => x.reply);
     const { mentionRoles: _none, ...plain } = renderAlert(details);
@@ -50,6 +54,6 @@ describe('alertsFor: one event, many chats', () => {
   });
 
   it('GIVEN no chats THEN nothing', () => {
-    expect(alertsFor(details, [])).toEqual([]);
+    expect(alertsFor(details, [], () => 1)).toEqual([]);
   });
 });

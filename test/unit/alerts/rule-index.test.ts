@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   compareDecimals,
+  matchDestinations,
   numberToDecimal,
   passesPrice,
   passesTraits,
@@ -314,5 +315,53 @@ describe('passesTraits', () => {
     expect(passesTraitsAny(r, [])).toBe(false);
     expect(passesTraitsAny(r, [undefined, traits])).toBe(true);
     expect(passesTraitsAny(r, [undefined])).toBe(false);
+  });
+});
+
+describe('matchDestinations', () => {
+  const chat = (chatId: string, platform: 'discord' | 'telegram' = 'discord') => ({ platform, chatId });
+  const price = { amount: '2', usd: 5_000 };
+
+  it('GIVEN several rules of one chat, as separate objects or shared THEN one entry per chat with each role once, in first-match order', () => {
+    const rules = [
+      rule({ destination: chat('1') }),
+      rule({ destination: chat('2'), mentionRole: '222' }),
+      rule({ destination: chat('1'), mentionRole: '111' }),
+      rule({ destination: chat('1', 'telegram') }),
+      rule({ destination: chat('2'), mentionRole: '222' }),
+      rule({ destination: chat('1'), mentionRole: '112' }),
+    ];
+    const expected = [
+      { destination: chat('1'), roles: ['111', '112'] },
+      { destination: chat('2'), roles: ['222'] },
+      { destination: chat('1', 'telegram'), roles: [] },
+    ];
+    expect(matchDestinations(rules, price, [])).toEqual(expected);
+    // As the store holds them: one destination object per chat.
+    const objects = new Map<string, { platform: 'discord' | 'telegram'; chatId: string }>();
+    const shared = rules.map((r) => {
+      const key = `${r.destination.platform}:${r.destination.chatId}`;
+      const destination = objects.get(key) ?? {
+        ...(r.destination as { platform: 'discord' | 'telegram'; chatId: string }),
+      };
+      objects.set(key, destination);
+      return { ...r, destination };
+    });
+    expect(matchDestinations(shared, price, [])).toEqual(expected);
+  });
+
+  it('GIVEN price and trait conditions THEN a chat is reached only through a rule that passes them, and an unknown price is reported', () => {
+    const unpriced: string[] = [];
+    const rules = [
+      rule({ destination: chat('1'), minPrice: { value: '3', usd: false }, mentionRole: '111' }),
+      rule({ destination: chat('1'), traits: [{ name: 'Hat', value: 'Crown' }] }),
+      rule({ destination: chat('2'), minPrice: { value: '1000', usd: true } }),
+    ];
+    expect(matchDestinations(rules, price, [[{ name: 'hat', value: 'crown' }]])).toEqual([
+      { destination: chat('1'), roles: [] },
+      { destination: chat('2'), roles: [] },
+    ]);
+    expect(matchDestinations(rules, undefined, [[]], (r) => unpriced.push(r.id))).toEqual([]);
+    expect(unpriced).toEqual([rules[0]?.id, rules[2]?.id]);
   });
 });

@@ -77,6 +77,31 @@ describe('StateStore', () => {
     expect((await StateStore.open(file)).rules.map((r) => r.id)).toEqual(['r2', 'r3']);
   });
 
+  it('GIVEN rules of one chat, added, changed or read back from disk THEN they share one destination object; other chats have their own', async () => {
+    const store = await StateStore.open(file);
+    const rule = (chatId: string) => ({
+      destination: { platform: 'discord' as const, chatId },
+      network: 'devnet',
+      collection: '0xabc',
+      collectionName: 'Cats',
+      kinds: ['sale' as const],
+      paused: false,
+      createdBy: 'discord:9',
+      createdAt: '2026-01-01T00:00:00.000Z',
+    });
+    await store.addRule(rule('1'), 10);
+    await store.addRule(rule('2'), 10);
+    await store.addRule(rule('1'), 10);
+    await store.updateRule('r3', (r) => ({ ...r, paused: true, destination: { platform: 'discord', chatId: '1' } }));
+    const shared = (s: StateStore) => {
+      const [a, b, c] = s.rules;
+      return { same: a?.destination === c?.destination, other: a?.destination !== b?.destination };
+    };
+    expect(shared(store)).toEqual({ same: true, other: true });
+    expect(store.rules[2]?.paused).toBe(true);
+    expect(shared(await StateStore.open(file))).toEqual({ same: true, other: true });
+  });
+
   it.each([
     ['a truncated file', '{"version":1,"chats":{', /not valid JSON/],
     ['an empty file', '', /is empty/],
