@@ -146,15 +146,13 @@ function makeRules(chats: number, perChat: number): WatchRule[] {
 /** The rules as the store holds them: the rules of one chat share one destination object. */
 function withSharedDestinations(rules: WatchRule[]): WatchRule[] {
   const shared = new Map<string, Destination>();
-  return rules.map((rule) => {
+  for (const rule of rules) {
     const key = destinationKey(rule.destination);
-    let destination = shared.get(key);
-    if (!destination) {
-      destination = { ...rule.destination };
-      shared.set(key, destination);
-    }
-    return { ...rule, destination };
-  });
+    const destination = shared.get(key);
+    if (destination) rule.destination = destination;
+    else shared.set(key, rule.destination);
+  }
+  return rules;
 }
 
 /** One Discord rule in ten pings a role (decided by rule number: the random sequence is not touched). */

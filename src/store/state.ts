@@ -171,13 +171,9 @@ export class StateStore {
     return shared;
   }
 
+  /** Only for rules nobody else holds yet (just read from the file, or restored after a failed write). */
   #shareDestinations(): void {
-    const rules = this.#db.data.rules;
-    for (let i = 0; i < rules.length; i++) {
-      const rule = rules[i] as WatchRule;
-      const destination = this.#sharedDestination(rule.destination);
-      if (rule.destination !== destination) rules[i] = { ...rule, destination };
-    }
+    for (const rule of this.#db.data.rules) rule.destination = this.#sharedDestination(rule.destination);
   }
 
   static async open(file: string): Promise<StateStore> {
