@@ -11,7 +11,7 @@ export const MAX_RULES_PER_CHAT = 50;
 const MAX_LIST = 20;
 
 const USAGE =
-  '/watch add <collection> [kinds] [tokens=1,2] [wallets=0x…] [min=1.5|$500] [mention=role] [trait=value ...]';
+  '/watch add <collection> [kinds] [tokens=1,2] [wallets=0x…] [ignore=0x…] [min=1.5|$500] [mention=role] [trait=value ...]';
 
 function list(text: string | undefined): string[] {
   return (text ?? '')
@@ -31,6 +31,7 @@ function describeRule(rule: WatchRule): Rich {
   if (rule.tokenIds?.length)
     parts.push(`tokens ${rule.tokenIds.slice(0, 5).join(', ')}${rule.tokenIds.length > 5 ? '…' : ''}`);
   if (rule.wallets?.length) parts.push(`wallets ${rule.wallets.map(shortAddress).join(', ')}`);
+  if (rule.ignoreWallets?.length) parts.push(`ignoring ${rule.ignoreWallets.map(shortAddress).join(', ')}`);
   if (rule.minPrice) parts.push(`min ${rule.minPrice.usd ? `$${rule.minPrice.value}` : rule.minPrice.value}`);
   if (rule.traits?.length) parts.push(rule.traits.map((t) => `${t.name}=${t.value}`).join(', '));
   if (rule.mentionRole) parts.push('with mention');
@@ -74,20 +75,24 @@ export default defineGroup({
         },
         { name: 'tokens', type: 'text', description: 'Only these token ids, comma-separated' },
         { name: 'wallets', type: 'text', description: 'Only events involving these wallets, comma-separated' },
+        { name: 'ignore', type: 'text', description: 'Never events involving these wallets, comma-separated' },
         { name: 'min', type: 'amount', description: 'Minimum price, e.g. 1.5 or $500' },
         { name: 'mention', type: 'role', description: 'Role to ping on a match (Discord)' },
       ],
-      async run(ctx, { collection, kinds, tokens, wallets, min, mention }) {
+      async run(ctx, { collection, kinds, tokens, wallets, ignore, min, mention }) {
         const tokenIds = list(tokens).map((t) => {
           const parsed = parseTokenId(t, 'tokens');
           if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);
           return parsed.value;
         });
-        const walletList = list(wallets).map((w) => {
-          const parsed = parseAddress(w, 'wallets');
-          if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);
-          return parsed.value;
-        });
+        const addresses = (text: string | undefined, option: string) =>
+          list(text).map((w) => {
+            const parsed = parseAddress(w, option);
+            if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);
+            return parsed.value;
+          });
+        const walletList = addresses(wallets, 'wallets');
+        const ignored = addresses(ignore, 'ignore');
         const traits: TraitCondition[] = [];
         if (ctx.extras.size > 0) {
           const filters = await ctx.platform.metadata.tokenCollectionFilters({
@@ -115,6 +120,7 @@ export default defineGroup({
             kinds: parseKinds(kinds),
             ...(tokenIds.length ? { tokenIds } : {}),
             ...(walletList.length ? { wallets: walletList } : {}),
+            ...(ignored.length ? { ignoreWallets: ignored } : {}),
             ...(min ? { minPrice: min } : {}),
             ...(traits.length ? { traits } : {}),
             ...(mention ? { mentionRole: mention } : {}),

@@ -24,6 +24,8 @@ interface Entry {
 interface Bucket {
   // Rules without token or wallet filters.
   any: WatchRule[];
+  // How many of the bucket's rules ignore some wallets (checked on lookup only when there are some).
+  ignoring: number;
   // Rules with a token filter (and maybe a wallet filter), by canonical token id.
   byToken: Map<string, Entry[]> | undefined;
   // Rules with a wallet filter only, by lower-case wallet.
@@ -48,6 +50,9 @@ interface Indexed {
   wallets: readonly string[];
   entry: Entry | undefined;
 }
+
+/** A rule's ignored wallets (lower-case), for the rules that have some. */
+const ignoredWallets = new WeakMap<WatchRule, ReadonlySet<string>>();
 
 // `007` -> `7`; anything that is not a plain decimal is kept as given.
 function normaliseTokenId(id: string): string {
@@ -148,12 +153,18 @@ export class RuleIndex {
    * wallet filter need one of their wallets among `accounts` (or `from` / `to`). Price and traits are
    * not checked here. Only the event's bucket is visited. The event's token ids are expected in
    * canonical decimal form (as the classifier emits them); the returned array is the caller's.
+   * Rules that ignore a wallet involved in the event are left out.
    */
   candidates(event: ChainEvent): WatchRule[] {
     const slot = KIND_SLOT[event.kind];
     const bucket = slot === undefined ? undefined : this.buckets.get(event.network)?.get(event.collection)?.[slot];
     if (!bucket) return [];
-    if (!bucket.byToken && !bucket.byWallet) return bucket.any.slice();
+    if (!bucket.byToken && !bucket.byWallet && bucket.ignoring === 0) return bucket.any.slice();
+    const out = this.#collect(bucket, event);
+    return bucket.ignoring > 0 ? out.filter((rule) => !ignores(rule, event)) : out;
+  }
+
+  #collect(bucket: Bucket, event: ChainEvent): WatchRule[] {
     const out = bucket.any.slice();
     let seen: Set<WatchRule> | undefined;
     if (bucket.byToken) {
@@ -208,6 +219,8 @@ export class RuleIndex {
     };
     this.rules.set(rule.id, indexed);
     if (rule.paused) return;
+    const ignored = unique(rule.ignoreWallets, (w) => w.trim().toLowerCase());
+    if (ignored.length > 0) ignoredWallets.set(rule, new Set(ignored));
     if (indexed.tokens.length > 0) {
       indexed.entry = { rule, wallets: indexed.wallets.length > 0 ? new Set(indexed.wallets) : undefined };
     }
@@ -216,6 +229,7 @@ export class RuleIndex {
       indexed.kinds.push(kind);
       const bucket = this.bucket(rule.network, indexed.collection, kind, true);
       if (!bucket) continue;
+      if (ignoredWallets.has(rule)) bucket.ignoring++;
       if (indexed.entry) {
         bucket.byToken ??= new Map();
         for (const token of indexed.tokens) addTo(bucket.byToken, token, indexed.entry);
@@ -236,6 +250,7 @@ export class RuleIndex {
     for (const kind of indexed.kinds) {
       const bucket = this.bucket(rule.network, collection, kind, false);
       if (!bucket) continue;
+      if (ignoredWallets.has(rule)) bucket.ignoring--;
       if (entry) {
         for (const token of indexed.tokens) removeFrom(bucket.byToken, token, entry);
         if (bucket.byToken?.size === 0) bucket.byToken = undefined;
@@ -275,11 +290,16 @@ export class RuleIndex {
     if (slot === undefined) return undefined;
     let bucket = kinds[slot];
     if (!bucket && create) {
-      bucket = { any: [], byToken: undefined, byWallet: undefined };
+      bucket = { any: [], ignoring: 0, byToken: undefined, byWallet: undefined };
       kinds[slot] = bucket;
     }
     return bucket;
   }
+}
+
+function ignores(rule: WatchRule, event: ChainEvent): boolean {
+  const ignored = ignoredWallets.get(rule);
+  return ignored !== undefined && involves(ignored, event);
 }
 
 function involves(wallets: ReadonlySet<string>, event: ChainEvent): boolean {

@@ -44,6 +44,8 @@ export interface WatchRule {
   tokenIds?: string[];
   /** Only events where one of these wallets (lower-case) is a party: seller, buyer, from, to, maker. */
   wallets?: string[];
+  /** Never events where one of these wallets (lower-case) is a party (a blocklist: bots, wash traders). */
+  ignoreWallets?: string[];
   minPrice?: MinimumPrice;
   /** All conditions must hold. */
   traits?: TraitCondition[];

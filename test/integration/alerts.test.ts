@@ -323,6 +323,29 @@ describe('alerts from the live stream', () => {
     expect(alert?.fields?.find((f) => f.name === 'Market')?.value).toBe('Sequence Market v2');
   });
 
+  it('GIVEN a rule that ignores a wallet THEN events involving it do not alert, others do; a bad address is refused by name', async () => {
+    const bot = '0x00000000000000000000000000000000000b0b07';
+    const refused = await h.run(`/watch add ${gardens.address} transfer ignore=0x123`, GROUP, ADMIN);
+    expect(h.text(refused)).toMatch(/ignore/);
+    const added = await h.run(
+      `/watch add ${gardens.address} transfer ignore=${bot.toUpperCase().replace('0X', '0x')}`,
+      GROUP,
+      ADMIN,
+    );
+    expect(h.text(added)).toContain('ignoring');
+    await h.planned();
+    const before = h.telegram.alerts(GROUP.id).length;
+    await h.devnet.mine('devnet', [
+      { kind: 'transfer', collection: gardens.address, to: bot },
+      { kind: 'transfer', collection: gardens.address },
+    ]);
+    await h.telegram.until(() => h.telegram.alerts(GROUP.id).length > before);
+    await h.pipeline.settled();
+    await h.dispatcher.drained();
+    const alerts = h.telegram.alerts(GROUP.id).slice(before);
+    expect(alerts).toHaveLength(1); // two transfers mined: the one to the ignored wallet did not alert
+  });
+
   it("GIVEN rules that ping roles THEN an alert carries the roles of its chat's matching rules, once each, and other chats ping none", async () => {
     const [first, second] = ['112233445566778899', '998877665544332211'];
     await h.run(`/watch add ${moonCats.address} listing mention=${first}`);

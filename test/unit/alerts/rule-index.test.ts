@@ -65,6 +65,25 @@ describe('RuleIndex.candidates', () => {
     expect(index.candidates(event({ from: CAROL, to: CAROL, accounts: [] }))).toEqual([party]);
   });
 
+  it('leaves out a rule when the event involves a wallet it ignores, on any side, whatever its other filters', () => {
+    const plain = rule({ ignoreWallets: [CAROL.toUpperCase().replace('0X', '0x')] });
+    const byToken = rule({ tokenIds: ['1'], ignoreWallets: [ALICE] });
+    const other = rule();
+    const index = new RuleIndex([plain, byToken, other]);
+    expect(ids(index.candidates(event()))).toEqual(ids([plain, other]));
+    expect(ids(index.candidates(event({ accounts: [ALICE, BOB, CAROL] })))).toEqual(ids([other]));
+    expect(ids(index.candidates(event({ from: BOB, to: CAROL, accounts: [] })))).toEqual(ids([byToken, other]));
+    // Once the ignoring rules are gone, lookups skip the check; a paused one is not counted.
+    index.remove(plain.id);
+    index.add({ ...byToken, paused: true });
+    expect(index.candidates(event({ accounts: [ALICE, CAROL] }))).toEqual([other]);
+    index.add({ ...byToken, paused: false });
+    expect(index.candidates(event({ accounts: [ALICE, CAROL] }))).toEqual([other]);
+    expect(ids(index.candidates(event({ from: BOB, to: CAROL, accounts: [BOB, CAROL] })))).toEqual(
+      ids([byToken, other]),
+    );
+  });
+
   it('checks the wallet of a rule that filters on tokens and wallets', () => {
     const both = rule({ tokenIds: ['1'], wallets: [CAROL] });
     const index = new RuleIndex([both]);
