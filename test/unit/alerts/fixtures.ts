@@ -1,6 +1,6 @@
 // Realistic EventLog fixtures for the alert pipeline: decoded logs as the indexer stream sends them.
 import { CANONICAL_SIGNATURES, type EventName, TOPICS, ZERO_ADDRESS } from '../../../src/alerts/classify.ts';
-import type { AlertKind, WatchRule } from '../../../src/alerts/types.ts';
+import type { AlertKind, ChainEvent, WatchRule } from '../../../src/alerts/types.ts';
 import type { EventLog } from '../../../src/platform/types.ts';
 
 export const ZERO = ZERO_ADDRESS;
@@ -173,6 +173,28 @@ export function rule(overrides: Partial<WatchRule> & { kinds?: AlertKind[] } = {
     paused: false,
     createdBy: 'discord:42',
     createdAt: '2026-11-21T00:00:00Z',
+    ...overrides,
+  };
+}
+
+/** A chain event with sensible defaults (a sale of token 1 from ALICE to BOB on polygon). */
+export function chainEvent(overrides: Partial<ChainEvent> & { kind?: AlertKind } = {}): ChainEvent {
+  const kind = overrides.kind ?? 'sale';
+  return {
+    id: `polygon:0xabc:${COLLECTION}:${kind}`,
+    kind,
+    network: 'polygon',
+    collection: COLLECTION,
+    txnHash: '0xabc',
+    blockNumber: 1,
+    blockHash: '0xb1',
+    ts: '2026-11-21T15:00:00Z',
+    tokens: [{ tokenId: '1', amount: '1' }],
+    from: ALICE,
+    to: BOB,
+    accounts: [ALICE, BOB],
+    orderIds: ['9'],
+    logUids: ['u1'],
     ...overrides,
   };
 }

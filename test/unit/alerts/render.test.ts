@@ -1,24 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { type AlertDetails, alertsFor, renderAlert } from '../../../src/alerts/render.ts';
-import type { ChainEvent, Destination } from '../../../src/alerts/types.ts';
-import { ALICE, BOB, COLLECTION, hash } from './fixtures.ts';
+import type { Destination } from '../../../src/alerts/types.ts';
+import { chainEvent } from './fixtures.ts';
 
-const event: ChainEvent = {
-  id: `devnet:${hash(1)}:${COLLECTION}:sale`,
-  kind: 'sale',
-  network: 'devnet',
-  collection: COLLECTION,
-  txnHash: hash(1),
-  blockNumber: 42,
-  blockHash: hash(42),
-  ts: '2026-11-21T12:00:00Z',
-  tokens: [{ tokenId: '7', amount: '1' }],
-  from: ALICE,
-  to: BOB,
-  accounts: [ALICE, BOB],
-  orderIds: ['3'],
-  logUids: ['u1'],
-};
+const event = chainEvent({ tokens: [{ tokenId: '7', amount: '1' }], blockNumber: 42 });
 const details: AlertDetails = {
   event,
   collectionName: 'Moon Cats',

@@ -9,29 +9,10 @@ import {
   passesTraitsAny,
   RuleIndex,
 } from '../../../src/alerts/rule-index.ts';
-import type { AlertKind, ChainEvent, WatchRule } from '../../../src/alerts/types.ts';
-import { ALICE, addr, BOB, CAROL, COLLECTION, OTHER_COLLECTION, rule } from './fixtures.ts';
+import type { WatchRule } from '../../../src/alerts/types.ts';
+import { ALICE, addr, BOB, CAROL, COLLECTION, chainEvent, OTHER_COLLECTION, rule } from './fixtures.ts';
 
-function event(overrides: Partial<ChainEvent> & { kind?: AlertKind } = {}): ChainEvent {
-  const kind = overrides.kind ?? 'sale';
-  return {
-    id: `polygon:0xabc:${COLLECTION}:${kind}`,
-    kind,
-    network: 'polygon',
-    collection: COLLECTION,
-    txnHash: '0xabc',
-    blockNumber: 1,
-    blockHash: '0xb1',
-    ts: '2026-11-21T15:00:00Z',
-    tokens: [{ tokenId: '1', amount: '1' }],
-    from: ALICE,
-    to: BOB,
-    accounts: [ALICE, BOB],
-    orderIds: ['9'],
-    logUids: ['u1'],
-    ...overrides,
-  };
-}
+const event = chainEvent;
 
 function ids(rules: readonly WatchRule[]): string[] {
   return rules.map((r) => r.id).sort();
