@@ -11,7 +11,7 @@ export const MAX_RULES_PER_CHAT = 50;
 const MAX_LIST = 20;
 
 const USAGE =
-  '/watch add <collection> [kinds] [tokens=1,2] [wallets=0x…] [ignore=0x…] [min=1.5|$500] [mention=role] [trait=value ...]';
+  '/watch add <collection> [kinds] [tokens=1,2] [wallets=0x…] [ignore=0x…] [min=1.5|$500] [mention=role] [relists=show] [trait=value ...]';
 
 function list(text: string | undefined): string[] {
   return (text ?? '')
@@ -35,6 +35,7 @@ function describeRule(rule: WatchRule): Rich {
   if (rule.minPrice) parts.push(`min ${rule.minPrice.usd ? `$${rule.minPrice.value}` : rule.minPrice.value}`);
   if (rule.traits?.length) parts.push(rule.traits.map((t) => `${t.name}=${t.value}`).join(', '));
   if (rule.mentionRole) parts.push('with mention');
+  if (rule.showRelists) parts.push('relists shown');
   return [code(rule.id), ` ${rule.paused ? '(paused) ' : ''}${parts.join(' · ')}`];
 }
 
@@ -78,8 +79,14 @@ export default defineGroup({
         { name: 'ignore', type: 'text', description: 'Never events involving these wallets, comma-separated' },
         { name: 'min', type: 'amount', description: 'Minimum price, e.g. 1.5 or $500' },
         { name: 'mention', type: 'role', description: 'Role to ping on a match (Discord)' },
+        {
+          name: 'relists',
+          type: 'choice',
+          description: 'Identical relists (same token, seller and price within a day): hide (default) or show',
+          choices: ['hide', 'show'],
+        },
       ],
-      async run(ctx, { collection, kinds, tokens, wallets, ignore, min, mention }) {
+      async run(ctx, { collection, kinds, tokens, wallets, ignore, min, mention, relists }) {
         const tokenIds = list(tokens).map((t) => {
           const parsed = parseTokenId(t, 'tokens');
           if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);
@@ -124,6 +131,7 @@ export default defineGroup({
             ...(min ? { minPrice: min } : {}),
             ...(traits.length ? { traits } : {}),
             ...(mention ? { mentionRole: mention } : {}),
+            ...(relists === 'show' ? { showRelists: true } : {}),
             paused: false,
             createdBy: `${ctx.chat.platform}:${ctx.actor.id}`,
             createdAt: ctx.now().toISOString(),

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { PlatformClient } from '../platform/client.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
@@ -27,6 +28,8 @@ export interface AlertPipelineOptions {
   streams?: StreamOptionsForAlerts;
   /** Enrichment slower than this is given up: the alert goes out with what the chain says. Default 10 s. */
   enrichLimitMs?: number;
+  /** How long a listing is remembered to recognise an identical relist. Default 24 h; 0 turns it off. */
+  relistWindowMs?: number;
   /** Observes each alert handed to delivery (metrics, latency benchmarks). */
   onRecorded?: (event: ChainEvent, destinations: number) => void;
 }
@@ -38,6 +41,8 @@ export interface PipelineCounters {
   matched: number;
   deliveries: number;
   reorged: number;
+  /** Listings that repeat one seen within the relist window. */
+  relists: number;
 }
 
 /** An event waiting for its enrichment, or a reorg waiting for the events before it. */
@@ -65,8 +70,10 @@ interface NetworkState {
  * final and turn sent alerts into "reversed" edits when reorganised.
  */
 export class AlertPipeline {
-  readonly counters: PipelineCounters = { logs: 0, events: 0, matched: 0, deliveries: 0, reorged: 0 };
+  readonly counters: PipelineCounters = { logs: 0, events: 0, matched: 0, deliveries: 0, reorged: 0, relists: 0 };
   readonly #options: AlertPipelineOptions;
+  /** Recent listings by what makes them identical, with the transaction that made each. */
+  readonly #listings: LRUCache<string, { network: string; txnHash: string }> | undefined;
   readonly #index = new RuleIndex();
   readonly #networks = new Map<string, NetworkState>();
   #watched = new Map<string, Set<string>>();
@@ -76,6 +83,8 @@ export class AlertPipeline {
 
   constructor(options: AlertPipelineOptions) {
     this.#options = options;
+    const window = options.relistWindowMs ?? 24 * 60 * 60 * 1000;
+    this.#listings = window > 0 ? new LRUCache({ max: 50_000, ttl: window }) : undefined;
   }
 
   /** Replays the journal, indexes the rules, opens the streams. Resolves once they are connected. */
@@ -225,8 +234,13 @@ export class AlertPipeline {
     for (const bad of skipped) this.#options.logger.warn({ network, ...bad }, 'skipped a log');
     for (const event of events) {
       this.counters.events++;
-      const rules = this.#index.candidates(event);
+      let rules = this.#index.candidates(event);
       if (rules.length === 0) continue;
+      if (this.#isRelist(event)) {
+        this.counters.relists++;
+        rules = rules.filter((rule) => rule.showRelists === true);
+        if (rules.length === 0) continue;
+      }
       this.counters.matched++;
       const collectionName = rules[0]?.collectionName ?? event.collection;
       // Enrichment starts at once; recording waits its turn so alerts keep the chain's order.
@@ -243,6 +257,20 @@ export class AlertPipeline {
           this.#drain(state);
         });
     }
+  }
+
+  /**
+   * A listing identical to one seen within the window (same token, seller, price and currency) whose
+   * transaction was not reorganised away (a listing re-mined after a reorg is news).
+   */
+  #isRelist(event: ChainEvent): boolean {
+    if (!this.#listings || event.kind !== 'listing' || !event.from || !event.price) return false;
+    const tokens = event.tokens.map((t) => `${t.tokenId}x${t.amount}`).join(',');
+    const key = `${event.network}|${event.collection}|${tokens}|${event.from}|${event.price.perToken}|${event.price.currency}`;
+    const earlier = this.#listings.get(key);
+    this.#listings.set(key, { network: event.network, txnHash: event.txnHash });
+    if (!earlier || earlier.txnHash === event.txnHash) return false;
+    return !this.#options.journal.byTransaction(earlier.network, earlier.txnHash).some((r) => r.reorged);
   }
 
   /** Records the ready slots at the head of the queue, in order, as long as there are some. */

@@ -51,6 +51,11 @@ export interface WatchRule {
   traits?: TraitCondition[];
   /** Role (Discord) to ping on a match. */
   mentionRole?: string;
+  /**
+   * Alert identical relists too (the same token listed again by the same seller at the same price
+   * within a day). By default they are left out: they are the noise people complain about.
+   */
+  showRelists?: boolean;
   paused: boolean;
   createdBy: string;
   createdAt: string;

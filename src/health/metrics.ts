@@ -23,6 +23,7 @@ const PIPELINE_STAGES: ReadonlyArray<{ key: keyof PipelineCounters; help: string
   { key: 'matched', help: 'Events that matched at least one watch rule.' },
   { key: 'deliveries', help: 'Deliveries recorded in the journal (one per matched destination).' },
   { key: 'reorged', help: 'Receipts reporting a reorganised transaction.' },
+  { key: 'relists', help: 'Identical relists seen (left out for rules that do not show them).' },
 ];
 
 const JOURNAL_STATES = ['pending', 'sending', 'sent', 'failed', 'dropped'] as const;

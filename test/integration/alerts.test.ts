@@ -346,6 +346,50 @@ describe('alerts from the live stream', () => {
     expect(alerts).toHaveLength(1); // two transfers mined: the one to the ignored wallet did not alert
   });
 
+  it('GIVEN the same token listed again by its seller at the same price THEN the relist does not alert, except for rules that show relists', async () => {
+    const { tokenId } = await listed(moonCats.address);
+    const added = await h.run(`/watch add ${moonCats.address} listing tokens=${tokenId} relists=show`, GROUP, ADMIN);
+    expect(h.text(added)).toContain('relists shown');
+    await h.planned();
+    const listing = {
+      kind: 'listing' as const,
+      collection: moonCats.address,
+      tokenId,
+      price: '4.321',
+      currency: 'DEV',
+    };
+    const count = () => ({
+      console: titles(h.console.alerts(CONSOLE.id)).filter((t) => t.endsWith('for 4.321 DEV')).length,
+      group: titles(h.telegram.alerts(GROUP.id)).filter((t) => t.endsWith('for 4.321 DEV')).length,
+    });
+    const relistsBefore = h.pipeline.counters.relists;
+    await h.devnet.mine('devnet', [listing]);
+    await h.telegram.until(() => count().group === 1);
+    await h.devnet.mine('devnet', [listing]);
+    await h.telegram.until(() => count().group === 2);
+    await h.devnet.mine('devnet', [{ ...listing, price: '4.4' }]); // another price: news
+    await h.console.until(() => titles(h.console.alerts(CONSOLE.id)).some((t) => t.endsWith('for 4.4 DEV')));
+    await h.pipeline.settled();
+    await h.dispatcher.drained();
+    expect(count()).toEqual({ console: 1, group: 2 });
+    expect(h.pipeline.counters.relists - relistsBefore).toBe(1);
+
+    // A listing whose block was reorganised away did not happen: the same listing mined again is news.
+    const again = { ...listing, price: '4.5' };
+    const first = await h.devnet.mine('devnet', [again]);
+    await h.console.until(() => titles(h.console.alerts(CONSOLE.id)).some((t) => t.endsWith('for 4.5 DEV')));
+    await h.pipeline.settled();
+    await h.dispatcher.drained();
+    await h.devnet.reorg('devnet', 1);
+    await h.console.until(() =>
+      h.journal.byTransaction('devnet', first.txnHashes[0] ?? '').every((r) => r.reorged && r.editedAt),
+    );
+    await h.devnet.mine('devnet', [again]);
+    await h.console.until(
+      () => titles(h.console.alerts(CONSOLE.id)).filter((t) => t.endsWith('for 4.5 DEV')).length === 2,
+    );
+  });
+
   it("GIVEN rules that ping roles THEN an alert carries the roles of its chat's matching rules, once each, and other chats ping none", async () => {
     const [first, second] = ['112233445566778899', '998877665544332211'];
     await h.run(`/watch add ${moonCats.address} listing mention=${first}`);
