@@ -121,14 +121,24 @@ export class Dispatcher {
   }
 
   /**
-   * Nothing is queued, under way or waiting out a pause for this destination: a delivery recorded
-   * now would be sent at once and alone, so it may be recorded as sending (see
-   * {@link NewDelivery.sendingAlone}). A hint: a lane that got busy meanwhile only sends it unmerged.
+   * Nothing is queued, under way or waiting out a pause for this destination.
    */
   isIdle(destination: Destination): boolean {
     const lane = this.#lanes.get(destinationKey(destination));
     if (!lane) return true;
     return !lane.running && lane.queue.length === 0 && lane.edits.length === 0 && lane.nextAt <= Date.now();
+  }
+
+  /**
+   * Whether deliveries recorded now for this destination (`together` of them at once) will each be
+   * sent alone, so that they may be recorded as sending (see {@link NewDelivery.sendingAlone}): always
+   * on a platform that puts one alert in a message; elsewhere, a lone delivery to an idle chat (more
+   * would be merged into one message). A hint: a chat that got busy meanwhile only sends them unmerged.
+   */
+  sendsAlone(destination: Destination, together: number): boolean {
+    const sink = this.#options.sinks.get(destination.platform);
+    if (!sink) return false;
+    return sink.maxBatch <= 1 || (together === 1 && this.isIdle(destination));
   }
 
   /** Queues the edit of sent deliveries whose transaction was reorganised away. */

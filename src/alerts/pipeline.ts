@@ -314,8 +314,9 @@ export class AlertPipeline {
     const perEvent = batch.map(({ event, rules, enriched }) => this.#deliveries(event, rules, enriched));
     const all = perEvent.flat();
     if (all.length === 0) return;
-    // A lone alert for a chat with nothing queued goes out at once and alone: recording it as
-    // sending saves a durable write on its way. Several for one chat stay pending, to be merged.
+    // An alert that will be sent alone (a lone one for a chat with nothing queued, or any on a
+    // platform without merged messages) is recorded as sending: that saves a durable write on its
+    // way. Several for one chat that merges bursts stay pending, to be merged.
     const perDestination = new Map<string, NewDelivery[]>();
     for (const delivery of all) {
       const key = destinationKey(delivery.destination);
@@ -323,8 +324,11 @@ export class AlertPipeline {
       if (list) list.push(delivery);
       else perDestination.set(key, [delivery]);
     }
-    for (const [only, ...more] of perDestination.values()) {
-      if (only && more.length === 0 && dispatcher.isIdle(only.destination)) only.sendingAlone = true;
+    for (const list of perDestination.values()) {
+      const first = list[0];
+      if (first && dispatcher.sendsAlone(first.destination, list.length)) {
+        for (const delivery of list) delivery.sendingAlone = true;
+      }
     }
     const recorded = await journal.record(all);
     this.counters.deliveries += recorded.length;

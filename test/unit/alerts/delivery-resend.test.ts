@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -6,7 +6,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DeliveryError, Dispatcher } from '../../../src/alerts/delivery.ts';
 import type { Destination } from '../../../src/alerts/types.ts';
 import type { Reply } from '../../../src/bot/reply.ts';
-import { DeliveryJournal, type DeliveryRecord, type NewDelivery, payloadOf } from '../../../src/store/journal.ts';
+import {
+  DeliveryJournal,
+  type DeliveryRecord,
+  deliveryId,
+  type NewDelivery,
+  payloadOf,
+} from '../../../src/store/journal.ts';
 import { RecordingSink } from '../../helpers/recording-sink.ts';
 
 // After a crash or an ambiguous failure, a merged message is sent again under its idempotency key;
@@ -232,5 +238,36 @@ describe('Dispatcher: an alert recorded as already sending', () => {
     await dispatcher.drained();
     expect(sink.sent.map((m) => m.replies.length)).toEqual([1, 3]);
     expect(dispatcher.isIdle(CHAT)).toBe(true);
+  });
+
+  it('GIVEN a platform with one alert per message THEN any number of alerts, busy chat or not, are recorded as sending and go out in order without another write', async () => {
+    const sink = new SlowSink('console', 1);
+    const dispatcher = dispatcherFor(sink);
+    let release: () => void = () => undefined;
+    sink.meanwhile = () => new Promise<void>((resolve) => (release = resolve));
+    expect(dispatcher.sendsAlone(CHAT, 3)).toBe(true);
+    dispatcher.enqueue(await journal.record([alone(1)]));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(dispatcher.sendsAlone(CHAT, 3)).toBe(true); // busy, yet nothing would be merged
+    const rest = await journal.record([alone(2), alone(3), alone(4)]);
+    expect(rest.map((r) => r.state)).toEqual(['sending', 'sending', 'sending']);
+    dispatcher.enqueue(rest);
+    sink.meanwhile = async () => undefined;
+    release();
+    await dispatcher.drained();
+    expect(sink.alerts(CHAT.chatId).map((r) => r.title)).toEqual(titles(1, 4));
+    expect(sink.sent.map((m) => m.key)).toEqual([1, 2, 3, 4].map((n) => deliveryId(delivery(n).eventId, CHAT)));
+    // Recorded as sending, then sent: no separate "sending" operation in the journal.
+    const ops = (await readFile(join(dir, 'deliveries.jsonl'), 'utf8')).split('\n').filter(Boolean);
+    expect(ops.filter((line) => JSON.parse(line).op === 'sending')).toEqual([]);
+    expect(ops.filter((line) => JSON.parse(line).op === 'sent')).toHaveLength(4);
+    expect(journal.unfinished()).toEqual([]);
+  });
+
+  it('GIVEN a platform that merges bursts THEN only a lone alert to an idle chat is sent alone', async () => {
+    const dispatcher = dispatcherFor(new RecordingSink('console', 10));
+    expect(dispatcher.sendsAlone(CHAT, 1)).toBe(true);
+    expect(dispatcher.sendsAlone(CHAT, 2)).toBe(false);
+    expect(dispatcher.sendsAlone({ platform: 'telegram', chatId: 'x' }, 1)).toBe(false); // no adapter here
   });
 });
