@@ -922,6 +922,8 @@ export class DeliveryJournal {
           await temp.datasync();
           synced = compaction.bytes;
         }
+        // Compaction is background work: it leaves the CPU and the disk to alerts most of the time.
+        await sleep(SLICE_MS);
       }
       compaction.bytes += await writeAll(temp, lines);
       if (this.#fsync && compaction.bytes > synced) await temp.datasync();
@@ -1013,6 +1015,8 @@ export class DeliveryJournal {
 
 /** CPU time of one slice of a compaction's phase 1, between two turns of the event loop. */
 const SLICE_MS = 2;
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 /** A compaction syncs its temporary file each time this much more was written. */
 const SYNC_STEP_BYTES = 1024 * 1024;
 
