@@ -3,7 +3,7 @@
 //
 // In-process devnet (scale small), a real PlatformClient, StateStore and DeliveryJournal (fsync on, as
 // in production) in a temp dir, the real Dispatcher and AlertPipeline with production defaults
-// (flushDelayMs 10), and sinks that note performance.now() when `send` is called (maxBatch 1,
+// (flushDelayMs 2), and sinks that note performance.now() when `send` is called (maxBatch 1,
 // minIntervalMs 0), then convert the alert as the adapters will (renderDiscord / renderTelegram).
 //
 // "Streamed" is when `devnet.mine()` is called: the devnet builds the block and writes its logs to the
@@ -540,7 +540,7 @@ try {
   const tokens = await tokensOf(devnet, platform);
   console.log(`machine load average (1 min) at the start: ${loadavg()[0]?.toFixed(1)} on ${cpus().length} CPUs`);
   console.log(
-    `devnet: ${tokens.length} tokens in ${Object.values(devnet.collections).flat().length} collections on ${devnet.networks.length} networks; blocks of ${PER_BLOCK} listings alternating networks; ${WARM_UP_SECONDS} s warm-up then rounds of ${ROUND_SECONDS} s; flushDelayMs 10 (default); latency = send called - devnet.mine() called`,
+    `devnet: ${tokens.length} tokens in ${Object.values(devnet.collections).flat().length} collections on ${devnet.networks.length} networks; blocks of ${PER_BLOCK} listings alternating networks; ${WARM_UP_SECONDS} s warm-up then rounds of ${ROUND_SECONDS} s; flushDelayMs 2 (default); latency = send called - devnet.mine() called`,
   );
   for (const sc of SCENARIOS) {
     console.log(
