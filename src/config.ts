@@ -23,6 +23,8 @@ export interface Config {
   /** `platform:id`, e.g. `discord:1234`, `telegram:5678`. */
   operators: string[];
   allowlistAudience: number | undefined;
+  /** How long a listing is remembered to leave out identical relists; 0 shows them all. */
+  relistWindowHours: number;
   defaultNetwork: string | undefined;
   dataDir: string;
   logLevel: LogLevel;
@@ -248,6 +250,7 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
     operators,
     marketplaceContracts,
     allowlistAudience: integer(env, 'FLOORWATCH_ALLOWLIST_AUDIENCE', problems, 1, Number.MAX_SAFE_INTEGER),
+    relistWindowHours: integer(env, 'FLOORWATCH_RELIST_WINDOW_HOURS', problems, 0, 24 * 30) ?? 24,
     defaultNetwork,
     dataDir: resolve(cwd, value(env, 'FLOORWATCH_DATA_DIR') ?? 'data'),
     logLevel: logLevel as LogLevel,

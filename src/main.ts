@@ -195,6 +195,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       enricher: new Enricher(platform, engine.currencies, logger.child({ component: 'enrich' })),
       logger: logger.child({ component: 'alerts' }),
       marketplaceContracts,
+      relistWindowMs: config.relistWindowHours * 60 * 60 * 1000,
     });
     pipeline = alertPipeline;
     digests = new DigestService({

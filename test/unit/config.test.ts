@@ -29,6 +29,8 @@ describe('loadConfig', () => {
     expect(config.telegram).toBeUndefined();
     expect(config.dataDir).toBe('/srv/bot/data');
     expect(config.logLevel).toBe('info');
+    expect(config.relistWindowHours).toBe(24);
+    expect(loadConfig({ FLOORWATCH_RELIST_WINDOW_HOURS: '0' }, '/srv/bot').relistWindowHours).toBe(0);
   });
 
   it('GIVEN a real platform THEN addresses, networks and key are read', () => {
@@ -61,6 +63,7 @@ describe('loadConfig', () => {
       DISCORD_TOKEN: 'x',
       FLOORWATCH_OPERATORS: 'bob',
       FLOORWATCH_NETWORKS: 'atlantis',
+      FLOORWATCH_RELIST_WINDOW_HOURS: 'a day',
     });
     const text = problems.join('\n');
     expect(text).toMatch(/missing FLOORWATCH_MARKETPLACE_URL, FLOORWATCH_RELAYER_URL, FLOORWATCH_API_URL/);
@@ -72,6 +75,7 @@ describe('loadConfig', () => {
     expect(text).toMatch(/FLOORWATCH_OPERATORS: "bob"/);
     expect(text).toMatch(/FLOORWATCH_NETWORKS: "atlantis"/);
     expect(text).toMatch(/FLOORWATCH_ACCESS_KEY is required/);
+    expect(text).toMatch(/FLOORWATCH_RELIST_WINDOW_HOURS must be a whole number/);
   });
 
   it('GIVEN a key in a URL THEN it is refused and the key is not echoed', () => {
