@@ -3,7 +3,7 @@ import { ALERT_KINDS, type AlertKind, type TraitCondition, type WatchRule } from
 import { type CommandContext, defineCommand, defineGroup } from '../src/bot/command.ts';
 import { ArgumentError, UserError } from '../src/bot/errors.ts';
 import { marketplaceName, shortAddress, traitsOf } from '../src/bot/format.ts';
-import { parseAddress, parseTokenId } from '../src/bot/options.ts';
+import { parseAddress, parsePercent, parseTokenId } from '../src/bot/options.ts';
 import { code, type Rich } from '../src/bot/reply.ts';
 
 /** Rules one chat may have: bounds the work of every event. */
@@ -11,7 +11,7 @@ export const MAX_RULES_PER_CHAT = 50;
 const MAX_LIST = 20;
 
 const USAGE =
-  '/watch add <collection> [kinds] [tokens=1,2] [wallets=0x…] [ignore=0x…] [min=1.5|$500] [mention=role] [relists=show] [trait=value ...]';
+  '/watch add <collection> [kinds] [tokens=1,2] [wallets=0x…] [ignore=0x…] [min=1.5|$500] [floor=80%] [mention=role] [relists=show] [trait=value ...]';
 
 function list(text: string | undefined): string[] {
   return (text ?? '')
@@ -33,6 +33,7 @@ function describeRule(rule: WatchRule): Rich {
   if (rule.wallets?.length) parts.push(`wallets ${rule.wallets.map(shortAddress).join(', ')}`);
   if (rule.ignoreWallets?.length) parts.push(`ignoring ${rule.ignoreWallets.map(shortAddress).join(', ')}`);
   if (rule.minPrice) parts.push(`min ${rule.minPrice.usd ? `$${rule.minPrice.value}` : rule.minPrice.value}`);
+  if (rule.floorPercent !== undefined) parts.push(`at most ${rule.floorPercent}% of floor`);
   if (rule.traits?.length) parts.push(rule.traits.map((t) => `${t.name}=${t.value}`).join(', '));
   if (rule.mentionRole) parts.push('with mention');
   if (rule.showRelists) parts.push('relists shown');
@@ -78,6 +79,11 @@ export default defineGroup({
         { name: 'wallets', type: 'text', description: 'Only events involving these wallets, comma-separated' },
         { name: 'ignore', type: 'text', description: 'Never events involving these wallets, comma-separated' },
         { name: 'min', type: 'amount', description: 'Minimum price, e.g. 1.5 or $500' },
+        {
+          name: 'floor',
+          type: 'text',
+          description: 'Sales and listings at most this share of the floor, e.g. 80%',
+        },
         { name: 'mention', type: 'role', description: 'Role to ping on a match (Discord)' },
         {
           name: 'relists',
@@ -86,7 +92,7 @@ export default defineGroup({
           choices: ['hide', 'show'],
         },
       ],
-      async run(ctx, { collection, kinds, tokens, wallets, ignore, min, mention, relists }) {
+      async run(ctx, { collection, kinds, tokens, wallets, ignore, min, floor, mention, relists }) {
         const tokenIds = list(tokens).map((t) => {
           const parsed = parseTokenId(t, 'tokens');
           if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);
@@ -100,6 +106,26 @@ export default defineGroup({
           });
         const walletList = addresses(wallets, 'wallets');
         const ignored = addresses(ignore, 'ignore');
+        const ruleKinds = parseKinds(kinds);
+        let floorPercent: number | undefined;
+        if (floor !== undefined) {
+          const parsed = parsePercent(floor, 'floor');
+          if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);
+          floorPercent = parsed.value;
+          // The floor compares prices: only sales and listings have one to compare.
+          const unpriced = ruleKinds.filter((kind) => kind !== 'sale' && kind !== 'listing');
+          if (unpriced.length > 0) {
+            throw new ArgumentError(
+              {
+                code: 'invalid_choice',
+                option: 'kinds (with floor=)',
+                input: unpriced.join(','),
+                allowed: ['sale', 'listing'],
+              },
+              USAGE,
+            );
+          }
+        }
         const traits: TraitCondition[] = [];
         if (ctx.extras.size > 0) {
           const filters = await ctx.platform.metadata.tokenCollectionFilters({
@@ -124,11 +150,12 @@ export default defineGroup({
             network: collection.network,
             collection: collection.address,
             collectionName: collection.name,
-            kinds: parseKinds(kinds),
+            kinds: ruleKinds,
             ...(tokenIds.length ? { tokenIds } : {}),
             ...(walletList.length ? { wallets: walletList } : {}),
             ...(ignored.length ? { ignoreWallets: ignored } : {}),
             ...(min ? { minPrice: min } : {}),
+            ...(floorPercent === undefined ? {} : { floorPercent }),
             ...(traits.length ? { traits } : {}),
             ...(mention ? { mentionRole: mention } : {}),
             ...(relists === 'show' ? { showRelists: true } : {}),

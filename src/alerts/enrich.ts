@@ -6,6 +6,7 @@ import { marketplaceName, traitsOf } from '../bot/format.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { MarketplaceKind, Order, TokenMetadata } from '../platform/types.ts';
 import type { AlertDetails, TokenDetails } from './render.ts';
+import type { PriceInfo } from './rule-index.ts';
 import type { ChainEvent } from './types.ts';
 
 /** The platform's own marketplace, which emits the Request* events. */
@@ -14,11 +15,16 @@ const OWN_MARKETPLACE: MarketplaceKind = 'sequence_marketplace_v2';
 /** Tokens of a sweep or batch whose metadata is fetched; the rest are listed by id. */
 const MAX_TOKENS_FETCHED = 10;
 
+export interface EnrichOptions {
+  /** Fetch the collection's floor too (some candidate rule has a floor percentage). */
+  floor?: boolean;
+}
+
 /** An event with its details, and the price as a decimal for minimum-price filters. */
 export interface EnrichedEvent {
   details: AlertDetails;
-  /** Total price in currency units (decimal string) and in USD, when known. */
-  price: { amount: string; usd: number | undefined } | undefined;
+  /** Total price in currency units (decimal string) and in USD, per token in USD, and the floor, when known. */
+  price: PriceInfo | undefined;
   /** Traits per token (for trait filters), in token order; undefined where unknown. */
   traits: Array<Array<{ name: string; value: string }> | undefined>;
   /** What could not be fetched, for the log. */
@@ -35,6 +41,8 @@ export class Enricher {
   readonly #currencies: CurrencyDirectory;
   readonly #logger: Logger;
   readonly #tokens = new LRUCache<string, TokenMetadata>({ max: 5_000, ttl: 10 * 60_000 });
+  /** The cheapest listings of a collection (order id, USD per token), briefly: floors move. */
+  readonly #books = new LRUCache<string, Array<{ orderId: string; usd: number }>>({ max: 1_000, ttl: 30_000 });
 
   constructor(platform: PlatformClient, currencies: CurrencyDirectory, logger: Logger) {
     this.#platform = platform;
@@ -46,7 +54,12 @@ export class Enricher {
    * Like {@link enrich}, but gives up after `limitMs` and returns the event with what the chain
    * says alone: an event is journaled only once enriched, and until then a crash would lose it.
    */
-  async enrichWithin(event: ChainEvent, collectionName: string, limitMs: number): Promise<EnrichedEvent> {
+  async enrichWithin(
+    event: ChainEvent,
+    collectionName: string,
+    limitMs: number,
+    options: EnrichOptions = {},
+  ): Promise<EnrichedEvent> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<EnrichedEvent>((resolve) => {
       timer = setTimeout(() => {
@@ -55,7 +68,7 @@ export class Enricher {
       }, limitMs);
     });
     try {
-      return await Promise.race([this.enrich(event, collectionName), late]);
+      return await Promise.race([this.enrich(event, collectionName, options), late]);
     } finally {
       clearTimeout(timer);
     }
@@ -71,9 +84,10 @@ export class Enricher {
     };
   }
 
-  async enrich(event: ChainEvent, collectionName: string): Promise<EnrichedEvent> {
+  async enrich(event: ChainEvent, collectionName: string, options: EnrichOptions = {}): Promise<EnrichedEvent> {
     const missing: string[] = [];
-    const [orders, metadata] = await Promise.all([
+    const wantsFloor = options.floor === true && (event.kind === 'sale' || event.kind === 'listing');
+    const [orders, metadata, floorUsd] = await Promise.all([
       this.#orders(event).catch((error: unknown) => {
         missing.push('orders');
         this.#logger.warn({ event: event.id, err: error }, 'could not fetch the orders of an event');
@@ -90,6 +104,13 @@ export class Enricher {
             : Promise.resolve(undefined),
         ),
       ),
+      wantsFloor
+        ? this.#floorUsd(event).catch((error: unknown) => {
+            missing.push('floor');
+            this.#logger.warn({ event: event.id, err: error }, 'could not fetch the floor of a collection');
+            return undefined;
+          })
+        : Promise.resolve(undefined),
     ]);
 
     const tokens: TokenDetails[] = event.tokens.map((token, index) => {
@@ -109,13 +130,45 @@ export class Enricher {
         symbol: priced.symbol,
         ...(priced.usd === undefined ? {} : { usd: priced.usd }),
       };
-      price = { amount: priced.amount, usd: priced.usd };
+      const units = event.tokens.reduce((sum, t) => sum + (Number(t.amount) || 1), 0);
+      price = {
+        amount: priced.amount,
+        usd: priced.usd,
+        usdPerToken: priced.usd === undefined ? undefined : priced.usd / Math.max(1, units),
+        floorUsd,
+      };
     }
     const first = orders[0];
     if (first) details.marketplace = marketplaceName(first);
     // Request events come from the platform's own marketplace contract.
     else if (this.#pricedByChain(event)) details.marketplace = marketplaceName({ marketplace: OWN_MARKETPLACE });
     return { details, price, traits: tokens.map((t) => t.traits), missing };
+  }
+
+  /** The floor in USD per token: the cheapest listing of the collection that is not one of this event's orders. */
+  async #floorUsd(event: ChainEvent): Promise<number | undefined> {
+    const key = `${event.network}:${event.collection}`;
+    let book = this.#books.get(key);
+    if (!book) {
+      const { collectibles } = await this.#platform.marketplace.listCollectibles({
+        network: event.network,
+        side: 'listing',
+        contractAddress: event.collection,
+        filter: { includeEmpty: false },
+        page: { pageSize: 20 },
+      });
+      book = collectibles
+        .map((c) => c.order)
+        .filter((o): o is Order => o !== undefined && o.priceUSD > 0)
+        .map((o) => ({ orderId: o.orderId, usd: o.priceUSD }));
+      this.#books.set(key, book);
+    }
+    let floor: number | undefined;
+    for (const entry of book) {
+      if (event.orderIds.includes(entry.orderId)) continue;
+      if (floor === undefined || entry.usd < floor) floor = entry.usd;
+    }
+    return floor;
   }
 
   async #orders(event: ChainEvent): Promise<Order[]> {

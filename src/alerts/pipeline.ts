@@ -247,7 +247,9 @@ export class AlertPipeline {
       const slot: Slot = { kind: 'event', event, rules, enriched: undefined };
       state.slots.push(slot);
       void this.#options.enricher
-        .enrichWithin(event, collectionName, this.#options.enrichLimitMs ?? 10_000)
+        .enrichWithin(event, collectionName, this.#options.enrichLimitMs ?? 10_000, {
+          floor: rules.some((rule) => rule.floorPercent !== undefined),
+        })
         .catch((error: unknown) => {
           this.#options.logger.error({ event: event.id, err: error }, 'enrichment failed');
           return this.#options.enricher.bare(event, collectionName);
@@ -345,7 +347,10 @@ export class AlertPipeline {
     if (enriched.missing.length)
       logger.warn({ event: event.id, missing: enriched.missing }, 'alert without some details');
     const matched = matchDestinations(rules, enriched.price, enriched.traits, (rule) =>
-      logger.warn({ event: event.id, rule: rule.id }, 'price unknown: a rule with a minimum price is not served'),
+      logger.warn(
+        { event: event.id, rule: rule.id },
+        'price unknown: a rule with a minimum price or a floor percentage is not served',
+      ),
     );
     if (matched.length === 0) return [];
     // The block is part of the id: a transaction re-mined after a reorg is a new event.

@@ -316,6 +316,10 @@ export interface PriceInfo {
   amount: string;
   /** Value in US dollars, when known. */
   usd: number | undefined;
+  /** Value per token unit in US dollars, when known. */
+  usdPerToken?: number | undefined;
+  /** The collection's floor in US dollars (its cheapest listing other than this event's), when fetched and known. */
+  floorUsd?: number | undefined;
 }
 
 /** One trait of a token, as read from its metadata attributes. */
@@ -412,6 +416,18 @@ function priceValue(price: PriceInfo, inUsd: boolean): Decimal | null {
 }
 
 /**
+ * Phase 2, floor: true without a floor percentage; else the price per token in USD must be at or
+ * below that percentage of the floor (false when either is unknown).
+ */
+export function passesFloor(rule: WatchRule, price: PriceInfo | undefined): boolean {
+  if (rule.floorPercent === undefined) return true;
+  const perToken = price?.usdPerToken;
+  const floor = price?.floorUsd;
+  if (perToken === undefined || floor === undefined || !(floor > 0)) return false;
+  return perToken <= (floor * rule.floorPercent) / 100;
+}
+
+/**
  * Phase 2, price: true without a minimum; with `minPrice.usd`, compares the USD value (false when
  * unknown); else compares the amount in the order's currency. At or above the minimum passes; a
  * minimum or amount that is not a decimal fails. Exact: decimals are compared digit by digit, never
@@ -502,11 +518,11 @@ export function matchDestinations(
   const byObject = new Map<Destination, MatchedDestination>();
   const matched: MatchedDestination[] = [];
   for (const rule of candidates) {
-    if (rule.minPrice && !price) {
+    if ((rule.minPrice || rule.floorPercent !== undefined) && !price) {
       onUnpriced?.(rule);
       continue;
     }
-    if (!passesPrice(rule, price) || !passesTraitsAny(rule, traitsPerToken)) continue;
+    if (!passesPrice(rule, price) || !passesFloor(rule, price) || !passesTraitsAny(rule, traitsPerToken)) continue;
     let entry = byObject.get(rule.destination);
     if (!entry) {
       // Most chats ping no role: they share one empty list until a rule of theirs has one.

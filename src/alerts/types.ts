@@ -47,6 +47,11 @@ export interface WatchRule {
   /** Never events where one of these wallets (lower-case) is a party (a blocklist: bots, wash traders). */
   ignoreWallets?: string[];
   minPrice?: MinimumPrice;
+  /**
+   * Only sales and listings priced, per token in US dollars, at or below this percentage of the
+   * collection's floor (the cheapest other listing): under-floor sales and snipes. 1 to 100.
+   */
+  floorPercent?: number;
   /** All conditions must hold. */
   traits?: TraitCondition[];
   /** Role (Discord) to ping on a match. */

@@ -76,6 +76,7 @@ export type ArgErrorCode =
   | 'out_of_range'
   | 'invalid_choice'
   | 'invalid_amount'
+  | 'invalid_percent'
   | 'invalid_duration'
   | 'invalid_role'
   | 'invalid_time'
@@ -174,6 +175,14 @@ export function parseNetwork(input: string, ctx: ParseContext, option = 'network
   return found
     ? ok(found)
     : fail({ code: 'unknown_network', option, input: shown(input.trim()), allowed: ctx.networks });
+}
+
+/** A percentage from 1 to 100: `80%`, `80`, `92.5%`. */
+export function parsePercent(input: string, option = 'percent'): Parsed<number> {
+  const match = /^(\d{1,3}(?:\.\d{1,2})?)\s*%?$/.exec(input.trim());
+  const value = match ? Number(match[1]) : Number.NaN;
+  if (!(value >= 1 && value <= 100)) return fail({ code: 'invalid_percent', option, input: shown(input.trim()) });
+  return ok(value);
 }
 
 /**

@@ -40,6 +40,8 @@ export function describeArgError(error: ArgError): string {
       return `${option} must be one of ${(error.allowed ?? []).join(', ')}; got ${quote(error.input)}.`;
     case 'invalid_amount':
       return `${quote(error.input)} is not a price: use a number such as 1.5, or $500 for US dollars.`;
+    case 'invalid_percent':
+      return `${quote(error.input)} is not a percentage from 1 to 100: use for example ${option}=80%.`;
     case 'invalid_duration':
       return `${quote(error.input)} is not a duration: use for example 30m, 2h or 1d.`;
     case 'invalid_role':

@@ -3,6 +3,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryError } from '../../src/alerts/delivery.ts';
 import { Enricher } from '../../src/alerts/enrich.ts';
+import type { ChatRef } from '../../src/bot/command.ts';
 import type { Reply } from '../../src/bot/reply.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
@@ -388,6 +389,40 @@ describe('alerts from the live stream', () => {
     await h.console.until(
       () => titles(h.console.alerts(CONSOLE.id)).filter((t) => t.endsWith('for 4.5 DEV')).length === 2,
     );
+  });
+
+  it('GIVEN a rule for listings under a share of the floor THEN a listing far below the floor alerts and one above does not', async () => {
+    const snipers: ChatRef = { platform: 'telegram', id: '-100900', kind: 'group' };
+    const refused = await h.run(`/watch add ${moonCats.address} mint floor=50%`, snipers, ADMIN);
+
+    expect(h.text(refused)).toMatch(/floor=.*sale, listing/s);
+    expect(h.text(await h.run(`/watch add ${moonCats.address} listing floor=120%`, snipers, ADMIN))).toMatch(
+      /not a percentage from 1 to 100/,
+    );
+    const added = await h.run(`/watch add ${moonCats.address} listing floor=50%`, snipers, ADMIN);
+    expect(h.text(added)).toContain('at most 50% of floor');
+    await h.planned();
+    const { collectibles } = await h.platform.marketplace.listCollectibles({
+      network: 'devnet',
+      side: 'listing',
+      contractAddress: moonCats.address,
+      filter: { includeEmpty: false },
+      page: { pageSize: 20 },
+    });
+    const floorUsd = Math.min(...collectibles.map((c) => c.order?.priceUSD ?? Number.POSITIVE_INFINITY));
+    // DEV is worth about $2,450 on the devnet (see the chain-priced listing above).
+    const dev = (usd: number) => (usd / 2_450).toFixed(4);
+    const [cheap, dear] = [dev(floorUsd * 0.2), dev(floorUsd * 3)];
+    await h.devnet.mine('devnet', [
+      { kind: 'listing', collection: moonCats.address, price: cheap, currency: 'DEV' },
+      { kind: 'listing', collection: moonCats.address, price: dear, currency: 'DEV' },
+    ]);
+    await h.telegram.until(() => h.telegram.alerts(snipers.id).length > 0);
+    await h.pipeline.settled();
+    await h.dispatcher.drained();
+    expect(titles(h.telegram.alerts(snipers.id))).toEqual([
+      expect.stringMatching(new RegExp(`for ${cheap.replace(/0+$/, '').replace('.', '\\.')} DEV$`)),
+    ]);
   });
 
   it("GIVEN rules that ping roles THEN an alert carries the roles of its chat's matching rules, once each, and other chats ping none", async () => {

@@ -44,6 +44,7 @@ const KNOWN_CODES = new Set(
     out_of_range: true,
     invalid_choice: true,
     invalid_amount: true,
+    invalid_percent: true,
     invalid_duration: true,
     invalid_role: true,
     invalid_time: true,

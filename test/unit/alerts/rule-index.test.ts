@@ -319,6 +319,24 @@ describe('passesTraits', () => {
 });
 
 describe('matchDestinations', () => {
+  it('GIVEN a floor percentage THEN a chat is reached only at or below that share of the floor, per token, and never when either is unknown', () => {
+    const snipes = rule({
+      destination: { platform: 'discord', chatId: 'snipes' },
+      kinds: ['listing'],
+      floorPercent: 80,
+    });
+    const reach = (price: Parameters<typeof matchDestinations>[1]) =>
+      matchDestinations([snipes], price, []).map((m) => m.destination.chatId);
+    expect(reach({ amount: '1', usd: 800, usdPerToken: 800, floorUsd: 1_000 })).toEqual(['snipes']);
+    expect(reach({ amount: '1', usd: 800.01, usdPerToken: 800.01, floorUsd: 1_000 })).toEqual([]);
+    expect(reach({ amount: '3', usd: 2_100, usdPerToken: 700, floorUsd: 1_000 })).toEqual(['snipes']); // a sweep: per token
+    expect(reach({ amount: '1', usd: 500, usdPerToken: 500, floorUsd: undefined })).toEqual([]);
+    expect(reach({ amount: '1', usd: undefined, usdPerToken: undefined, floorUsd: 1_000 })).toEqual([]);
+    const unpriced: string[] = [];
+    expect(matchDestinations([snipes], undefined, [], (r) => unpriced.push(r.id))).toEqual([]);
+    expect(unpriced).toEqual([snipes.id]);
+  });
+
   const chat = (chatId: string, platform: 'discord' | 'telegram' = 'discord') => ({ platform, chatId });
   const price = { amount: '2', usd: 5_000 };
 

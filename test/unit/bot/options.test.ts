@@ -5,6 +5,7 @@ import {
   parseCollection,
   parseDuration,
   parseInteger,
+  parsePercent,
   parseTimeOfDay,
   parseTimeZone,
   parseTokenId,
@@ -54,6 +55,18 @@ describe('option parsers', () => {
     expect(parseAmount('-1').ok).toBe(false);
     expect(parseAmount('1e5').ok).toBe(false);
     expect(parseAmount('1.0000000000000000001').ok).toBe(false);
+  });
+
+  it('reads percentages from 1 to 100, with or without the sign', () => {
+    expect(parsePercent('80%')).toEqual({ ok: true, value: 80 });
+    expect(parsePercent(' 92.5 % ')).toEqual({ ok: true, value: 92.5 });
+    expect(parsePercent('100')).toEqual({ ok: true, value: 100 });
+    for (const bad of ['0%', '101%', '-5%', '0.5', '80%%', 'eighty', '1e2', '']) {
+      expect(parsePercent(bad, 'floor')).toMatchObject({
+        ok: false,
+        error: { code: 'invalid_percent', option: 'floor' },
+      });
+    }
   });
 
   it('reads durations and rejects garbage around them', () => {
