@@ -36,7 +36,7 @@ function describeRule(rule: WatchRule): Rich {
   if (rule.floorPercent !== undefined) parts.push(`at most ${rule.floorPercent}% of floor`);
   if (rule.traits?.length) parts.push(rule.traits.map((t) => `${t.name}=${t.value}`).join(', '));
   if (rule.mentionRole) parts.push('with mention');
-  if (rule.showRelists) parts.push('relists shown');
+  if (rule.showRelists && rule.kinds.includes('listing')) parts.push('relists shown');
   return [code(rule.id), ` ${rule.paused ? '(paused) ' : ''}${parts.join(' · ')}`];
 }
 
@@ -158,7 +158,8 @@ export default defineGroup({
             ...(floorPercent === undefined ? {} : { floorPercent }),
             ...(traits.length ? { traits } : {}),
             ...(mention ? { mentionRole: mention } : {}),
-            ...(relists === 'show' ? { showRelists: true } : {}),
+            // Relists are listings: the choice means nothing to a rule without them.
+            ...(relists === 'show' && ruleKinds.includes('listing') ? { showRelists: true } : {}),
             paused: false,
             createdBy: `${ctx.chat.platform}:${ctx.actor.id}`,
             createdAt: ctx.now().toISOString(),
