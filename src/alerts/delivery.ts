@@ -163,17 +163,19 @@ export class Dispatcher {
   }
 
   /** Resolves when every lane is empty and every outcome recorded (tests, shutdown). */
-  async drained(): Promise<void> {
-    while (this.#marking.size || [...this.#lanes.values()].some((l) => l.running || l.queue.length || l.edits.length)) {
-      if (this.#marking.size) await Promise.all(this.#marking);
-      else await new Promise<void>((resolve) => this.#idle.add(resolve));
-    }
+  drained(): Promise<void> {
+    return this.#settle((lane) => lane.running || lane.queue.length > 0 || lane.edits.length > 0);
   }
 
   /** Stops taking new work; in-flight sends finish, the rest stays journaled for the next start. */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.#stopping = true;
-    while (this.#marking.size || [...this.#lanes.values()].some((l) => l.running)) {
+    return this.#settle((lane) => lane.running);
+  }
+
+  /** Waits until no lane is `busy` and no outcome is still being written. */
+  async #settle(busy: (lane: Lane) => boolean): Promise<void> {
+    while (this.#marking.size || [...this.#lanes.values()].some(busy)) {
       if (this.#marking.size) await Promise.all(this.#marking);
       else await new Promise<void>((resolve) => this.#idle.add(resolve));
     }

@@ -40,9 +40,12 @@
  * ```
  *
  * Calls made close together are written with one `write` and one `fdatasync` (group commit); a call
- * resolves only after both. `markFinal` alone is written without a sync of its own (see there). Compaction rewrites the live records as `add` lines to a temporary file
- * beside the journal (`<file>.compact`), syncs it, renames it over the journal and syncs the directory.
- * One process at a time may use a journal file.
+ * resolves only after both. `markFinal` alone is written without a sync of its own (see there).
+ *
+ * Compaction writes the live records of a snapshot as `add` lines to a temporary file beside the
+ * journal (`<file>.compact`), in the background while the journal keeps appending; then, holding the
+ * write queue, it appends the operations written meanwhile, syncs the file, renames it over the
+ * journal and syncs the directory. One process at a time may use a journal file.
  *
  * ## Recovery on open
  *
