@@ -19,15 +19,21 @@ function named(name: string): DevnetCollectionInfo {
   return found;
 }
 
-/** A token of the collection that is listed, with its seller, from the platform. */
-async function listed(address: string): Promise<{ tokenId: string; seller: string }> {
+/** The cheapest listed tokens of a collection, from the platform. */
+async function cheapest(address: string, pageSize = 10) {
   const { collectibles } = await h.platform.marketplace.listCollectibles({
     network: 'devnet',
     side: 'listing',
     contractAddress: address,
     filter: { includeEmpty: false },
-    page: { pageSize: 10 },
+    page: { pageSize },
   });
+  return collectibles;
+}
+
+/** A token of the collection that is listed, with its seller, from the platform. */
+async function listed(address: string): Promise<{ tokenId: string; seller: string }> {
+  const collectibles = await cheapest(address);
   const item = collectibles.find((c) => c.order);
   if (!item?.order) throw new Error('nothing listed');
   return { tokenId: item.metadata.tokenId, seller: item.order.createdBy.toLowerCase() };
@@ -402,13 +408,7 @@ describe('alerts from the live stream', () => {
     const added = await h.run(`/watch add ${moonCats.address} listing floor=50%`, snipers, ADMIN);
     expect(h.text(added)).toContain('at most 50% of floor');
     await h.planned();
-    const { collectibles } = await h.platform.marketplace.listCollectibles({
-      network: 'devnet',
-      side: 'listing',
-      contractAddress: moonCats.address,
-      filter: { includeEmpty: false },
-      page: { pageSize: 20 },
-    });
+    const collectibles = await cheapest(moonCats.address, 20);
     const floorUsd = Math.min(...collectibles.map((c) => c.order?.priceUSD ?? Number.POSITIVE_INFINITY));
     // DEV is worth about $2,450 on the devnet (see the chain-priced listing above).
     const dev = (usd: number) => (usd / 2_450).toFixed(4);
