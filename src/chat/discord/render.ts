@@ -77,7 +77,8 @@ function inline(piece: Inline): string {
   if (typeof piece === 'string') return escapeMarkdown(piece);
   if ('bold' in piece) return `**${escapeMarkdown(piece.bold)}**`;
   if ('italic' in piece) return `*${escapeMarkdown(piece.italic)}*`;
-  if ('code' in piece) return `\`${piece.code.replace(/`/g, 'ˋ').replace(/[@<]/g, '$&\u200b')}\``;
+  // Inside code, escapes are literal: a zero-width space keeps mentions and link syntax inert.
+  if ('code' in piece) return `\`${piece.code.replace(/`/g, 'ˋ').replace(/[@<]|\](?=\()/g, '$&\u200b')}\``;
   const href = safeUrl(piece.href);
   return href ? `[${escapeMarkdown(piece.link)}](${href.replace(/\)/g, '%29')})` : escapeMarkdown(piece.link);
 }
@@ -115,12 +116,11 @@ export function renderEmbed(reply: Reply, budget: number = DISCORD_LIMITS.embedT
   if (reply.title) embed.title = cut(escapeMarkdown(reply.title).replace(/\\/g, ''), DISCORD_LIMITS.title);
   const url = safeUrl(reply.url);
   if (url && embed.title) embed.url = url;
-  if (reply.lines?.length) {
-    embed.description = fitMarkdown(
-      reply.lines.flatMap((line, i): Inline[] => [...(i ? ['\n'] : []), ...(typeof line === 'string' ? [line] : line)]),
-      DISCORD_LIMITS.description,
-    );
-  }
+  const lines = (reply.lines ?? []).flatMap((line, i): Inline[] => [
+    ...(i ? ['\n'] : []),
+    ...(typeof line === 'string' ? [line] : line),
+  ]);
+  if (lines.length) embed.description = fitMarkdown(lines, DISCORD_LIMITS.description);
   const fields = (reply.fields ?? []).slice(0, DISCORD_LIMITS.fields);
   if (fields.length) {
     embed.fields = fields.map((f) => ({
@@ -140,7 +140,8 @@ export function renderEmbed(reply: Reply, budget: number = DISCORD_LIMITS.embedT
   while (embedLength(embed) > budget && embed.fields?.length) embed.fields.pop();
   if (embedLength(embed) > budget && embed.description) {
     const room = Math.max(0, budget - (embedLength(embed) - embed.description.length));
-    if (room > 1) embed.description = cut(embed.description, room).replace(/\\…$/, '…');
+    // Shortened like any rich text, so that no link or markup is cut in two.
+    if (room > 1) embed.description = fitMarkdown(lines, room);
     else delete embed.description;
   }
   if (embedLength(embed) > budget && embed.footer) delete embed.footer;

@@ -108,6 +108,14 @@ describe('Discord embed renderer', () => {
     );
   });
 
+  it('keeps link syntax inert inside code, and never cuts a link in two when the embed budget is tight', () => {
+    const code = renderDiscord([{ lines: [[{ code: '](' }]] }]);
+    expect(code.embeds[0]?.description).not.toMatch(/\]\((?!https?:)/);
+    const link = { link: 'site', href: 'https://ok.example/a-long-path' };
+    const tight = renderDiscord([{ title: 'x'.repeat(250), lines: [Array.from({ length: 400 }, () => link)] }]);
+    for (const embed of tight.embeds) expect(embed.description ?? '').not.toMatch(/\]\((?!https?:)|\]\(https?:[^)]*$/);
+  });
+
   it('lets a configured role ping and nothing else', () => {
     const message = renderDiscord([{ title: 'Sold', mentionRoles: ['123456789012'] }]);
     expect(message.content).toBe('<@&123456789012>');
