@@ -2,8 +2,11 @@ import { defineCommand, defineGroup } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
 import { shortAddress } from '../src/bot/format.ts';
 import { code } from '../src/bot/reply.ts';
+import { own } from '../src/records.ts';
 
 const MAX_ALIASES = 100;
+/** Names that JavaScript objects carry: refused so that the state file reads back exactly what was saved. */
+const RESERVED_ALIASES = new Set(['constructor', 'prototype']);
 
 export default defineGroup({
   name: 'alias',
@@ -33,8 +36,11 @@ export default defineGroup({
         }
         if (/^0x/.test(alias))
           throw new UserError('not_found', { what: 'An alias cannot start with 0x (it would look like an address).' });
+        if (RESERVED_ALIASES.has(alias)) {
+          throw new UserError('not_found', { what: `"${alias}" is a reserved word; choose another alias.` });
+        }
         await ctx.store.updateChat(ctx.chatKey, (settings) => {
-          if (!settings.aliases[alias] && Object.keys(settings.aliases).length >= MAX_ALIASES) {
+          if (!own(settings.aliases, alias) && Object.keys(settings.aliases).length >= MAX_ALIASES) {
             throw new UserError('not_found', {
               what: `This chat already has ${MAX_ALIASES} aliases; remove one first.`,
             });
@@ -69,7 +75,7 @@ export default defineGroup({
       options: [{ name: 'name', type: 'text', description: 'The short name', required: true }],
       async run(ctx, { name }) {
         const alias = name.toLowerCase();
-        if (!ctx.store.chat(ctx.chatKey).aliases[alias]) {
+        if (!own(ctx.store.chat(ctx.chatKey).aliases, alias)) {
           throw new UserError('not_found', {
             what: `There is no alias "${alias}" in this chat. /alias list shows them.`,
           });

@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { PlatformClient } from '../platform/client.ts';
 import type { ContractInfo } from '../platform/types.ts';
+import { own } from '../records.ts';
 import type { ChatSettings } from '../store/state.ts';
 import type { ResolvedCollection } from './command.ts';
 import { AmbiguousCollectionError, UserError } from './errors.ts';
@@ -32,7 +33,7 @@ export class CollectionResolver {
       const known = (await this.#lookup(ref.address, on)).find((c) => c.address.toLowerCase() === ref.address);
       return describe(known, on, ref.address);
     }
-    const alias = settings.aliases[ref.text.toLowerCase()];
+    const alias = own(settings.aliases, ref.text.toLowerCase());
     if (alias) return { network: alias.network, address: alias.address, name: alias.name ?? alias.alias };
     const wanted = ref.text.toLowerCase();
     const found = await this.#lookup(ref.text, network);

@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { formatUnits } from 'viem';
 import type { PlatformClient } from '../platform/client.ts';
+import { own } from '../records.ts';
 
 export const NATIVE_CURRENCY = '0x0000000000000000000000000000000000000000';
 
@@ -34,7 +35,7 @@ export class CurrencyDirectory {
 
   async symbol(network: string, address: string): Promise<string> {
     const lower = address.toLowerCase();
-    if (lower === NATIVE_CURRENCY) return this.#native[network] ?? 'ETH';
+    if (lower === NATIVE_CURRENCY) return own(this.#native, network) ?? 'ETH';
     const key = `${network}:${lower}`;
     const known = this.#symbols.get(key);
     if (known) return known;

@@ -1,4 +1,5 @@
 import type { Order, TokenMetadata } from '../platform/types.ts';
+import { own } from '../records.ts';
 import { truncate } from './reply.ts';
 
 export function shortAddress(address: string): string {
@@ -35,7 +36,7 @@ const MARKETPLACE_NAMES: Record<string, string> = {
 
 /** Where an order lives, for people. */
 export function marketplaceName(order: Pick<Order, 'marketplace' | 'originName'>): string {
-  const known = order.marketplace && MARKETPLACE_NAMES[order.marketplace];
+  const known = order.marketplace && own(MARKETPLACE_NAMES, order.marketplace);
   if (known) return known;
   if (order.originName?.trim()) return truncate(order.originName.trim(), 40);
   return 'unknown market';

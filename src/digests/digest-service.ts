@@ -7,6 +7,7 @@ import type { Reply, ReplyField } from '../bot/reply.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import { PlatformError } from '../platform/errors.ts';
 import type { AnalyticsFilter, ChartPoint, Order } from '../platform/types.ts';
+import { dict, own } from '../records.ts';
 import { type DeliveryJournal, payloadOf } from '../store/journal.ts';
 import type { ChatSettings, CollectionKey, DigestSettings, MarketSnapshot, StateStore } from '../store/state.ts';
 import { renderChartPng } from './chart.ts';
@@ -169,7 +170,7 @@ export class DigestService {
     describeSeries('Wallets that sent transactions', wallets, count);
     describeSeries('Conversion rate', conversion, percent);
 
-    const market: Record<string, MarketSnapshot> = {};
+    const market = dict<MarketSnapshot>();
     for (const collection of digest.collections) {
       const key = `${collection.network}:${collection.address}`;
       const m = await this.#market(collection, cache);
@@ -178,7 +179,7 @@ export class DigestService {
         fields.push({ name, value: `market data unavailable (${m.error})` });
         continue;
       }
-      const before = digest.lastMarket?.[key];
+      const before = digest.lastMarket && own(digest.lastMarket, key);
       const snapshot: MarketSnapshot = { listings: m.listings };
       const parts: string[] = [];
       if (m.floor) {

@@ -1,7 +1,9 @@
-import { readFile, stat } from 'node:fs/promises';
-import { Low } from 'lowdb';
-import { JSONFile } from 'lowdb/node';
+import { open, readFile, rename } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { type Adapter, Low } from 'lowdb';
 import { type Destination, destinationKey, type WatchRule } from '../alerts/types.ts';
+import { type Dict, dict, own } from '../records.ts';
+import { validateState } from './schema.ts';
 
 /** A collection pinned to a network. */
 export interface CollectionKey {
@@ -31,7 +33,7 @@ export interface DigestSettings {
   setAt: string;
   /** Due time of the last digest posted (never posted twice for the same due time). */
   lastPostedFor?: string;
-  lastMarket?: Record<string, MarketSnapshot>;
+  lastMarket?: Dict<MarketSnapshot>;
 }
 
 /** What a chat has set with commands. */
@@ -41,7 +43,7 @@ export interface ChatSettings {
   /** Default collection for commands that take one. */
   collection?: CollectionKey;
   /** Short names for collections (`/alias`), keyed by the lower-cased alias. */
-  aliases: Record<string, CollectionKey & { alias: string }>;
+  aliases: Dict<CollectionKey & { alias: string }>;
   digest?: DigestSettings;
 }
 
@@ -69,7 +71,18 @@ export interface StateV2 extends Omit<StateV1, 'version'> {
 export type State = StateV2;
 export const STATE_VERSION = 2;
 
-const emptyState = (): State => ({ version: 2, chats: {}, buttons: {}, rules: [], nextRuleNumber: 1 });
+/** How long a stored button action works: buttons older than this answer "no longer works". */
+export const BUTTON_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+/** Most stored button actions kept; beyond it the least recently saved go first. */
+export const MAX_STORED_BUTTONS = 10_000;
+/**
+ * Changes made within this time of each other are written together: one write of the file for
+ * all of them, each confirmed once that write is durable.
+ */
+export const WRITE_COALESCE_MS = 25;
+
+const emptyState = (): State => ({ version: 2, chats: dict(), buttons: dict(), rules: [], nextRuleNumber: 1 });
+const emptyChat = (): ChatSettings => ({ aliases: dict() });
 
 /** The data file cannot be used; the bot must not start (and must not overwrite it). */
 export class StoreFileError extends Error {
@@ -124,41 +137,127 @@ function migrate(file: string, data: unknown): State {
     );
   }
   while (version < STATE_VERSION) {
-    const step = MIGRATIONS[version];
+    const step = own(MIGRATIONS, String(version));
     if (!step) throw new StoreFileError(file, `has version ${version}, which cannot be migrated`);
     current = step(current);
     version = Number(current.version);
   }
-  const state = current as unknown as State;
-  if (typeof state.chats !== 'object' || state.chats === null) state.chats = {};
-  if (typeof state.buttons !== 'object' || state.buttons === null) state.buttons = {};
-  if (!Array.isArray(state.rules)) throw new StoreFileError(file, '"rules" is not a list');
-  if (typeof state.nextRuleNumber !== 'number') {
-    state.nextRuleNumber = state.rules.reduce((n, r) => Math.max(n, Number(r.id.slice(1)) + 1 || 1), 1);
-  }
+  const checked = validateState(current);
+  if (!checked.ok) throw new StoreFileError(file, `has invalid content (${checked.problems.join('; ')})`);
+  const state: State = { ...checked.state, nextRuleNumber: checked.state.nextRuleNumber ?? 1 };
+  // Ids are never reused, even when the counter was lost.
+  for (const rule of state.rules) state.nextRuleNumber = Math.max(state.nextRuleNumber, Number(rule.id.slice(1)) + 1);
   return state;
 }
 
 /**
- * The bot's configuration state (chat settings, aliases, stored buttons) in one JSON file,
- * written atomically by lowdb. A file that cannot be read or parsed is never overwritten:
- * {@link StateStore.open} throws {@link StoreFileError} naming the file and the problem.
+ * lowdb's storage port for the state file: the JSON text is taken when the write starts, written
+ * to a temporary file, synced, and renamed over the file, so the file is always one whole state
+ * and a confirmed change survives a power cut.
+ */
+class DurableJsonFile implements Adapter<State> {
+  readonly #file: string;
+  readonly #temp: string;
+
+  constructor(file: string) {
+    this.#file = file;
+    this.#temp = join(dirname(file), `.${basename(file)}.tmp`);
+  }
+
+  async read(): Promise<State | null> {
+    return null;
+  }
+
+  async write(data: State): Promise<void> {
+    const text = JSON.stringify(data, null, 2);
+    const handle = await open(this.#temp, 'w');
+    try {
+      await handle.writeFile(text, 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(this.#temp, this.#file);
+    await syncDirectory(dirname(this.#file));
+  }
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } catch {
+    // Some file systems cannot sync a directory; the rename is still atomic there.
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A change applied in memory and waiting for the write that makes it durable. */
+interface PendingChange {
+  /** Puts the data back as it was before this change. */
+  undo: () => void;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+  chats: readonly string[];
+  rules: boolean;
+}
+
+export interface StateStoreOptions {
+  /** Changes within this time share one write (default {@link WRITE_COALESCE_MS}). */
+  coalesceMs?: number;
+  /** How long stored button actions work (default {@link BUTTON_TTL_MS}). */
+  buttonTtlMs?: number;
+  /** Most stored button actions (default {@link MAX_STORED_BUTTONS}). */
+  maxButtons?: number;
+  now?: () => Date;
+}
+
+/**
+ * The bot's configuration state (chat settings, aliases, watch rules, digests, stored buttons) in
+ * one JSON file, validated when read and written atomically through lowdb. A file that cannot be
+ * read, parsed or validated is never overwritten: {@link StateStore.open} throws
+ * {@link StoreFileError} naming the file and the field.
+ *
+ * Changes apply in memory at once and are written together: one write for all the changes made
+ * while the previous one ran (or within {@link WRITE_COALESCE_MS}), so that many people changing
+ * rules at once do not each rewrite the whole file. A change's promise settles once the write that
+ * holds it is durable; when that write fails, every change not yet durable is undone and rejected
+ * with {@link StoreWriteError}. Listeners hear of changes once they are durable.
+ *
+ * Keys that come from users (aliases) live in prototype-less records: see {@link Dict}.
  */
 export class StateStore {
   readonly file: string;
   readonly #db: Low<State>;
   readonly #ruleListeners: Array<() => void> = [];
   readonly #chatListeners: Array<(chatKey: string) => void> = [];
-  /** Changes run one at a time, so that a failed write can be undone without undoing another's. */
-  #queue: Promise<unknown> = Promise.resolve();
+  readonly #coalesceMs: number;
+  readonly #buttonTtlMs: number;
+  readonly #maxButtons: number;
+  readonly #now: () => Date;
+
+  /** Changes applied since the last write started. */
+  #waiting: PendingChange[] = [];
+  /** Changes in the write that is running. */
+  #writing: PendingChange[] | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #writes = 0;
+  #idle: Promise<void> = Promise.resolve();
+  #settleIdle: (() => void) | undefined;
 
   /** One destination object per chat, shared by its rules (see {@link StateStore.rules}). */
   readonly #destinations = new Map<string, Destination>();
 
-  private constructor(file: string, db: Low<State>) {
+  private constructor(file: string, db: Low<State>, options: StateStoreOptions) {
     this.file = file;
     this.#db = db;
-    this.#shareDestinations();
+    this.#coalesceMs = options.coalesceMs ?? WRITE_COALESCE_MS;
+    this.#buttonTtlMs = options.buttonTtlMs ?? BUTTON_TTL_MS;
+    this.#maxButtons = options.maxButtons ?? MAX_STORED_BUTTONS;
+    this.#now = options.now ?? (() => new Date());
+    for (const rule of db.data.rules) rule.destination = this.#sharedDestination(rule.destination);
+    this.#pruneButtons();
   }
 
   #sharedDestination(destination: Destination): Destination {
@@ -171,26 +270,23 @@ export class StateStore {
     return shared;
   }
 
-  /** Only for rules nobody else holds yet (just read from the file, or restored after a failed write). */
-  #shareDestinations(): void {
-    for (const rule of this.#db.data.rules) rule.destination = this.#sharedDestination(rule.destination);
-  }
-
-  static async open(file: string): Promise<StateStore> {
-    const db = new Low<State>(new JSONFile<State>(file), emptyState());
-    let exists = true;
+  static async open(file: string, options: StateStoreOptions = {}): Promise<StateStore> {
+    const db = new Low<State>(new DurableJsonFile(file), emptyState());
+    let text: string | undefined;
     try {
-      await stat(file);
-    } catch {
-      exists = false;
-    }
-    if (exists) {
-      let text: string;
-      try {
-        text = await readFile(file, 'utf8');
-      } catch (cause) {
+      text = await readFile(file, 'utf8');
+    } catch (cause) {
+      if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') {
         throw new StoreFileError(file, `cannot be read (${(cause as Error).message})`, { cause });
       }
+    }
+    if (text === undefined) {
+      try {
+        await db.write();
+      } catch (cause) {
+        throw new StoreFileError(file, `cannot be created (${(cause as Error).message})`, { cause });
+      }
+    } else {
       if (text.trim() === '') throw new StoreFileError(file, 'is empty (a truncated write?)');
       let parsed: unknown;
       try {
@@ -199,10 +295,8 @@ export class StateStore {
         throw new StoreFileError(file, `is not valid JSON (${(cause as Error).message})`, { cause });
       }
       db.data = migrate(file, parsed);
-    } else {
-      await db.write();
     }
-    return new StateStore(file, db);
+    return new StateStore(file, db, options);
   }
 
   get data(): Readonly<State> {
@@ -211,19 +305,53 @@ export class StateStore {
 
   /** The settings of a chat (a fresh default object when it has none yet). */
   chat(chatKey: string): ChatSettings {
-    return this.#db.data.chats[chatKey] ?? { aliases: {} };
+    return own(this.#db.data.chats, chatKey) ?? emptyChat();
   }
 
   /** Changes a chat's settings and writes the file. */
   async updateChat(chatKey: string, change: (settings: ChatSettings) => void): Promise<ChatSettings> {
-    const settings = await this.#save(() => {
-      const settings = this.#db.data.chats[chatKey] ?? { aliases: {} };
-      change(settings);
-      this.#db.data.chats[chatKey] = settings;
-      return settings;
-    });
-    for (const listener of this.#chatListeners) listener(chatKey);
-    return settings;
+    const [settings] = await this.#change([chatKey], false, () => this.#changeChat(chatKey, change));
+    return settings as ChatSettings;
+  }
+
+  /** Changes several chats' settings with one write of the file. */
+  async updateChats(changes: ReadonlyArray<readonly [string, (settings: ChatSettings) => void]>): Promise<void> {
+    if (changes.length === 0) return;
+    await this.#change(
+      changes.map(([chatKey]) => chatKey),
+      false,
+      () => {
+        const undos: Array<() => void> = [];
+        try {
+          for (const [chatKey, change] of changes) undos.push(this.#changeChat(chatKey, change)[1]);
+        } catch (error) {
+          for (const undo of undos.reverse()) undo();
+          throw error;
+        }
+        return [
+          undefined,
+          () => {
+            for (const undo of undos.reverse()) undo();
+          },
+        ];
+      },
+    );
+  }
+
+  /** Works on a copy of the chat's settings, so that a change that throws leaves nothing behind. */
+  #changeChat(chatKey: string, change: (settings: ChatSettings) => void): [ChatSettings, () => void] {
+    const chats = this.#db.data.chats;
+    const previous = own(chats, chatKey);
+    const settings = previous ? copyChat(previous) : emptyChat();
+    change(settings);
+    chats[chatKey] = settings;
+    return [
+      settings,
+      () => {
+        if (previous) chats[chatKey] = previous;
+        else delete chats[chatKey];
+      },
+    ];
   }
 
   /**
@@ -237,52 +365,48 @@ export class StateStore {
 
   /** Adds a rule, giving it the next id; `limit` bounds the rules of one destination. */
   async addRule(rule: Omit<WatchRule, 'id'>, limit: number): Promise<WatchRule | undefined> {
-    const stored = await this.#save(() => {
-      const same = this.#db.data.rules.filter(
-        (r) => r.destination.platform === rule.destination.platform && r.destination.chatId === rule.destination.chatId,
-      );
-      if (same.length >= limit) return undefined;
-      const stored: WatchRule = {
-        ...rule,
-        id: `r${this.#db.data.nextRuleNumber}`,
-        destination: this.#sharedDestination(rule.destination),
-      };
-      this.#db.data.nextRuleNumber += 1;
-      this.#db.data.rules.push(stored);
-      return stored;
+    const data = this.#db.data;
+    const destination = this.#sharedDestination(rule.destination);
+    let same = 0;
+    for (const r of data.rules) if (r.destination === destination) same++;
+    if (same >= limit) return undefined;
+    const [stored] = await this.#change([], true, () => {
+      const stored: WatchRule = { ...rule, id: `r${data.nextRuleNumber}`, destination };
+      data.nextRuleNumber += 1;
+      data.rules.push(stored);
+      return [
+        stored,
+        () => {
+          const at = data.rules.lastIndexOf(stored);
+          if (at >= 0) data.rules.splice(at, 1);
+          data.nextRuleNumber -= 1;
+        },
+      ];
     });
-    if (!stored) return undefined;
-    for (const listener of this.#ruleListeners) listener();
     return stored;
   }
 
   /** Changes or removes (`change` returns null) a rule; false when there is no such rule. */
   async updateRule(id: string, change: (rule: WatchRule) => WatchRule | null): Promise<boolean> {
-    const found = await this.#save(() => {
-      const index = this.#db.data.rules.findIndex((r) => r.id === id);
-      const current = this.#db.data.rules[index];
-      if (!current) return false;
-      const next = change({ ...current });
-      if (next === null) this.#db.data.rules.splice(index, 1);
-      else this.#db.data.rules[index] = { ...next, destination: this.#sharedDestination(next.destination) };
-      return true;
-    });
-    if (!found) return false;
-    for (const listener of this.#ruleListeners) listener();
-    return true;
-  }
-
-  /** Changes several chats' settings with one write of the file. */
-  async updateChats(changes: ReadonlyArray<readonly [string, (settings: ChatSettings) => void]>): Promise<void> {
-    if (changes.length === 0) return;
-    await this.#save(() => {
-      for (const [chatKey, change] of changes) {
-        const settings = this.#db.data.chats[chatKey] ?? { aliases: {} };
-        change(settings);
-        this.#db.data.chats[chatKey] = settings;
+    const rules = this.#db.data.rules;
+    const index = rules.findIndex((r) => r.id === id);
+    const current = rules[index];
+    if (!current) return false;
+    const next = change({ ...current });
+    await this.#change([], true, () => {
+      if (next === null) {
+        rules.splice(index, 1);
+        return [true, () => rules.splice(index, 0, current)];
       }
+      rules[index] = { ...next, destination: this.#sharedDestination(next.destination) };
+      return [
+        true,
+        () => {
+          rules[index] = current;
+        },
+      ];
     });
-    for (const [chatKey] of changes) for (const listener of this.#chatListeners) listener(chatKey);
+    return true;
   }
 
   /** Called after every change of a chat's settings (digest schedules are rebuilt). */
@@ -302,44 +426,142 @@ export class StateStore {
     this.#ruleListeners.push(listener);
   }
 
+  /** A stored button action, unless it is unknown or has expired. */
   button(hash: string): StoredButton | undefined {
-    return this.#db.data.buttons[hash];
-  }
-
-  async saveButton(hash: string, action: string, now: Date): Promise<void> {
-    if (this.#db.data.buttons[hash]?.action === action) return;
-    await this.#save(() => {
-      this.#db.data.buttons[hash] = { action, createdAt: now.toISOString() };
-    });
+    const stored = own(this.#db.data.buttons, hash);
+    if (!stored || this.#expired(stored, this.#now().getTime())) return undefined;
+    return stored;
   }
 
   /**
-   * Applies `change` to the data and writes the file, after the changes before it. When the write
-   * fails, the data is put back as it was and {@link StoreWriteError} is thrown: the bot must not
-   * act on (nor later persist) a change the user was told failed.
+   * Stores a long button action under its hash. Saving it again makes it the most recent (buttons
+   * are dropped oldest first, beyond {@link MAX_STORED_BUTTONS} or after {@link BUTTON_TTL_MS}).
    */
-  #save<T>(change: () => T): Promise<T> {
-    const run = async (): Promise<T> => {
-      const before = structuredClone(this.#db.data);
-      let result: T;
-      try {
-        result = change();
-      } catch (error) {
-        this.#db.data = before;
-        this.#shareDestinations();
-        throw error;
-      }
-      try {
-        await this.#db.write();
-      } catch (cause) {
-        this.#db.data = before;
-        this.#shareDestinations();
-        throw new StoreWriteError(this.file, cause);
-      }
-      return result;
-    };
-    const next = this.#queue.then(run, run);
-    this.#queue = next.catch(() => undefined);
-    return next;
+  async saveButton(hash: string, action: string, now: Date): Promise<void> {
+    const buttons = this.#db.data.buttons;
+    const existing = own(buttons, hash);
+    // A button shown again within the hour needs no write: it stays valid for days.
+    if (existing?.action === action && now.getTime() - Date.parse(existing.createdAt) < 60 * 60 * 1000) return;
+    await this.#change([], false, () => {
+      const removed: Array<[string, StoredButton]> = existing ? [[hash, existing]] : [];
+      delete buttons[hash];
+      buttons[hash] = { action, createdAt: now.toISOString() };
+      removed.push(...this.#pruneButtons());
+      return [
+        undefined,
+        () => {
+          delete buttons[hash];
+          for (const [key, button] of removed) buttons[key] = button;
+        },
+      ];
+    });
   }
+
+  #expired(button: StoredButton, nowMs: number): boolean {
+    return nowMs - Date.parse(button.createdAt) > this.#buttonTtlMs;
+  }
+
+  /** Drops expired buttons and the oldest beyond the cap; keys are in the order they were saved. */
+  #pruneButtons(): Array<[string, StoredButton]> {
+    const buttons = this.#db.data.buttons;
+    const nowMs = this.#now().getTime();
+    let excess = Object.keys(buttons).length - this.#maxButtons;
+    const removed: Array<[string, StoredButton]> = [];
+    for (const key in buttons) {
+      const button = buttons[key] as StoredButton;
+      if (excess <= 0 && !this.#expired(button, nowMs)) break;
+      removed.push([key, button]);
+      delete buttons[key];
+      excess--;
+    }
+    return removed;
+  }
+
+  /** Writes of the file since it was opened, and changes waiting for one (for tests, benchmarks and metrics). */
+  get writeStats(): { writes: number; pending: number } {
+    return { writes: this.#writes, pending: this.#waiting.length + (this.#writing?.length ?? 0) };
+  }
+
+  /** Resolves once every change made so far is written (or has failed). */
+  async flush(): Promise<void> {
+    while (this.#waiting.length > 0 || this.#writing) {
+      if (!this.#writing) this.#startWrite();
+      await this.#idle;
+    }
+  }
+
+  /**
+   * Applies `apply` (which returns its result and how to undo it) to the data now, and settles
+   * once the write that holds it is durable.
+   */
+  #change<T>(chats: readonly string[], rules: boolean, apply: () => [T, () => void]): Promise<[T]> {
+    let result: T;
+    let undo: () => void;
+    try {
+      [result, undo] = apply();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise<[T]>((resolve, reject) => {
+      this.#waiting.push({ undo, resolve: () => resolve([result]), reject, chats, rules });
+      if (this.#waiting.length === 1 && !this.#writing) this.#idle = new Promise((r) => (this.#settleIdle = r));
+      if (!this.#writing && !this.#timer) this.#timer = setTimeout(() => this.#startWrite(), this.#coalesceMs);
+    });
+  }
+
+  #startWrite(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#writing || this.#waiting.length === 0) return;
+    const batch = this.#waiting;
+    this.#waiting = [];
+    this.#writing = batch;
+    // lowdb's adapter takes the JSON text before its first await: later changes wait for the next write.
+    this.#db.write().then(
+      () => this.#written(batch),
+      (cause: unknown) => this.#failed(cause),
+    );
+  }
+
+  #written(batch: PendingChange[]): void {
+    this.#writing = undefined;
+    this.#writes += 1;
+    for (const change of batch) change.resolve();
+    this.#notify(batch);
+    this.#next();
+  }
+
+  /** Undoes every change not yet durable, newest first, and rejects them all. */
+  #failed(cause: unknown): void {
+    const lost = [...(this.#writing ?? []), ...this.#waiting];
+    this.#writing = undefined;
+    this.#waiting = [];
+    for (const change of [...lost].reverse()) change.undo();
+    const error = new StoreWriteError(this.file, cause);
+    for (const change of lost) change.reject(error);
+    this.#next();
+  }
+
+  #next(): void {
+    if (this.#waiting.length > 0) {
+      this.#startWrite();
+      return;
+    }
+    this.#settleIdle?.();
+    this.#settleIdle = undefined;
+  }
+
+  #notify(batch: readonly PendingChange[]): void {
+    if (batch.some((change) => change.rules)) for (const listener of this.#ruleListeners) listener();
+    const chats = new Set(batch.flatMap((change) => change.chats));
+    for (const chatKey of chats) for (const listener of this.#chatListeners) listener(chatKey);
+  }
+}
+
+/** A chat's settings to change without touching the stored object. */
+function copyChat(settings: ChatSettings): ChatSettings {
+  const copy = structuredClone(settings);
+  copy.aliases = dict(copy.aliases);
+  if (copy.digest?.lastMarket) copy.digest.lastMarket = dict(copy.digest.lastMarket);
+  return copy;
 }

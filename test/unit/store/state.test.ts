@@ -1,8 +1,8 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { StateStore, StoreFileError } from '../../../src/store/state.ts';
+import { StateStore, StoreFileError, StoreWriteError } from '../../../src/store/state.ts';
 
 let dir: string;
 let file: string;
@@ -115,5 +115,139 @@ describe('StateStore', () => {
     expect((error as StoreFileError).message).toContain(file);
     expect((error as StoreFileError).message).toMatch(problem);
     expect(await readFile(file, 'utf8')).toBe(content);
+  });
+});
+
+describe('StateStore writes', () => {
+  const rule = (chatId: string) => ({
+    destination: { platform: 'telegram' as const, chatId },
+    network: 'devnet',
+    collection: '0xabc',
+    collectionName: 'Cats',
+    kinds: ['sale' as const],
+    paused: false,
+    createdBy: 'telegram:9',
+    createdAt: '2026-01-01T00:00:00.000Z',
+  });
+
+  it('GIVEN 500 changes made at once by many chats WHEN they settle THEN they share a few writes, each is confirmed, and all are on disk', async () => {
+    const store = await StateStore.open(file);
+    let ruleEvents = 0;
+    store.onRulesChanged(() => ruleEvents++);
+    const changes = Array.from({ length: 500 }, (_, i) =>
+      i % 2 === 0
+        ? store.addRule(rule(String(i % 50)), 50)
+        : store.updateChat(`telegram:${i}`, (s) => {
+            s.network = 'devnet';
+          }),
+    );
+    const results = await Promise.all(changes);
+    expect(results.every((r) => r !== undefined)).toBe(true);
+    expect(store.writeStats.writes).toBeLessThanOrEqual(3);
+    expect(ruleEvents).toBeLessThanOrEqual(3);
+    const reopened = await StateStore.open(file);
+    expect(reopened.rules).toHaveLength(250);
+    expect(Object.keys(reopened.data.chats)).toHaveLength(250);
+    expect(new Set(reopened.rules.map((r) => r.id)).size).toBe(250);
+  });
+
+  it('GIVEN changes waiting for a write that fails WHEN it fails THEN all of them are undone and rejected, in memory and on disk', async () => {
+    const store = await StateStore.open(file);
+    await store.addRule(rule('1'), 50);
+    await store.updateChat('telegram:1', (s) => {
+      s.network = 'devnet';
+    });
+    const before = await readFile(file, 'utf8');
+    const temp = join(dir, '.state.json.tmp');
+    await symlink('/dev/full', temp);
+    const outcomes = await Promise.allSettled([
+      store.addRule(rule('1'), 50),
+      store.updateRule('r1', () => null),
+      store.updateChat('telegram:1', (s) => {
+        s.network = 'devnet-l2';
+        s.aliases.cats = { alias: 'cats', network: 'devnet', address: '0xabc' };
+      }),
+      store.saveButton('h1', '/floor cats', new Date()),
+    ]);
+    await unlink(temp);
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
+    for (const o of outcomes) expect((o as PromiseRejectedResult).reason).toBeInstanceOf(StoreWriteError);
+    expect(store.rules.map((r) => r.id)).toEqual(['r1']);
+    expect(store.chat('telegram:1')).toEqual({ network: 'devnet', aliases: {} });
+    expect(store.button('h1')).toBeUndefined();
+    expect(await readFile(file, 'utf8')).toBe(before);
+    // The id of the lost rule is given again: it was never seen by anyone as saved.
+    expect((await store.addRule(rule('1'), 50))?.id).toBe('r2');
+  });
+
+  it('GIVEN a change that throws THEN nothing of it stays, and the changes around it are saved', async () => {
+    const store = await StateStore.open(file);
+    const outcomes = await Promise.allSettled([
+      store.updateChat('telegram:1', (s) => {
+        s.network = 'devnet';
+      }),
+      store.updateChat('telegram:1', (s) => {
+        s.network = 'devnet-l2';
+        throw new Error('refused');
+      }),
+      store.updateChat('telegram:2', (s) => {
+        s.network = 'devnet';
+      }),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const reopened = await StateStore.open(file);
+    expect(reopened.chat('telegram:1').network).toBe('devnet');
+    expect(reopened.chat('telegram:2').network).toBe('devnet');
+  });
+
+  it('GIVEN stored buttons WHEN they are older than their time to live or beyond the cap THEN they no longer work and leave the file', async () => {
+    let now = new Date('2026-01-01T00:00:00.000Z');
+    const store = await StateStore.open(file, { now: () => now, maxButtons: 3, buttonTtlMs: 7 * 86_400_000 });
+    await store.saveButton('old', '/floor moon cats trait=Background:Blue', now);
+    now = new Date('2026-01-05T00:00:00.000Z');
+    for (const hash of ['a', 'b', 'c']) await store.saveButton(hash, `/floor ${hash}`, now);
+    // Four saved, three kept: the least recently saved went first.
+    expect(store.button('old')).toBeUndefined();
+    expect(['a', 'b', 'c'].map((h) => store.button(h)?.action)).toEqual(['/floor a', '/floor b', '/floor c']);
+
+    now = new Date('2026-01-11T00:00:00.000Z');
+    await store.saveButton('a', '/floor a', now);
+    await store.saveButton('d', '/floor d', now);
+    now = new Date('2026-01-13T00:00:00.000Z');
+    // b and c are 8 days old: expired; a was saved again on the 11th.
+    expect(store.button('b')).toBeUndefined();
+    expect(store.button('a')?.action).toBe('/floor a');
+    const reopened = await StateStore.open(file, { now: () => now });
+    expect(Object.keys(reopened.data.buttons).sort()).toEqual(['a', 'd']);
+  });
+
+  it('GIVEN keys that name Object.prototype members WHEN chats and buttons are looked up THEN they are missing keys', async () => {
+    const store = await StateStore.open(file);
+    for (const key of ['__proto__', 'constructor', 'toString', 'hasOwnProperty']) {
+      expect(store.chat(key)).toEqual({ aliases: {} });
+      expect(store.chat('telegram:1').aliases[key]).toBeUndefined();
+      expect(store.button(key)).toBeUndefined();
+    }
+    await store.updateChat('__proto__', (s) => {
+      s.network = 'devnet';
+    });
+    expect(({} as { network?: string }).network).toBeUndefined();
+    expect(store.chat('__proto__').network).toBe('devnet');
+  });
+
+  it('GIVEN a state file whose fields are of the wrong kind WHEN opened THEN it refuses and names the field', async () => {
+    await writeFile(
+      file,
+      JSON.stringify({
+        version: 2,
+        chats: { 'telegram:1': { aliases: {}, digest: { hour: 25 } } },
+        buttons: {},
+        rules: [],
+        nextRuleNumber: 1,
+      }),
+    );
+    const error = await StateStore.open(file).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreFileError);
+    expect((error as Error).message).toMatch(/chats\.telegram:1\.digest\.hour/);
   });
 });

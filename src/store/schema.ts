@@ -1,0 +1,116 @@
+import * as v from 'valibot';
+import { ALERT_KINDS } from '../alerts/types.ts';
+import { dict } from '../records.ts';
+
+const isPlainObject = (input: unknown): input is Record<string, unknown> =>
+  typeof input === 'object' && input !== null && !Array.isArray(input);
+
+/** A JSON object (not a list, not null) whose values match `value`, read into a {@link Dict}. */
+function dictOf<T extends v.GenericSchema>(value: T) {
+  return v.pipe(
+    v.custom<Record<string, unknown>>(isPlainObject, 'expected an object'),
+    v.record(v.string(), value),
+    v.transform((record) => dict(record as Record<string, v.InferOutput<T>>)),
+  );
+}
+
+const text = v.pipe(v.string(), v.minLength(1, 'expected a non-empty text'));
+const isoTime = v.pipe(v.string(), v.isoTimestamp('expected an ISO time'));
+const address = v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{1,64}$/, 'expected an address (0x and hex digits)'));
+const int = (min: number, max: number) =>
+  v.pipe(v.number(), v.integer('expected a whole number'), v.minValue(min), v.maxValue(max));
+
+const collectionKey = v.object({
+  network: text,
+  address,
+  name: v.exactOptional(v.string()),
+});
+
+const marketSnapshot = v.object({
+  floorUsd: v.exactOptional(v.number()),
+  bestOfferUsd: v.exactOptional(v.number()),
+  listings: v.exactOptional(v.number()),
+});
+
+const digestSettings = v.object({
+  hour: int(0, 23),
+  minute: int(0, 59),
+  timeZone: text,
+  collections: v.array(collectionKey),
+  days: int(1, 365),
+  setAt: isoTime,
+  lastPostedFor: v.exactOptional(isoTime),
+  lastMarket: v.exactOptional(dictOf(marketSnapshot)),
+});
+
+const chatSettings = v.object({
+  network: v.exactOptional(text),
+  collection: v.exactOptional(collectionKey),
+  aliases: dictOf(v.object({ ...collectionKey.entries, alias: text })),
+  digest: v.exactOptional(digestSettings),
+});
+
+const storedButton = v.object({ action: v.string(), createdAt: isoTime });
+
+const destination = v.object({
+  platform: v.picklist(['console', 'discord', 'telegram'], 'expected console, discord or telegram'),
+  chatId: text,
+});
+
+const decimal = v.pipe(v.string(), v.regex(/^\d+(\.\d+)?$/, 'expected a decimal number'));
+
+const watchRule = v.object({
+  id: v.pipe(v.string(), v.regex(/^r\d+$/, 'expected a rule id such as r12')),
+  destination,
+  network: text,
+  collection: address,
+  collectionName: v.string(),
+  kinds: v.pipe(v.array(v.picklist(ALERT_KINDS, `expected one of ${ALERT_KINDS.join(', ')}`)), v.minLength(1)),
+  tokenIds: v.exactOptional(v.array(v.pipe(v.string(), v.regex(/^\d+$/, 'expected a token id')))),
+  wallets: v.exactOptional(v.array(address)),
+  ignoreWallets: v.exactOptional(v.array(address)),
+  minPrice: v.exactOptional(v.object({ value: decimal, usd: v.boolean() })),
+  floorPercent: v.exactOptional(v.pipe(v.number(), v.minValue(1), v.maxValue(100))),
+  traits: v.exactOptional(v.array(v.object({ name: v.string(), value: v.string() }))),
+  mentionRole: v.exactOptional(v.string()),
+  showRelists: v.exactOptional(v.boolean()),
+  paused: v.boolean(),
+  createdBy: v.string(),
+  createdAt: isoTime,
+});
+
+/** The state file as this version writes it; what is read must match it before it is used. */
+export const stateSchema = v.object({
+  version: v.literal(2),
+  chats: dictOf(chatSettings),
+  buttons: dictOf(storedButton),
+  rules: v.array(watchRule),
+  nextRuleNumber: v.exactOptional(int(1, Number.MAX_SAFE_INTEGER)),
+});
+
+export type ValidatedState = v.InferOutput<typeof stateSchema>;
+
+/** The first problems of a value that does not match `stateSchema`, each with the path of its field. */
+export type SchemaProblems = string[];
+
+/**
+ * Validates parsed JSON against the state schema: the typed state, or the problems with the path
+ * of each bad field (`rules[0]: expected an object, found null`).
+ */
+export function validateState(
+  data: unknown,
+): { ok: true; state: ValidatedState } | { ok: false; problems: SchemaProblems } {
+  const result = v.safeParse(stateSchema, data);
+  if (result.success) return { ok: true, state: result.output };
+  return { ok: false, problems: result.issues.slice(0, 3).map(describeIssue) };
+}
+
+function describeIssue(issue: v.BaseIssue<unknown>): string {
+  const path = (issue.path ?? [])
+    .map((item) => (typeof item.key === 'number' ? `[${item.key}]` : `.${String(item.key)}`))
+    .join('')
+    .replace(/^\./, '');
+  const found = issue.received === undefined ? '' : `, found ${issue.received}`;
+  const expected = issue.expected && !/^expected/.test(issue.message) ? `expected ${issue.expected}` : issue.message;
+  return `${path || 'the top level'}: ${expected}${found}`;
+}
