@@ -3,7 +3,6 @@
  * -> store -> command engine -> chat adapters. Nothing else wires components together.
  */
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +24,7 @@ import { checkReadiness } from './health/readiness.ts';
 import { createLogger } from './logger.ts';
 import { PlatformClient } from './platform/client.ts';
 import { DeliveryJournal } from './store/journal.ts';
+import { DataDirError, lockDataDir } from './store/lock.ts';
 import { StateStore, StoreFileError } from './store/state.ts';
 
 export const VERSION = '0.1.0';
@@ -76,6 +76,9 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
   };
 
   try {
+    // First, so that a second process on the same directory changes nothing before it is refused.
+    const lock = await lockDataDir(config.dataDir);
+    stops.push(() => lock.release());
     let devnet: Devnet | undefined;
     let nativeSymbols: Record<string, string> = {};
     let marketplaceContracts: Record<string, string[]> = config.marketplaceContracts;
@@ -132,8 +135,8 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     const defaultNetwork = config.defaultNetwork ?? platform.networks.all[0]?.name;
     if (!defaultNetwork) throw new ConfigError(['FLOORWATCH_NETWORKS lists no network.']);
 
-    await mkdir(config.dataDir, { recursive: true });
     const store = await StateStore.open(join(config.dataDir, 'state.json'));
+    stops.push(() => store.flush());
 
     const journal = await DeliveryJournal.open(join(config.dataDir, 'deliveries.jsonl'), {
       onCompactionError: (error) => logger.error({ err: error }, 'journal compaction failed'),
@@ -335,7 +338,7 @@ async function cli(): Promise<void> {
   try {
     bot = await startBot();
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof StoreFileError) {
+    if (error instanceof ConfigError || error instanceof StoreFileError || error instanceof DataDirError) {
       process.stderr.write(`floorwatch: ${error.message}\n`);
       process.exit(78);
     }
