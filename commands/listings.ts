@@ -32,6 +32,7 @@ export default defineCommand({
       },
       otherEnd: () => ctx.platform.marketplace.getHighestPriceListingForCollectible(target),
       otherEndLabel: 'Highest ask',
+      ordering: 'Cheapest first',
       empty: 'This token is not listed.',
       previousLabel: '◀ Cheaper',
     });

@@ -32,6 +32,7 @@ export default defineCommand({
       },
       otherEnd: () => ctx.platform.marketplace.getLowestPriceOfferForCollectible(target),
       otherEndLabel: 'Lowest offer',
+      ordering: 'Highest first',
       empty: 'Nobody has made an offer on this token.',
       previousLabel: '◀ Higher',
     });

@@ -70,6 +70,8 @@ export interface BookSide {
   /** The other end of this side: the highest ask, the lowest offer. */
   otherEnd: () => Promise<Order | undefined>;
   otherEndLabel: string;
+  /** How the list is sorted, said above it: `Cheapest first`, `Highest first`. */
+  ordering: string;
   empty: string;
   previousLabel: string;
 }
@@ -100,6 +102,7 @@ export async function bookPage(
   if (shown.length === 0) {
     reply.lines = [page === 1 ? side.empty : `There is no page ${page}: the ${side.tone}s end earlier.`];
   } else {
+    reply.lines = [`${side.ordering}:`];
     reply.fields = await Promise.all(
       shown.map(async (order, i) => ({
         name: `${(page - 1) * BOOK_PAGE_SIZE + i + 1}.`,
@@ -107,11 +110,11 @@ export async function bookPage(
       })),
     );
   }
+  // The other end closes the answer: above the list it would read as the list's heading.
   if (otherEnd) {
-    reply.lines = [
-      ...(reply.lines ?? []),
-      [bold(`${side.otherEndLabel}: `), ...(await describeOrder(ctx, collection.network, otherEnd))],
-    ];
+    const value = await describeOrder(ctx, collection.network, otherEnd);
+    if (reply.fields) reply.fields = [...reply.fields, { name: side.otherEndLabel, value }];
+    else reply.lines = [...(reply.lines ?? []), [bold(`${side.otherEndLabel}: `), ...value]];
   }
   const nav: ReplyButton[] = [];
   if (page > 1) nav.push({ label: side.previousLabel, action: ctx.rerun({ page: String(page - 1) }), replaces: true });

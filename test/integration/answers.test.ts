@@ -1,0 +1,47 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Harness, startHarness } from '../helpers/bot-harness.ts';
+import { collectionNamed } from '../helpers/devnet-data.ts';
+
+/* Issue 15: answers that said something other than what they showed. */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ blockIntervalMs: 0 });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('order book answers', () => {
+  it('GIVEN /offers THEN the list is introduced as highest first and the lowest offer comes after it', async () => {
+    const moonCats = collectionNamed(h.devnet, 'Moon Cats');
+    const { collectibles } = await h.platform.marketplace.listCollectibles({
+      network: 'devnet',
+      side: 'offer',
+      contractAddress: moonCats.address,
+      filter: { includeEmpty: false },
+      page: { pageSize: 1 },
+    });
+    const tokenId = collectibles[0]?.metadata.tokenId ?? '1';
+    const text = h.text(await h.run(`/offers moon cats ${tokenId}`));
+    expect(text).toMatch(/Highest first:\n1\./);
+    const lowest = text.indexOf('Lowest offer:');
+    expect(lowest).toBeGreaterThan(text.indexOf('1.:'));
+  });
+});
+
+describe('watch rules', () => {
+  it('GIVEN a rule WHEN the same rule is added again (its lists in another order) THEN it is refused, naming the rule; a different rule is added', async () => {
+    const moonCats = collectionNamed(h.devnet, 'Moon Cats');
+    expect((await h.run(`/watch add ${moonCats.address} sale,listing min=$50`)).title).toBe('Watching');
+    const again = await h.run(`/watch add ${moonCats.address} listing,sale min=$50`);
+    expect(again.tone).toBe('error');
+    expect(h.text(again)).toContain('r1 already watches exactly this');
+    expect((await h.run(`/watch add ${moonCats.address} sale,listing min=$60`)).title).toBe('Watching');
+    await h.run('/watch pause r1');
+    expect(h.text(await h.run(`/watch add ${moonCats.address} sale,listing min=$50`))).toContain(
+      'r1 already watches exactly this (paused: /watch resume r1)',
+    );
+    expect(h.store.rules.map((r) => r.id)).toEqual(['r1', 'r2']);
+  });
+});
