@@ -8,6 +8,24 @@ import { code, type Rich } from '../src/bot/reply.ts';
 
 /** Rules one chat may have: bounds the work of every event. */
 export const MAX_RULES_PER_CHAT = 50;
+
+/** What a rule asks for, whatever the order its lists were written in: two rules with one identity alert twice. */
+function ruleIdentity(rule: Omit<WatchRule, 'id'>): string {
+  const sorted = (list: readonly string[] | undefined) => [...(list ?? [])].sort();
+  return JSON.stringify([
+    rule.network,
+    rule.collection,
+    sorted(rule.kinds),
+    sorted(rule.tokenIds),
+    sorted(rule.wallets),
+    sorted(rule.ignoreWallets),
+    rule.minPrice ?? null,
+    rule.floorPercent ?? null,
+    sorted(rule.traits?.map((t) => `${t.name.toLowerCase()}=${t.value.toLowerCase()}`)),
+    rule.mentionRole ?? null,
+    rule.showRelists === true,
+  ]);
+}
 const MAX_LIST = 20;
 
 const USAGE =
@@ -144,28 +162,37 @@ export default defineGroup({
             traits.push({ name: filter.name, value: known });
           }
         }
-        const rule = await ctx.store.addRule(
-          {
-            destination: { platform: ctx.chat.platform, chatId: ctx.chat.id },
-            network: collection.network,
-            collection: collection.address,
-            collectionName: collection.name,
-            kinds: ruleKinds,
-            ...(tokenIds.length ? { tokenIds } : {}),
-            ...(walletList.length ? { wallets: walletList } : {}),
-            ...(ignored.length ? { ignoreWallets: ignored } : {}),
-            ...(min ? { minPrice: min } : {}),
-            ...(floorPercent === undefined ? {} : { floorPercent }),
-            ...(traits.length ? { traits } : {}),
-            ...(mention ? { mentionRole: mention } : {}),
-            // Relists are listings: the choice means nothing to a rule without them.
-            ...(relists === 'show' && ruleKinds.includes('listing') ? { showRelists: true } : {}),
-            paused: false,
-            createdBy: `${ctx.chat.platform}:${ctx.actor.id}`,
-            createdAt: ctx.now().toISOString(),
-          },
-          MAX_RULES_PER_CHAT,
+        const wanted: Omit<WatchRule, 'id'> = {
+          destination: { platform: ctx.chat.platform, chatId: ctx.chat.id },
+          network: collection.network,
+          collection: collection.address,
+          collectionName: collection.name,
+          kinds: ruleKinds,
+          ...(tokenIds.length ? { tokenIds } : {}),
+          ...(walletList.length ? { wallets: walletList } : {}),
+          ...(ignored.length ? { ignoreWallets: ignored } : {}),
+          ...(min ? { minPrice: min } : {}),
+          ...(floorPercent === undefined ? {} : { floorPercent }),
+          ...(traits.length ? { traits } : {}),
+          ...(mention ? { mentionRole: mention } : {}),
+          // Relists are listings: the choice means nothing to a rule without them.
+          ...(relists === 'show' && ruleKinds.includes('listing') ? { showRelists: true } : {}),
+          paused: false,
+          createdBy: `${ctx.chat.platform}:${ctx.actor.id}`,
+          createdAt: ctx.now().toISOString(),
+        };
+        const same = ctx.store.rules.find(
+          (r) =>
+            r.destination.platform === ctx.chat.platform &&
+            r.destination.chatId === ctx.chat.id &&
+            ruleIdentity(r) === ruleIdentity(wanted),
         );
+        if (same) {
+          throw new UserError('not_found', {
+            what: `${same.id} already watches exactly this${same.paused ? ` (paused: /watch resume ${same.id})` : ''}.`,
+          });
+        }
+        const rule = await ctx.store.addRule(wanted, MAX_RULES_PER_CHAT);
         if (!rule)
           throw new UserError('not_found', {
             what: `This chat already has ${MAX_RULES_PER_CHAT} rules; remove one first.`,
