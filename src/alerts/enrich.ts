@@ -129,6 +129,7 @@ export class Enricher {
         amount: priced.display,
         symbol: priced.symbol,
         ...(priced.usd === undefined ? {} : { usd: priced.usd }),
+        ...(priced.more ? { more: priced.more } : {}),
       };
       const units = event.tokens.reduce((sum, t) => sum + (Number(t.amount) || 1), 0);
       price = {
@@ -218,27 +219,52 @@ export class Enricher {
   async #price(
     event: ChainEvent,
     orders: readonly Order[],
-  ): Promise<{ amount: string; display: string; symbol: string; usd: number | undefined } | undefined> {
+  ): Promise<
+    | {
+        amount: string;
+        display: string;
+        symbol: string;
+        usd: number | undefined;
+        more?: Array<{ amount: string; symbol: string }>;
+      }
+    | undefined
+  > {
     if (orders.length > 0) {
-      const currency = orders[0]?.priceCurrencyAddress ?? '';
-      const sameCurrency = orders.filter((o) => o.priceCurrencyAddress === currency);
-      const decimals = orders[0]?.priceDecimals ?? 18;
-      let raw = 0n;
+      // A sweep may pay in several currencies: a total per currency, and one US dollar total.
+      const byCurrency = new Map<string, { raw: bigint; decimals: number }>();
       let usd = 0;
       let usdKnown = true;
-      for (const order of sameCurrency) {
+      for (const order of orders) {
         const units = BigInt(
           event.kind === 'sale'
             ? (event.tokens.find((t) => t.tokenId === order.tokenId)?.amount ?? '1')
             : (event.tokens[0]?.amount ?? '1'),
         );
-        raw += BigInt(order.priceAmount || '0') * units;
+        const currency = order.priceCurrencyAddress.toLowerCase();
+        const total = byCurrency.get(currency) ?? { raw: 0n, decimals: order.priceDecimals ?? 18 };
+        total.raw += BigInt(order.priceAmount || '0') * units;
+        byCurrency.set(currency, total);
         if (order.priceUSD > 0) usd += order.priceUSD * Number(units);
         else usdKnown = false;
       }
-      const amount = formatUnits(raw, decimals);
-      const symbol = await this.#currencies.symbol(event.network, currency);
-      return { amount, display: trimDecimals(amount), symbol, usd: usdKnown && usd > 0 ? usd : undefined };
+      const totals = await Promise.all(
+        [...byCurrency].map(async ([currency, total]) => {
+          const amount = formatUnits(total.raw, total.decimals);
+          return {
+            amount,
+            display: trimDecimals(amount),
+            symbol: await this.#currencies.symbol(event.network, currency),
+          };
+        }),
+      );
+      const [first, ...others] = totals as [(typeof totals)[number], ...typeof totals];
+      return {
+        amount: first.amount,
+        display: first.display,
+        symbol: first.symbol,
+        usd: usdKnown && usd > 0 ? usd : undefined,
+        ...(others.length ? { more: others.map((o) => ({ amount: o.display, symbol: o.symbol })) } : {}),
+      };
     }
     const chain = this.#pricedByChain(event);
     if (chain && event.price) {

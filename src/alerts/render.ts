@@ -17,8 +17,11 @@ export interface AlertDetails {
   event: ChainEvent;
   collectionName: string;
   tokens: TokenDetails[];
-  /** Total price (all tokens) in the order currency, formatted, with its symbol and USD value. */
-  price?: { amount: string; symbol: string; usd?: number };
+  /**
+   * Total price (all tokens) in the order currency, formatted, with its symbol and USD value (of
+   * every currency). A sweep paid in several currencies lists the others' totals in `more`.
+   */
+  price?: { amount: string; symbol: string; usd?: number; more?: Array<{ amount: string; symbol: string }> };
   marketplace?: string;
 }
 
@@ -61,7 +64,9 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
       ? tokenLabel(first)
       : details.collectionName;
   const verb = event.kind === 'sale' && many ? 'Sweep' : VERBS[event.kind];
-  const price = details.price ? `${details.price.amount} ${details.price.symbol}` : undefined;
+  const price = details.price
+    ? [details.price, ...(details.price.more ?? [])].map((p) => `${p.amount} ${p.symbol}`).join(' + ')
+    : undefined;
   const title = `${options.sample ? '[Sample] ' : ''}${verb}: ${subject}${price ? ` for ${price}` : ''}`;
 
   const fields: ReplyField[] = [];

@@ -1,0 +1,53 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
+import { CONSOLE } from '../helpers/bot-harness.ts';
+import { collectionNamed } from '../helpers/devnet-data.ts';
+
+/*
+ * Issue 15: what an alert says a trade cost. A sweep that paid in two currencies shows both totals
+ * and one US dollar total over all the orders (it used to total the first currency only).
+ */
+
+let h: AlertHarness;
+beforeAll(async () => {
+  h = await startAlertHarness({ blockIntervalMs: 0 });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe('alert prices', () => {
+  it('GIVEN a sweep of two tokens listed in DEV and in DUSD WHEN it is mined THEN the alert totals each currency and sums the US dollars of both', async () => {
+    const moonCats = collectionNamed(h.devnet, 'Moon Cats');
+    expect((await h.run(`/watch add ${moonCats.address} sale`)).title).toBe('Watching');
+    await h.planned();
+    const minted = await h.devnet.mine('devnet', [{ kind: 'mint', collection: moonCats.address, count: 2 }]);
+    const [a, b] = minted.transactions[0]?.tokenIds ?? [];
+    if (!a || !b) throw new Error('no tokens minted');
+    await h.devnet.mine('devnet', [
+      { kind: 'listing', collection: moonCats.address, tokenId: a, price: '2', currency: 'DEV' },
+      { kind: 'listing', collection: moonCats.address, tokenId: b, price: '150', currency: 'DUSD' },
+    ]);
+    const book = async (tokenId: string) =>
+      (
+        await h.platform.marketplace.listListingsForCollectible({
+          network: 'devnet',
+          contractAddress: moonCats.address,
+          tokenId,
+        })
+      ).listings[0];
+    const [listingA, listingB] = [await book(a), await book(b)];
+    if (!listingA || !listingB) throw new Error('listings not on the platform');
+    const before = h.console.alerts(CONSOLE.id).length;
+    await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address, tokenIds: [a, b] }]);
+    await h.console.until(() => h.console.alerts(CONSOLE.id).length > before);
+    const sweep = h.console.alerts(CONSOLE.id)[before];
+    expect(sweep?.title).toMatch(/^Sweep: 2 × Moon Cats for /);
+    expect(sweep?.title).toContain('2 DEV');
+    expect(sweep?.title).toContain('150 DUSD');
+    expect(sweep?.title).toMatch(/ for [\d.]+ \w+ \+ [\d.]+ \w+$/);
+    const total = sweep?.fields?.find((f) => f.name === 'Total')?.value;
+    const usd = Number(/\(\$([\d,.]+)\)/.exec(String(total))?.[1]?.replace(/,/g, ''));
+    expect(usd).toBeCloseTo(listingA.priceUSD + listingB.priceUSD, 0);
+  });
+});
