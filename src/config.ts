@@ -18,6 +18,8 @@ export interface Config {
     projectId: number | undefined;
     /** Empty with the local platform: its own networks are used. */
     networks: Network[];
+    /** Native coin symbol by network, from `name:chainId:SYMBOL` entries of FLOORWATCH_NETWORKS. */
+    nativeSymbols: Record<string, string>;
   };
   devnet: { seed: number; blockIntervalMs: number; port: number };
   /** `platform:id`, e.g. `discord:1234`, `telegram:5678`. */
@@ -97,26 +99,32 @@ function integer(env: Env, name: string, problems: string[], min: number, max: n
   return Number(raw);
 }
 
-function parseNetworks(raw: string, problems: string[]): Network[] {
+function parseNetworks(
+  raw: string,
+  problems: string[],
+): { networks: Network[]; nativeSymbols: Record<string, string> } {
   const networks: Network[] = [];
+  const nativeSymbols: Record<string, string> = {};
   for (const entry of raw
     .split(',')
     .map((e) => e.trim())
     .filter(Boolean)) {
-    const custom = /^([a-z][a-z0-9-]{0,40}):(\d{1,12})$/i.exec(entry);
+    const custom = /^([a-z][a-z0-9-]{0,40}):(\d{1,12})(?::([A-Za-z0-9.]{1,12}))?$/i.exec(entry);
     if (custom) {
-      networks.push({ name: (custom[1] ?? '').toLowerCase(), chainId: Number(custom[2]) });
+      const name = (custom[1] ?? '').toLowerCase();
+      networks.push({ name, chainId: Number(custom[2]) });
+      if (custom[3]) nativeSymbols[name] = custom[3];
       continue;
     }
     const known = WELL_KNOWN_NETWORKS.find((n) => n.name === entry.toLowerCase());
     if (known) networks.push(known);
     else {
       problems.push(
-        `FLOORWATCH_NETWORKS: "${entry.slice(0, 40)}" is not a known network; write it as name:chainId (e.g. mynet:12345) or use one of ${WELL_KNOWN_NETWORKS.map((n) => n.name).join(', ')}.`,
+        `FLOORWATCH_NETWORKS: "${entry.slice(0, 40)}" is not a known network; write it as name:chainId or name:chainId:SYMBOL (e.g. mynet:12345:MYC, SYMBOL being its native coin) or use one of ${WELL_KNOWN_NETWORKS.map((n) => n.name).join(', ')}.`,
       );
     }
   }
-  return networks;
+  return { networks, nativeSymbols };
 }
 
 /** Parses the environment; throws {@link ConfigError} listing every problem. */
@@ -162,7 +170,9 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
   if (given.length > 0 && !accessKey) problems.push('FLOORWATCH_ACCESS_KEY is required with a real platform.');
 
   const networksRaw = value(env, 'FLOORWATCH_NETWORKS');
-  const networks = networksRaw ? parseNetworks(networksRaw, problems) : [];
+  const { networks, nativeSymbols } = networksRaw
+    ? parseNetworks(networksRaw, problems)
+    : { networks: [], nativeSymbols: {} };
   if (given.length > 0 && !networksRaw) {
     problems.push('FLOORWATCH_NETWORKS is required with a real platform, e.g. polygon,base.');
   }
@@ -241,6 +251,7 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
       secretToken,
       projectId: integer(env, 'FLOORWATCH_PROJECT_ID', problems, 1, Number.MAX_SAFE_INTEGER),
       networks,
+      nativeSymbols,
     },
     devnet: {
       seed: integer(env, 'FLOORWATCH_DEVNET_SEED', problems, 0, 2 ** 31) ?? 1,

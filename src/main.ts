@@ -80,7 +80,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     const lock = await lockDataDir(config.dataDir);
     stops.push(() => lock.release());
     let devnet: Devnet | undefined;
-    let nativeSymbols: Record<string, string> = {};
+    let nativeSymbols: Record<string, string> = config.platform.nativeSymbols;
     let marketplaceContracts: Record<string, string[]> = config.marketplaceContracts;
     let endpoints = config.platform.endpoints;
     let platformOptions = {

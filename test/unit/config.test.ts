@@ -33,6 +33,34 @@ describe('loadConfig', () => {
     expect(loadConfig({ FLOORWATCH_RELIST_WINDOW_HOURS: '0' }, '/srv/bot').relistWindowHours).toBe(0);
   });
 
+  it('GIVEN networks written name:chainId:SYMBOL THEN their native coin is named by that symbol', async () => {
+    const config = loadConfig({ ...real, FLOORWATCH_NETWORKS: 'polygon,mynet:777:MYC,other:778' }, '/srv/bot');
+    expect(config.platform.networks.map((n) => [n.name, n.chainId])).toEqual([
+      ['polygon', 137],
+      ['mynet', 777],
+      ['other', 778],
+    ]);
+    expect(config.platform.nativeSymbols).toEqual({ mynet: 'MYC' });
+    const { CurrencyDirectory, NATIVE_CURRENCY } = await import('../../src/bot/currencies.ts');
+    const { PlatformClient } = await import('../../src/platform/client.ts');
+    const platform = new PlatformClient({
+      endpoints: {
+        metadata: 'http://127.0.0.1:1',
+        marketplace: 'http://127.0.0.1:1/{network}',
+        indexer: 'http://127.0.0.1:1/{network}',
+        relayer: 'http://127.0.0.1:1/{network}',
+        api: 'http://127.0.0.1:1',
+      },
+      networks: config.platform.networks,
+      accessKey: 'k',
+    });
+    const currencies = new CurrencyDirectory(platform, config.platform.nativeSymbols);
+    expect(await currencies.symbol('mynet', NATIVE_CURRENCY)).toBe('MYC');
+    expect(await currencies.symbol('polygon', NATIVE_CURRENCY)).toBe('POL');
+    await platform.close();
+    expect(problemsOf({ ...real, FLOORWATCH_NETWORKS: 'mynet:777:$$' })[0]).toMatch(/name:chainId:SYMBOL/);
+  });
+
   it('GIVEN a real platform THEN addresses, networks and key are read', () => {
     const config = loadConfig({
       ...real,
