@@ -1,14 +1,13 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { ArgumentError } from '../src/bot/errors.ts';
 import { byPriceAscending, tokenName } from '../src/bot/format.ts';
-import { describeOrder, firstItems, footerOf } from '../src/bot/market.ts';
+import { describeOrder, firstItems, footerOf, traitConditions } from '../src/bot/market.ts';
 import { bold, type ReplyField } from '../src/bot/reply.ts';
 import type { CollectiblesFilter } from '../src/platform/types.ts';
 
 export default defineCommand({
   name: 'floor',
   description: 'The cheapest listings of a collection, optionally filtered by traits',
-  example: '/floor moon cats count=5 background=blue',
+  example: '/floor moon cats count=5 background=aurora',
   acceptsTraits: true,
   options: [
     {
@@ -21,34 +20,9 @@ export default defineCommand({
     { name: 'count', type: 'integer', description: 'How many listings (1-10)', min: 1, max: 10 },
   ],
   async run(ctx, { collection, count }) {
-    const properties: NonNullable<CollectiblesFilter['properties']> = [];
-    if (ctx.extras.size > 0) {
-      const filters = await ctx.platform.metadata.tokenCollectionFilters({
-        network: collection.network,
-        contractAddress: collection.address,
-      });
-      for (const [key, wanted] of ctx.extras) {
-        const filter = filters.find((f) => f.name.toLowerCase() === key);
-        if (!filter) {
-          throw new ArgumentError(
-            { code: 'invalid_trait', input: key, allowed: filters.map((f) => f.name) },
-            '/floor <collection> [count] [trait=value ...]',
-          );
-        }
-        const value = filter.values.map(String).find((v) => v.toLowerCase() === wanted.toLowerCase());
-        if (value === undefined) {
-          throw new ArgumentError(
-            {
-              code: 'invalid_trait',
-              input: `${filter.name}=${wanted}`,
-              allowed: filter.values.map((v) => `${filter.name}=${v}`).slice(0, 15),
-            },
-            '/floor <collection> [count] [trait=value ...]',
-          );
-        }
-        properties.push({ name: filter.name, type: filter.type, values: [value] });
-      }
-    }
+    const properties: NonNullable<CollectiblesFilter['properties']> = (
+      await traitConditions(ctx, collection, '/floor <collection> [count] [trait=value ...]')
+    ).map(({ filter, value }) => ({ name: filter.name, type: filter.type, values: [value] }));
     const size = count ?? 5;
     const { collectibles } = await ctx.platform.marketplace.listCollectibles({
       network: collection.network,

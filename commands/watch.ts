@@ -3,6 +3,7 @@ import { ALERT_KINDS, type AlertKind, type TraitCondition, type WatchRule } from
 import { type CommandContext, defineCommand, defineGroup } from '../src/bot/command.ts';
 import { ArgumentError, UserError } from '../src/bot/errors.ts';
 import { marketplaceName, shortAddress, traitsOf } from '../src/bot/format.ts';
+import { traitConditions } from '../src/bot/market.ts';
 import { parseAddress, parsePercent, parseTokenId } from '../src/bot/options.ts';
 import { code, type Rich } from '../src/bot/reply.ts';
 
@@ -144,24 +145,10 @@ export default defineGroup({
             );
           }
         }
-        const traits: TraitCondition[] = [];
-        if (ctx.extras.size > 0) {
-          const filters = await ctx.platform.metadata.tokenCollectionFilters({
-            network: collection.network,
-            contractAddress: collection.address,
-          });
-          for (const [key, value] of ctx.extras) {
-            const filter = filters.find((f) => f.name.toLowerCase() === key);
-            const known = filter?.values.map(String).find((v) => v.toLowerCase() === value.toLowerCase());
-            if (!filter || known === undefined) {
-              throw new ArgumentError(
-                { code: 'invalid_trait', input: `${key}=${value}`, allowed: filters.map((f) => f.name) },
-                USAGE,
-              );
-            }
-            traits.push({ name: filter.name, value: known });
-          }
-        }
+        const traits: TraitCondition[] = (await traitConditions(ctx, collection, USAGE)).map(({ filter, value }) => ({
+          name: filter.name,
+          value,
+        }));
         const wanted: Omit<WatchRule, 'id'> = {
           destination: { platform: ctx.chat.platform, chatId: ctx.chat.id },
           network: collection.network,

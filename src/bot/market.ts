@@ -1,9 +1,46 @@
 import { PlatformApiError } from '../platform/errors.ts';
-import type { Order, TokenMetadata } from '../platform/types.ts';
+import type { Order, PropertyFilter, TokenMetadata } from '../platform/types.ts';
 import type { CommandContext, ResolvedCollection } from './command.ts';
-import { UserError } from './errors.ts';
+import { ArgumentError, UserError } from './errors.ts';
 import { formatPrice, marketplaceName, relativeTime, tokenName } from './format.ts';
 import { bold, code, type Inline, type Reply, type ReplyButton } from './reply.ts';
+
+/**
+ * The `trait=value` words of a command, checked against the collection's traits: each becomes the
+ * trait and value as the collection spells them. An unknown trait lists the traits; an unknown
+ * value lists that trait's values.
+ */
+export async function traitConditions(
+  ctx: CommandContext,
+  collection: ResolvedCollection,
+  usage: string,
+): Promise<Array<{ filter: PropertyFilter; value: string }>> {
+  if (ctx.extras.size === 0) return [];
+  const filters = await ctx.platform.metadata.tokenCollectionFilters({
+    network: collection.network,
+    contractAddress: collection.address,
+  });
+  const out: Array<{ filter: PropertyFilter; value: string }> = [];
+  for (const [key, wanted] of ctx.extras) {
+    const filter = filters.find((f) => f.name.toLowerCase() === key.toLowerCase());
+    if (!filter) {
+      throw new ArgumentError({ code: 'invalid_trait', input: key, allowed: filters.map((f) => f.name) }, usage);
+    }
+    const value = filter.values.map(String).find((v) => v.toLowerCase() === wanted.toLowerCase());
+    if (value === undefined) {
+      throw new ArgumentError(
+        {
+          code: 'invalid_trait',
+          input: `${filter.name}=${wanted}`,
+          allowed: filter.values.map((v) => `${filter.name}=${v}`).slice(0, 15),
+        },
+        usage,
+      );
+    }
+    out.push({ filter, value });
+  }
+  return out;
+}
 
 /** `1.5 ETH ($3,012.40) · Sequence Market v2 · by 0xab…cd · ends in 3 days` */
 export async function describeOrder(ctx: CommandContext, network: string, order: Order): Promise<Inline[]> {

@@ -45,3 +45,15 @@ describe('watch rules', () => {
     expect(h.store.rules.map((r) => r.id)).toEqual(['r1', 'r2']);
   });
 });
+
+describe('trait filters', () => {
+  it('GIVEN /watch add with a trait the collection has but a value it does not THEN the answer lists that trait values; a known value is saved as the collection spells it', async () => {
+    const moonCats = collectionNamed(h.devnet, 'Moon Cats');
+    const wrong = h.text(await h.run(`/watch add ${moonCats.address} sale background=blue`));
+    expect(wrong).toContain('"Background=blue" is not a trait filter of this collection');
+    expect(wrong).toContain('Background=Aurora');
+    const right = await h.run(`/watch add ${moonCats.address} sale background=aurora`);
+    expect(right.title).toBe('Watching');
+    expect(h.store.rules.at(-1)?.traits).toEqual([{ name: 'Background', value: 'Aurora' }]);
+  });
+});
