@@ -18,13 +18,14 @@ export const REDACTED_PATHS = [
 ];
 
 /**
- * The process logger: JSON lines on stderr (stdout belongs to the terminal chat), secrets redacted
- * by path, and every known secret value scrubbed from the final line as a last guard.
+ * The process logger: JSON lines on stderr (stdout belongs to the terminal chat) or appended to a
+ * file (a path), secrets redacted by path, and every known secret value scrubbed from the final
+ * line as a last guard.
  */
 export function createLogger(
   level: string,
   secrets: readonly string[] = [],
-  destination: NodeJS.WritableStream | number = 2,
+  destination: NodeJS.WritableStream | number | string = 2,
 ): Logger {
   const scrub = (line: string): string => {
     let out = line;
@@ -39,6 +40,10 @@ export function createLogger(
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       hooks: { streamWrite: scrub },
     },
-    typeof destination === 'number' ? pino.destination({ dest: destination, sync: true }) : destination,
+    typeof destination === 'number'
+      ? pino.destination({ dest: destination, sync: true })
+      : typeof destination === 'string'
+        ? pino.destination({ dest: destination, sync: true, append: true, mkdir: true })
+        : destination,
   );
 }

@@ -30,6 +30,8 @@ import { StateStore, StoreFileError } from './store/state.ts';
 export const VERSION = '0.1.0';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const COMMANDS_DIR = join(ROOT, 'commands');
+/** Where logs go when the terminal chat runs on a terminal. */
+export const LOG_FILE = 'floorwatch.log';
 
 export interface RunningBot {
   config: Config;
@@ -54,15 +56,32 @@ export interface StartOptions {
   env?: Readonly<Record<string, string | undefined>>;
   stdin?: Readable & { isTTY?: boolean };
   stdout?: Writable;
-  /** Log destination (file descriptor or stream); stderr by default. */
-  logDestination?: NodeJS.WritableStream | number;
+  /**
+   * Log destination (file descriptor, stream or file path); stderr by default, and the data
+   * directory's `floorwatch.log` when the terminal chat runs on a terminal (logs would mix with the prompt).
+   */
+  logDestination?: NodeJS.WritableStream | number | string;
   cwd?: string;
 }
 
 /** Starts the bot with its configuration; used by the CLI entry point and by end-to-end tests. */
 export async function startBot(options: StartOptions = {}): Promise<RunningBot> {
   const config = loadConfig(options.env ?? process.env, options.cwd);
-  const logger = createLogger(config.logLevel, secretsOf(config), options.logDestination ?? 2);
+  const stdin = options.stdin ?? process.stdin;
+  const consoleWanted = config.console || (!config.discord && !config.telegram);
+  const logFile =
+    options.logDestination === undefined && consoleWanted && stdin.isTTY === true
+      ? join(config.dataDir, LOG_FILE)
+      : undefined;
+  let logger: Logger;
+  try {
+    logger = createLogger(config.logLevel, secretsOf(config), options.logDestination ?? logFile ?? 2);
+    if (logFile) process.stderr.write(`floorwatch: logs go to ${logFile}\n`);
+  } catch (error) {
+    // The data directory cannot take the log file: the checks below say why; log to stderr meanwhile.
+    if (!logFile) throw error;
+    logger = createLogger(config.logLevel, secretsOf(config), 2);
+  }
   const stops: Array<() => Promise<void>> = [];
   const stop = async () => {
     for (const step of stops.reverse()) {
@@ -221,8 +240,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     const chats: Array<{ platform: string; ready: () => boolean }> = [];
     let consoleChat: ConsoleChat | undefined;
     let finished: Promise<void> = new Promise(() => undefined);
-    if (config.console || (!config.discord && !config.telegram)) {
-      const stdin = options.stdin ?? process.stdin;
+    if (consoleWanted) {
       consoleChat = new ConsoleChat({
         engine,
         input: stdin,

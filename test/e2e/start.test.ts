@@ -1,8 +1,9 @@
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type EntryPointRun, runEntryPoint, spawnEntryPoint, waitUntil } from '../helpers/entry-point.ts';
+import { type EntryPointRun, ROOT, runEntryPoint, spawnEntryPoint, waitUntil } from '../helpers/entry-point.ts';
 
 /** Runs the entry point interactively-by-pipe: sends lines, keeps input open until stdout matches. */
 /** Sends lines to the real entry point, keeps its input open until stdout matches (or 30 s), then ends it. */
@@ -82,5 +83,39 @@ describe('npm start with piped input', () => {
     expect(run.stderr).toContain(`${file}: is not valid JSON`);
     expect(run.stdout).toBe('');
     expect(await readFile(file, 'utf8')).toBe('{"version":2,"chats":');
+  });
+});
+
+describe('npm start on a terminal', () => {
+  it('keeps logs off the prompt: they go to the data directory, and the terminal is told where', async () => {
+    // `script` gives the bot a real pseudo-terminal, as a person's shell would.
+    const child = spawn(
+      'script',
+      ['-qfec', `${JSON.stringify(process.execPath)} --import tsx src/main.ts`, '/dev/null'],
+      {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: process.env.HOME ?? '',
+          FLOORWATCH_DATA_DIR: dataDir,
+          FLOORWATCH_DEVNET_BLOCK_MS: '0',
+        },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
+    let screen = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      screen += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    child.stdin.write('/help\n');
+    await waitUntil(() => screen.includes('Floorwatch commands'), 30_000);
+    child.stdin.write('\u0004');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 15_000))]);
+    child.kill('SIGKILL');
+    expect(screen).toContain('Floorwatch commands');
+    expect(screen).toContain(`logs go to ${join(dataDir, 'floorwatch.log')}`);
+    expect(screen).not.toContain('"level"');
+    expect(await readFile(join(dataDir, 'floorwatch.log'), 'utf8')).toContain('"msg":"floorwatch started"');
   });
 });
