@@ -16,7 +16,32 @@ import { ArgumentError, UserError } from './errors.ts';
 import type { ArgError } from './options.ts';
 import type { Reply } from './reply.ts';
 
-const quote = (text: string | undefined): string => `"${text ?? ''}"`;
+/** Longest echo of user input in a message, in characters, ellipsis included. */
+export const MAX_ECHO_CHARS = 60;
+
+/** Longest wait shown as a number; beyond it (or when unreadable) the text says "later". */
+export const MAX_SHOWN_WAIT_MS = 60 * 60 * 1000;
+
+/**
+ * Something the user typed, as a message may repeat it: whitespace and control characters
+ * collapsed to one space, cut to {@link MAX_ECHO_CHARS} characters with an ellipsis (never inside a
+ * surrogate pair), so that a 10 kB argument yields a short answer. Escaping stays the renderers' job.
+ */
+export function echo(text: string | number | undefined): string {
+  const flat = String(text ?? '')
+    .replace(/[\s\p{Cc}]+/gu, ' ')
+    .trim();
+  const chars = Array.from(flat);
+  return chars.length > MAX_ECHO_CHARS ? `${chars.slice(0, MAX_ECHO_CHARS - 1).join('')}…` : flat;
+}
+
+const quote = (text: string | number | undefined): string => `"${echo(text)}"`;
+
+/** "in 30 s" for a wait the platform or a limiter gave; "later" when it is absurd or unreadable. */
+function waitText(ms: number): string {
+  if (!Number.isFinite(ms) || ms > MAX_SHOWN_WAIT_MS) return 'later';
+  return `in ${Math.max(1, Math.ceil(ms / 1000))} s`;
+}
 
 export function describeArgError(error: ArgError): string {
   const option = error.option ?? 'argument';
@@ -25,17 +50,19 @@ export function describeArgError(error: ArgError): string {
       return `Missing ${option}.`;
     case 'invalid_address':
       return `${quote(error.input)} is not an address: expected 0x followed by 40 hexadecimal characters.`;
+    case 'bad_checksum':
+      return `${quote(error.input)} has a wrong checksum (EIP-55): check for a typo, or write it in lower case.`;
     case 'invalid_token_id':
       return `${quote(error.input)} is not a token id: expected a whole number such as 1234.`;
     case 'invalid_number':
       return `${option} must be a whole number; got ${quote(error.input)}.`;
     case 'out_of_range':
       if (error.min !== undefined && error.max !== undefined) {
-        return `${option} must be between ${error.min} and ${error.max}; got ${error.input}.`;
+        return `${option} must be between ${error.min} and ${error.max}; got ${echo(error.input)}.`;
       }
       return error.min !== undefined
-        ? `${option} must be at least ${error.min}; got ${error.input}.`
-        : `${option} must be at most ${error.max}; got ${error.input}.`;
+        ? `${option} must be at least ${error.min}; got ${echo(error.input)}.`
+        : `${option} must be at most ${error.max}; got ${echo(error.input)}.`;
     case 'invalid_choice':
       return `${option} must be one of ${(error.allowed ?? []).join(', ')}; got ${quote(error.input)}.`;
     case 'invalid_amount':
@@ -73,15 +100,15 @@ function describeUserError(error: UserError): string {
   const p = error.params;
   switch (error.code) {
     case 'unknown_command':
-      return `Unknown command ${quote(String(p.command))}. Type /help for the list.`;
+      return `Unknown command ${quote(p.command)}. Type /help for the list.`;
     case 'unknown_subcommand':
       return `/${p.command} needs one of: ${p.allowed}. Example: /${p.command} ${String(p.allowed).split(', ')[0]}`;
     case 'unknown_collection':
-      return `No collection matches ${quote(String(p.query))} on ${p.network}. Try /search ${p.query}, or give the contract address.`;
+      return `No collection matches ${quote(p.query)} on ${echo(p.network)}. Try /search ${echo(p.query)}, or give the contract address.`;
     case 'no_collection':
       return 'Which collection? Name one, or set a default with /settings collection=<name or address>.';
     case 'token_not_found':
-      return `Token ${p.tokenId} does not exist in ${p.collection}.`;
+      return `Token ${echo(p.tokenId)} does not exist in ${p.collection}.`;
     case 'not_found':
       return String(p.what);
     case 'permission':
@@ -89,7 +116,7 @@ function describeUserError(error: UserError): string {
         ? 'Only the bot operators may run this command (FLOORWATCH_OPERATORS).'
         : 'Only people who can manage this chat may change its settings.';
     case 'rate_limited':
-      return `Slow down a little: try again in ${p.seconds} s.`;
+      return `Slow down a little: try again ${typeof p.seconds === 'number' ? waitText(p.seconds * 1000) : 'in a moment'}.`;
     case 'not_configured':
       return String(p.what);
     case 'button_expired':
@@ -105,9 +132,8 @@ function describePlatformError(error: PlatformError): string {
   const service = serviceOf(error);
   if (error instanceof PlatformApiError) {
     if (error.isRateLimited) {
-      const wait =
-        error.retryAfterMs === undefined ? 'a minute' : `${Math.max(1, Math.ceil(error.retryAfterMs / 1000))} s`;
-      return `The platform is rate-limiting requests (${service}). Try again in ${wait}.`;
+      const wait = error.retryAfterMs === undefined ? 'in a minute' : waitText(error.retryAfterMs);
+      return `The platform is rate-limiting requests (${service}). Try again ${wait}.`;
     }
     if (error.isUnauthorized) {
       return `The platform refused the bot's credentials (${error.errorName}). An operator must check FLOORWATCH_ACCESS_KEY and FLOORWATCH_SECRET_TOKEN.`;
@@ -163,7 +189,7 @@ export function errorReply(error: unknown, reference: string): Reply {
   } else if (error instanceof UserError) {
     lines = [describeUserError(error)];
   } else if (error instanceof UnknownNetworkError) {
-    lines = [`Unknown network "${error.network}". Known networks: ${error.known.join(', ')}.`];
+    lines = [`Unknown network ${quote(error.network)}. Known networks: ${error.known.join(', ')}.`];
   } else if (error instanceof PlatformError) {
     lines = [describePlatformError(error)];
   } else if (error instanceof StoreWriteError) {

@@ -2,6 +2,20 @@ export { PlatformClient, type PlatformClientOptions } from './client.ts';
 export * from './errors.ts';
 export { type Network, NetworkDirectory, WELL_KNOWN_NETWORKS } from './networks.ts';
 export type { PlatformEndpoints } from './services/context.ts';
-export { DEFAULT_HEARTBEAT_TIMEOUT_MS, DEFAULT_RECONNECT, type StreamOptions, type StreamState } from './stream.ts';
-export { type CallOptions, type CallReport, DEFAULT_RETRY, DEFAULT_TIMEOUTS } from './transport.ts';
+export {
+  DEFAULT_BAD_LINE_REPORT_MS,
+  DEFAULT_HEARTBEAT_TIMEOUT_MS,
+  DEFAULT_MAX_LINE_BYTES,
+  DEFAULT_RECONNECT,
+  type StreamOptions,
+  type StreamState,
+} from './stream.ts';
+export {
+  type BodyLimits,
+  type CallOptions,
+  type CallReport,
+  DEFAULT_LIMITS,
+  DEFAULT_RETRY,
+  DEFAULT_TIMEOUTS,
+} from './transport.ts';
 export type * from './types.ts';

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Pool, errors as undiciErrors } from 'undici';
+import { type BodyRead, type ReadableBody, readBody } from './body.ts';
 import {
   isTransient,
   PlatformAbortedError,
@@ -31,10 +32,33 @@ export interface TimeoutPolicy {
   bodyMs: number;
   /** Whole call including retries, unless the caller gives its own. Default 30 s. */
   totalMs: number;
+  /**
+   * Reading a whole error answer (non-2xx), of a unary call or of a stream's open. A stream has no
+   * body timeout of its own, so without this an endless error body would hold it forever. Default 10 s.
+   */
+  errorBodyMs: number;
+}
+
+/**
+ * Sizes of answer bodies the client accepts. A body past its limit is not read further: the
+ * connection is closed and the call fails with a {@link PlatformBadResponseError} naming the limit.
+ */
+export interface BodyLimits {
+  /** A unary call's 2xx answer. Default 16 MiB. */
+  bodyBytes: number;
+  /** An error answer (non-2xx), of a unary call or of a stream's open. Default 64 KiB. */
+  errorBodyBytes: number;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { retries: 3, baseDelayMs: 250, maxDelayMs: 8_000 };
-export const DEFAULT_TIMEOUTS: TimeoutPolicy = { connectMs: 5_000, headersMs: 15_000, bodyMs: 15_000, totalMs: 30_000 };
+export const DEFAULT_TIMEOUTS: TimeoutPolicy = {
+  connectMs: 5_000,
+  headersMs: 15_000,
+  bodyMs: 15_000,
+  totalMs: 30_000,
+  errorBodyMs: 10_000,
+};
+export const DEFAULT_LIMITS: BodyLimits = { bodyBytes: 16 * 1024 * 1024, errorBodyBytes: 64 * 1024 };
 
 /** What the transport reports after every attempt (for metrics and debug logs). */
 export interface CallReport {
@@ -53,6 +77,7 @@ export interface TransportOptions {
   secretToken?: string | undefined;
   retry?: Partial<RetryPolicy>;
   timeouts?: Partial<TimeoutPolicy>;
+  limits?: Partial<BodyLimits>;
   /** Keep-alive connections per origin. Default 16. */
   connectionsPerOrigin?: number;
   userAgent?: string;
@@ -107,6 +132,7 @@ const sleepTimer = (ms: number, signal?: AbortSignal): Promise<void> =>
 export class Transport {
   readonly retry: RetryPolicy;
   readonly timeouts: TimeoutPolicy;
+  readonly limits: BodyLimits;
   readonly #pools = new Map<string, Pool>();
   readonly #accessKey: string | undefined;
   readonly #secretToken: string | undefined;
@@ -121,6 +147,7 @@ export class Transport {
   constructor(options: TransportOptions = {}) {
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.#accessKey = options.accessKey || undefined;
     this.#secretToken = options.secretToken || undefined;
     this.#connections = options.connectionsPerOrigin ?? 16;
@@ -185,8 +212,8 @@ export class Transport {
 
   /**
    * Opens a streaming call (NDJSON answer). Resolves once a 2xx answer's headers arrived; a non-2xx
-   * answer is read as an error body and thrown as a typed error. No retries here: the stream layer
-   * owns reconnects.
+   * answer is read as an error body (within the error body's size and time limits) and thrown as a
+   * typed error. No retries here: the stream layer owns reconnects.
    */
   async openStream(request: RpcRequest, signal: AbortSignal): Promise<OpenStream> {
     const operation = `${request.service}/${request.method}`;
@@ -211,8 +238,8 @@ export class Transport {
       });
       this.#report(operation, url.host, 1, response.statusCode, started, requestId);
       if (response.statusCode < 200 || response.statusCode >= 300) {
-        const text = await response.body.text();
-        throw this.#errorFromBody(operation, url.host, response.statusCode, text, response.headers['retry-after']);
+        const read = await this.#readErrorBody(response.body);
+        throw this.#errorFromBody(operation, url.host, response.statusCode, read, response.headers['retry-after']);
       }
       response.body.once('close', forget);
       return {
@@ -255,10 +282,20 @@ export class Transport {
       headersTimeout: this.timeouts.headersMs,
       bodyTimeout: this.timeouts.bodyMs,
     });
-    const text = await response.body.text();
     if (response.statusCode < 200 || response.statusCode >= 300) {
-      throw this.#errorFromBody(operation, url.host, response.statusCode, text, response.headers['retry-after']);
+      const read = await this.#readErrorBody(response.body);
+      throw this.#errorFromBody(operation, url.host, response.statusCode, read, response.headers['retry-after']);
     }
+    const read = await readBody(response.body, { maxBytes: this.limits.bodyBytes });
+    if (read.kind !== 'complete') {
+      throw new PlatformBadResponseError(
+        operation,
+        url.host,
+        `answer body is larger than the limit of ${this.limits.bodyBytes} bytes; the connection was closed`,
+        response.statusCode,
+      );
+    }
+    const text = read.text;
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
@@ -308,18 +345,26 @@ export class Transport {
     return pool;
   }
 
-  /** Builds the typed error for a non-2xx answer, reading `msg` (Go servers) or `message`. */
+  #readErrorBody(body: ReadableBody): Promise<BodyRead> {
+    return readBody(body, { maxBytes: this.limits.errorBodyBytes, timeoutMs: this.timeouts.errorBodyMs });
+  }
+
+  /**
+   * Builds the typed error for a non-2xx answer, reading `msg` (Go servers) or `message`. An error
+   * body cut short by its limits still yields an error of the right status, so that a 5xx stays
+   * transient and a 429 stays a rate limit.
+   */
   #errorFromBody(
     operation: string,
     host: string,
     status: number,
-    text: string,
+    read: BodyRead,
     retryAfterHeader: string | string[] | undefined,
   ): PlatformError {
     const retryAfterMs = parseRetryAfter(Array.isArray(retryAfterHeader) ? retryAfterHeader[0] : retryAfterHeader);
     let payload: unknown;
     try {
-      payload = JSON.parse(text);
+      payload = read.kind === 'complete' ? JSON.parse(read.text) : undefined;
     } catch {
       payload = undefined;
     }
@@ -346,10 +391,26 @@ export class Transport {
         retryAfterMs,
       });
     }
+    if (read.kind === 'too_large') {
+      return new PlatformBadResponseError(
+        operation,
+        host,
+        `error answer body is larger than the limit of ${this.limits.errorBodyBytes} bytes; the connection was closed`,
+        status,
+      );
+    }
+    if (read.kind === 'too_slow') {
+      return new PlatformBadResponseError(
+        operation,
+        host,
+        `error answer body did not end within ${this.timeouts.errorBodyMs} ms; the connection was closed`,
+        status,
+      );
+    }
     return new PlatformBadResponseError(
       operation,
       host,
-      `error answer is not a platform error body: ${this.#preview(text)}`,
+      `error answer is not a platform error body: ${this.#preview(read.text)}`,
       status,
     );
   }

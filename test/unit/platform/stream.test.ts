@@ -181,9 +181,9 @@ describe('framing', () => {
 });
 
 describe('bad lines', () => {
-  it('GIVEN a line that is not JSON WHEN read THEN it is reported via onBadLine and the stream goes on', async () => {
+  it('GIVEN a line that is not JSON and badLineReportMs: 0 WHEN read THEN it is reported via onBadLine and the stream goes on', async () => {
     const bad: PlatformBadResponseError[] = [];
-    const events = subscribe({ onBadLine: (e) => bad.push(e) });
+    const events = subscribe({ badLineReportMs: 0, onBadLine: (e) => bad.push(e) });
     const pending = take(events, 2);
     const stream = await server.nextStream(EVENTS);
     await stream.send({ log: wireEventLog(1) });
@@ -202,9 +202,9 @@ describe('bad lines', () => {
     expect(server.requestsTo(EVENTS)).toHaveLength(1);
   });
 
-  it('GIVEN records of the wrong shape or without "log" WHEN read THEN each is reported and skipped', async () => {
+  it('GIVEN records of the wrong shape or without "log" and badLineReportMs: 0 WHEN read THEN each is reported and skipped', async () => {
     const bad: PlatformBadResponseError[] = [];
-    const events = subscribe({ onBadLine: (e) => bad.push(e) });
+    const events = subscribe({ badLineReportMs: 0, onBadLine: (e) => bad.push(e) });
     const pending = take(events, 1);
     const stream = await server.nextStream(EVENTS);
     await stream.send({ log: wireEventLog(1, { blockNumber: 'soon' }) });

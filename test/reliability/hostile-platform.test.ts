@@ -1,0 +1,354 @@
+/**
+ * Issue 13, item 2: the real client against a local server that answers in hostile ways. A body
+ * that never ends, an error body that never ends (fast or one byte at a time), a stream that
+ * trickles bytes without ever finishing a line, a line without end, a flood of garbage lines, an
+ * absurd Retry-After. Each ends in a typed error or a stream reported lost, the connection closed
+ * rather than drained, and words a user can read. Limits are set small where the defaults would
+ * make a test slow; outcomes are asserted, never durations.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { errorReply } from '../../src/bot/user-text.ts';
+import {
+  DEFAULT_BAD_LINE_REPORT_MS,
+  DEFAULT_LIMITS,
+  DEFAULT_MAX_LINE_BYTES,
+  DEFAULT_TIMEOUTS,
+  type EventLog,
+  PlatformApiError,
+  PlatformBadResponseError,
+  type PlatformClient,
+  type PlatformClientOptions,
+  PlatformTimeoutError,
+  type StreamOptions,
+  type StreamState,
+} from '../../src/platform/index.ts';
+import { ACCESS_KEY, ADDR, createTestClient, wireEventLog } from '../helpers/platform-fixtures.ts';
+import { type NdjsonStream, pause, RpcTestServer, reply } from '../helpers/rpc-test-server.ts';
+
+const LISTINGS = '/mk/polygon/rpc/Marketplace/ListListingsForCollectible';
+const EVENTS = '/idx/polygon/rpc/Indexer/SubscribeEvents';
+const FAST_RECONNECT = { initialDelayMs: 10, maxDelayMs: 50 };
+/** A flood that reaches this many bytes was not stopped by the client: the test fails instead of filling the disk. */
+const FLOOD_CAP = 256 * 1024 * 1024;
+
+let server: RpcTestServer;
+let controller: AbortController;
+const clients: PlatformClient[] = [];
+
+beforeEach(async () => {
+  server = await RpcTestServer.start();
+  controller = new AbortController();
+});
+
+afterEach(async () => {
+  controller.abort();
+  await server.close();
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+});
+
+function makeClient(options: Partial<PlatformClientOptions> = {}): PlatformClient {
+  const client = createTestClient(server, options);
+  clients.push(client);
+  return client;
+}
+
+function listListings(client: PlatformClient) {
+  return client.marketplace.listListingsForCollectible({
+    network: 'polygon',
+    contractAddress: ADDR.collection,
+    tokenId: '42',
+  });
+}
+
+function subscribe(client: PlatformClient, options: StreamOptions = {}) {
+  return client.indexer.subscribeEvents(
+    { network: 'polygon', filter: { contractAddresses: [ADDR.collection] } },
+    { signal: controller.signal, reconnect: FAST_RECONNECT, ...options },
+  );
+}
+
+async function failure(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('the call succeeded');
+}
+
+/** Writes as fast as the client reads until it closes the connection; resolves with the bytes written. */
+async function flood(stream: NdjsonStream): Promise<number> {
+  const chunk = Buffer.alloc(16 * 1024, 'x');
+  let written = 0;
+  while (!stream.isClosed && written < FLOOD_CAP) {
+    await Promise.race([stream.write(chunk), stream.closed]);
+    written += chunk.length;
+  }
+  return written;
+}
+
+/** Writes one byte every `everyMs` until the client closes the connection; resolves with the bytes written. */
+async function trickle(stream: NdjsonStream, everyMs: number): Promise<number> {
+  let written = 0;
+  while (!stream.isClosed && written < 10_000) {
+    await stream.write('x');
+    written++;
+    await Promise.race([pause(everyMs), stream.closed]);
+  }
+  return written;
+}
+
+/** Records a subscription's states; `first(kind)` resolves with the first of that kind, seen or to come. */
+function stateRecorder() {
+  const states: StreamState[] = [];
+  const waiters: Array<() => void> = [];
+  return {
+    states,
+    onState: (state: StreamState) => {
+      states.push(state);
+      for (const wake of waiters.splice(0)) wake();
+    },
+    async first<K extends StreamState['kind']>(kind: K): Promise<Extract<StreamState, { kind: K }>> {
+      for (;;) {
+        const found = states.find((s): s is Extract<StreamState, { kind: K }> => s.kind === kind);
+        if (found) return found;
+        await new Promise<void>((resolve) => waiters.push(resolve));
+      }
+    },
+  };
+}
+
+describe('documented defaults', () => {
+  it('GIVEN no options THEN answers are capped at 16 MiB, error bodies at 64 KiB and 10 s, stream lines at 1 MiB, bad-line reports at one a minute', () => {
+    expect(DEFAULT_LIMITS).toEqual({ bodyBytes: 16 * 1024 * 1024, errorBodyBytes: 64 * 1024 });
+    expect(DEFAULT_TIMEOUTS.errorBodyMs).toBe(10_000);
+    expect(DEFAULT_MAX_LINE_BYTES).toBe(1024 * 1024);
+    expect(DEFAULT_BAD_LINE_REPORT_MS).toBe(60_000);
+  });
+});
+
+describe('unary answers that never end', () => {
+  it('GIVEN a 200 answer whose body never ends WHEN called THEN a PlatformBadResponseError names the operation and the limit, and the connection is closed', async () => {
+    server.route(LISTINGS, reply.stream({ heartbeatAtOpen: false }));
+    const client = makeClient({ limits: { bodyBytes: 256 * 1024 }, timeouts: { totalMs: 10_000 } });
+
+    const pending = failure(listListings(client));
+    const written = await flood(await server.nextStream(LISTINGS));
+    const error = await pending;
+
+    expect(error).toBeInstanceOf(PlatformBadResponseError);
+    const bad = error as PlatformBadResponseError;
+    expect(bad.message).toContain('Marketplace/ListListingsForCollectible');
+    expect(bad.message).toContain('larger than the limit of 262144 bytes');
+    expect(bad.status).toBe(200);
+    expect(written).toBeLessThan(FLOOD_CAP);
+    // A body that is too large would be too large again: not retried.
+    expect(server.requestsTo(LISTINGS)).toHaveLength(1);
+  });
+
+  it('GIVEN a 500 answer whose error body never ends WHEN called THEN the default 64 KiB limit ends it as a transient bad response (HTTP 500)', async () => {
+    server.route(LISTINGS, reply.stream({ status: 500, heartbeatAtOpen: false }));
+    const client = makeClient({ retry: { retries: 0 }, timeouts: { totalMs: 10_000 } });
+
+    const pending = failure(listListings(client));
+    const written = await flood(await server.nextStream(LISTINGS));
+    const error = await pending;
+
+    expect(error).toBeInstanceOf(PlatformBadResponseError);
+    const bad = error as PlatformBadResponseError;
+    expect(bad.status).toBe(500);
+    expect(bad.message).toContain('error answer body is larger than the limit of 65536 bytes');
+    expect(written).toBeLessThan(FLOOD_CAP);
+    expect(errorReply(error, 'r1').lines).toEqual([
+      "The platform's Marketplace service is having trouble (HTTP 500). Try again in a minute.",
+    ]);
+  });
+
+  it('GIVEN a 503 whose error body trickles one byte every 20 ms WHEN errorBodyMs is 200 THEN the call fails with a bad response naming that time, and the connection is closed', async () => {
+    server.route(LISTINGS, reply.stream({ status: 503, heartbeatAtOpen: false }));
+    const client = makeClient({ retry: { retries: 0 }, timeouts: { errorBodyMs: 200, totalMs: 10_000 } });
+
+    const pending = failure(listListings(client));
+    const written = await trickle(await server.nextStream(LISTINGS), 20);
+    const error = await pending;
+
+    expect(error).toBeInstanceOf(PlatformBadResponseError);
+    expect((error as PlatformBadResponseError).status).toBe(503);
+    expect((error as Error).message).toContain('error answer body did not end within 200 ms');
+    expect(written).toBeLessThan(10_000);
+  });
+
+  it('GIVEN a 429 with an endless body WHEN the limit cuts it THEN it is still a rate-limit error with its Retry-After', async () => {
+    server.route(LISTINGS, reply.stream({ status: 429, heartbeatAtOpen: false, headers: { 'retry-after': '2' } }));
+    const client = makeClient({ retry: { retries: 0 }, limits: { errorBodyBytes: 1024 } });
+
+    const pending = failure(listListings(client));
+    await flood(await server.nextStream(LISTINGS));
+    const error = await pending;
+
+    expect(error).toBeInstanceOf(PlatformApiError);
+    expect((error as PlatformApiError).isRateLimited).toBe(true);
+    expect((error as PlatformApiError).retryAfterMs).toBe(2_000);
+  });
+});
+
+describe('SubscribeEvents answered with a non-2xx status and an endless error body', () => {
+  it('GIVEN a 503 with an endless error body WHEN subscribing THEN the open fails with a bad response naming the limit, the connection is closed, and the client reconnects', async () => {
+    server.route(EVENTS, reply.stream({ status: 503, heartbeatAtOpen: false }), reply.stream());
+    const client = makeClient({ limits: { errorBodyBytes: 4 * 1024 } });
+    const recorder = stateRecorder();
+    const events = subscribe(client, { onState: recorder.onState });
+
+    const first = events.next();
+    const written = await flood(await server.nextStream(EVENTS));
+    const disconnected = await recorder.first('disconnected');
+    const healthy = await server.nextStream(EVENTS);
+    await healthy.send({ log: wireEventLog(1) });
+
+    expect((await first).value).toMatchObject({ blockNumber: wireEventLog(1).blockNumber });
+    expect(disconnected.reason).toBeInstanceOf(PlatformBadResponseError);
+    expect(disconnected.reason.message).toContain('Indexer/SubscribeEvents');
+    expect(disconnected.reason.message).toContain('larger than the limit of 4096 bytes');
+    expect(disconnected.willReconnect).toBe(true);
+    expect(written).toBeLessThan(FLOOD_CAP);
+    await events.return(undefined);
+  });
+
+  it('GIVEN a 401 whose error body trickles WHEN errorBodyMs passes THEN the iterator ends with a final bad response (HTTP 401) and does not reconnect', async () => {
+    server.route(EVENTS, reply.stream({ status: 401, heartbeatAtOpen: false }));
+    const client = makeClient({ timeouts: { errorBodyMs: 200 } });
+    const events = subscribe(client);
+
+    const ending = failure(events.next());
+    const written = await trickle(await server.nextStream(EVENTS), 20);
+    const error = await ending;
+
+    expect(error).toBeInstanceOf(PlatformBadResponseError);
+    expect((error as PlatformBadResponseError).status).toBe(401);
+    expect((error as Error).message).toContain('did not end within 200 ms');
+    expect(written).toBeLessThan(10_000);
+    expect(server.requestsTo(EVENTS)).toHaveLength(1);
+  });
+});
+
+describe('stream liveness counts complete lines only', () => {
+  it('GIVEN a stream that trickles one byte every 30 ms and never ends a line WHEN the heartbeat timeout passes THEN it is reported disconnected and reconnects', async () => {
+    server.route(EVENTS, reply.stream());
+    const client = makeClient();
+    const recorder = stateRecorder();
+    const events = subscribe(client, { heartbeatTimeoutMs: 300, onState: recorder.onState });
+
+    const pending = events.next();
+    const trickled = trickle(await server.nextStream(EVENTS), 30);
+    const disconnected = await recorder.first('disconnected');
+    const reconnecting = await recorder.first('reconnecting');
+    controller.abort();
+    await pending;
+
+    expect(disconnected.reason).toBeInstanceOf(PlatformTimeoutError);
+    expect(disconnected.reason.message).toContain('waiting for a heartbeat or a line');
+    expect(disconnected.willReconnect).toBe(true);
+    expect(reconnecting.attempt).toBe(2);
+    expect(await trickled).toBeLessThan(10_000);
+  });
+
+  it('GIVEN the default line cap WHEN a line grows past 1 MiB without a newline THEN the connection is dropped as a bad response and reopened', async () => {
+    server.route(EVENTS, reply.stream());
+    const client = makeClient();
+    const recorder = stateRecorder();
+    const events = subscribe(client, { onState: recorder.onState });
+
+    const pending = events.next();
+    const endless = await server.nextStream(EVENTS);
+    await endless.write('{"log":"');
+    const written = await flood(endless);
+    const disconnected = await recorder.first('disconnected');
+    await (await server.nextStream(EVENTS)).send({ log: wireEventLog(5) });
+
+    expect((await pending).value).toMatchObject({ blockNumber: wireEventLog(5).blockNumber });
+    expect(disconnected.reason).toBeInstanceOf(PlatformBadResponseError);
+    expect(disconnected.reason.message).toContain(`longer than ${1024 * 1024} bytes`);
+    expect(written).toBeLessThan(FLOOD_CAP);
+    await events.return(undefined);
+  });
+});
+
+describe('garbage lines are reported as a summary, not one by one', () => {
+  function garbage(count: number): string {
+    return Array.from({ length: count }, (_, i) => `<html>garbage ${i} key=${ACCESS_KEY} ${'z'.repeat(500)}\n`).join(
+      '',
+    );
+  }
+
+  it('GIVEN 1,000 garbage lines within one interval WHEN read THEN one report comes at once and one with the other 999 when the subscription ends', async () => {
+    server.route(EVENTS, reply.stream());
+    const client = makeClient();
+    const reports: Array<{ sample: PlatformBadResponseError; skipped: number }> = [];
+    const events = subscribe(client, { onBadLine: (sample, skipped) => reports.push({ sample, skipped }) });
+
+    const pending = events.next();
+    const stream = await server.nextStream(EVENTS);
+    await stream.write(garbage(1_000));
+    await stream.send({ log: wireEventLog(1) });
+    const first = await pending;
+
+    expect((first.value as EventLog).blockNumber).toBe(wireEventLog(1).blockNumber);
+    expect(reports.map((r) => r.skipped)).toEqual([1]);
+    await events.return(undefined);
+    expect(reports.map((r) => r.skipped)).toEqual([1, 999]);
+    for (const { sample } of reports) {
+      expect(sample).toBeInstanceOf(PlatformBadResponseError);
+      expect(sample.message).toContain('not JSON');
+      expect(sample.message).not.toContain(ACCESS_KEY);
+      expect(sample.message.length).toBeLessThan(250);
+    }
+    expect(server.requestsTo(EVENTS)).toHaveLength(1);
+  });
+
+  it('GIVEN bursts of bad lines WHEN the report interval is 100 ms THEN a few reports account for every line', async () => {
+    server.route(EVENTS, reply.stream());
+    const client = makeClient();
+    const reports: number[] = [];
+    const events = subscribe(client, { badLineReportMs: 100, onBadLine: (_, skipped) => reports.push(skipped) });
+
+    const pending = events.next();
+    const stream = await server.nextStream(EVENTS);
+    for (let burst = 0; burst < 3; burst++) {
+      await stream.write(garbage(100));
+      await pause(150);
+    }
+    await stream.send({ log: wireEventLog(1) });
+    await pending;
+    await events.return(undefined);
+
+    expect(reports.reduce((a, b) => a + b, 0)).toBe(300);
+    expect(reports.length).toBeLessThanOrEqual(10);
+  });
+});
+
+describe('Retry-After beyond an hour', () => {
+  it('GIVEN a 429 with Retry-After: 251606819987 WHEN the call gives up THEN the user is told to try again later, not in 251606819987 s', async () => {
+    server.route(LISTINGS, reply.text('', { status: 429, headers: { 'retry-after': '251606819987' } }));
+    const client = makeClient();
+
+    const error = await failure(listListings(client));
+
+    expect(error).toBeInstanceOf(PlatformApiError);
+    expect(server.requestsTo(LISTINGS)).toHaveLength(1);
+    expect(errorReply(error, 'r2').lines).toEqual([
+      'The platform is rate-limiting requests (Marketplace). Try again later.',
+    ]);
+  });
+
+  it('GIVEN a 429 with Retry-After as a date in the year 9999 WHEN the call gives up THEN the user is told to try again later', async () => {
+    server.route(
+      LISTINGS,
+      reply.text('', { status: 429, headers: { 'retry-after': 'Fri, 31 Dec 9999 23:59:59 GMT' } }),
+    );
+    const client = makeClient();
+
+    const error = await failure(listListings(client));
+
+    expect(errorReply(error, 'r3').lines?.[0]).toMatch(/Try again later\.$/);
+  });
+});

@@ -1,0 +1,166 @@
+/**
+ * Failures as words (src/bot/user-text.ts), issue 13 items 2 and 8b: whatever a user typed is
+ * echoed at most about 60 characters long, on one line, and stays inert in every chat's rendering;
+ * a platform wait beyond an hour (or unreadable) reads "later", never a number of seconds.
+ */
+import { describe, expect, it } from 'vitest';
+import { ArgumentError, UserError } from '../../../src/bot/errors.ts';
+import type { ArgError, ArgErrorCode } from '../../../src/bot/options.ts';
+import { plain } from '../../../src/bot/reply.ts';
+import { echo, errorReply, MAX_ECHO_CHARS } from '../../../src/bot/user-text.ts';
+import { renderPlain } from '../../../src/chat/console/render.ts';
+import { renderDiscord } from '../../../src/chat/discord/render.ts';
+import { renderTelegram } from '../../../src/chat/telegram/render.ts';
+import { PlatformApiError, UnknownNetworkError } from '../../../src/platform/errors.ts';
+
+const HUGE = 'x'.repeat(10_000);
+/** The cut echo of {@link HUGE}. */
+const CUT = `${'x'.repeat(MAX_ECHO_CHARS - 1)}…`;
+
+function text(error: unknown): string {
+  return (errorReply(error, 'ref').lines ?? []).map(plain).join('\n');
+}
+
+const CODES_WITH_INPUT: ArgErrorCode[] = [
+  'invalid_address',
+  'bad_checksum',
+  'invalid_token_id',
+  'invalid_number',
+  'out_of_range',
+  'invalid_choice',
+  'invalid_amount',
+  'invalid_percent',
+  'invalid_duration',
+  'invalid_role',
+  'invalid_time',
+  'invalid_time_zone',
+  'unknown_network',
+  'invalid_collection',
+  'too_many_arguments',
+  'unknown_option',
+  'invalid_trait',
+];
+
+function rateLimited(retryAfterMs: number | undefined): PlatformApiError {
+  return new PlatformApiError('Marketplace/ListListingsForCollectible', 'platform.test', {
+    errorName: 'RateLimited',
+    code: 1007,
+    status: 429,
+    detail: 'rate limited',
+    retryAfterMs,
+  });
+}
+
+describe('echo', () => {
+  it('GIVEN short input THEN it is kept as typed', () => {
+    expect(echo('azuki')).toBe('azuki');
+    expect(echo('x'.repeat(MAX_ECHO_CHARS))).toBe('x'.repeat(MAX_ECHO_CHARS));
+  });
+
+  it('GIVEN 10 kB of input THEN it is cut to 60 characters, ellipsis included', () => {
+    expect(echo(HUGE)).toBe(CUT);
+    expect(Array.from(echo(HUGE))).toHaveLength(60);
+  });
+
+  it('GIVEN emoji (surrogate pairs) THEN the cut never splits one', () => {
+    expect(echo('😀'.repeat(100))).toBe(`${'😀'.repeat(MAX_ECHO_CHARS - 1)}…`);
+  });
+
+  it('GIVEN newlines, tabs and control characters THEN they become single spaces', () => {
+    expect(echo('a\n\n@everyone\tb\u0000\u0007c\r\n')).toBe('a @everyone b c');
+  });
+});
+
+describe('every echo of user input is cut', () => {
+  it.each(CODES_WITH_INPUT)('GIVEN %s with 10 kB of input WHEN described THEN the echo is cut', (code) => {
+    const error: ArgError = { code, option: 'value', input: HUGE, min: 1, max: 10, allowed: ['a', 'b'] };
+    const message = text(new ArgumentError(error, '/cmd <value>'));
+    expect(message).toContain(CUT);
+    expect(message).not.toContain('x'.repeat(MAX_ECHO_CHARS));
+    expect(message.length).toBeLessThan(400);
+  });
+
+  it('GIVEN "Too many arguments" with 10 kB of extra arguments WHEN described THEN the answer is short', () => {
+    const error = new ArgumentError({ code: 'too_many_arguments', input: HUGE }, '/stats [days]');
+    expect(errorReply(error, 'ref').lines).toEqual([
+      `Too many arguments: "${CUT}" was not expected.`,
+      'Usage: /stats [days]',
+    ]);
+  });
+
+  it('GIVEN an unknown command of 10 kB WHEN described THEN it is cut', () => {
+    expect(text(new UserError('unknown_command', { command: HUGE }))).toBe(
+      `Unknown command "${CUT}". Type /help for the list.`,
+    );
+  });
+
+  it('GIVEN an unknown collection query of 10 kB WHEN described THEN both echoes of it are cut', () => {
+    const message = text(new UserError('unknown_collection', { query: HUGE, network: 'polygon' }));
+    expect(message).toBe(
+      `No collection matches "${CUT}" on polygon. Try /search ${CUT}, or give the contract address.`,
+    );
+  });
+
+  it('GIVEN a token id of 78 digits WHEN it does not exist THEN it is cut', () => {
+    const tokenId = '9'.repeat(78);
+    const message = text(new UserError('token_not_found', { tokenId, collection: 'Azuki' }));
+    expect(message).toBe(`Token ${'9'.repeat(MAX_ECHO_CHARS - 1)}… does not exist in Azuki.`);
+  });
+
+  it('GIVEN an unknown network of 10 kB WHEN described THEN it is cut', () => {
+    expect(text(new UnknownNetworkError(HUGE, ['polygon']))).toBe(`Unknown network "${CUT}". Known networks: polygon.`);
+  });
+});
+
+describe('an echo stays inert in every chat', () => {
+  const hostile = '<b>@everyone</b> **bold** [x](https://evil.example) &amp;';
+
+  it('GIVEN markup in the input WHEN rendered for Telegram THEN it is escaped HTML', () => {
+    const html = renderTelegram(errorReply(new UserError('unknown_command', { command: hostile }), 'ref')).html;
+    expect(html).toContain('&lt;b&gt;@');
+    expect(html).toContain('everyone&lt;/b&gt;');
+    expect(html).toContain('&amp;amp;');
+    expect(html).not.toMatch(/<b>@|<\/b>|<a /);
+  });
+
+  it('GIVEN markup in the input WHEN rendered for Discord THEN markdown, mentions and links stay text', () => {
+    const message = renderDiscord([errorReply(new UserError('unknown_command', { command: hostile }), 'ref')]);
+    const description = message.embeds[0]?.description ?? '';
+    expect(description).toContain('\\*\\*bold\\*\\*');
+    expect(description).toContain('@\u200beveryone');
+    expect(description).toContain('\\[x\\]\\(https');
+    expect(message.allowedMentions.parse).toEqual([]);
+  });
+
+  it('GIVEN a 10 kB input WHEN rendered for the console THEN the line is short', () => {
+    const rendered = renderPlain(errorReply(new UserError('unknown_command', { command: HUGE }), 'ref'));
+    expect(JSON.stringify(rendered).length).toBeLessThan(400);
+  });
+});
+
+describe('waits', () => {
+  it.each([
+    [30_000, 'in 30 s'],
+    [1, 'in 1 s'],
+    [3_600_000, 'in 3600 s'],
+  ])('GIVEN Retry-After of %d ms WHEN rate limited THEN the text says "Try again %s"', (ms, wait) => {
+    expect(text(rateLimited(ms))).toBe(`The platform is rate-limiting requests (Marketplace). Try again ${wait}.`);
+  });
+
+  it.each([3_600_001, 251_606_819_987_000, Number.POSITIVE_INFINITY, Number.NaN])(
+    'GIVEN Retry-After of %d ms WHEN rate limited THEN the text says "later"',
+    (ms) => {
+      expect(text(rateLimited(ms))).toBe('The platform is rate-limiting requests (Marketplace). Try again later.');
+    },
+  );
+
+  it('GIVEN no Retry-After WHEN rate limited THEN the text says "in a minute"', () => {
+    expect(text(rateLimited(undefined))).toBe(
+      'The platform is rate-limiting requests (Marketplace). Try again in a minute.',
+    );
+  });
+
+  it('GIVEN the bot own limiter WHEN it asks to wait 5 s THEN the text says so', () => {
+    expect(text(new UserError('rate_limited', { seconds: 5 }))).toBe('Slow down a little: try again in 5 s.');
+  });
+});
