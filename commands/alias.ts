@@ -2,6 +2,7 @@ import { defineCommand, defineGroup } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
 import { shortAddress } from '../src/bot/format.ts';
 import { code } from '../src/bot/reply.ts';
+import { echo } from '../src/bot/user-text.ts';
 import { own } from '../src/records.ts';
 
 const MAX_ALIASES = 100;
@@ -77,7 +78,7 @@ export default defineGroup({
         const alias = name.toLowerCase();
         if (!own(ctx.store.chat(ctx.chatKey).aliases, alias)) {
           throw new UserError('not_found', {
-            what: `There is no alias "${alias}" in this chat. /alias list shows them.`,
+            what: `There is no alias "${echo(alias)}" in this chat. /alias list shows them.`,
           });
         }
         await ctx.store.updateChat(ctx.chatKey, (settings) => {

@@ -6,6 +6,7 @@ import { marketplaceName, shortAddress, traitsOf } from '../src/bot/format.ts';
 import { traitConditions } from '../src/bot/market.ts';
 import { parseAddress, parsePercent, parseTokenId } from '../src/bot/options.ts';
 import { code, type Rich } from '../src/bot/reply.ts';
+import { echo } from '../src/bot/user-text.ts';
 
 /** Rules one chat may have: bounds the work of every event. */
 export const MAX_RULES_PER_CHAT = 50;
@@ -64,7 +65,7 @@ function ruleOfChat(ctx: CommandContext, id: string): WatchRule {
   const rule = ctx.store.rules.find(
     (r) => r.id === wanted && r.destination.platform === ctx.chat.platform && r.destination.chatId === ctx.chat.id,
   );
-  if (!rule) throw new UserError('not_found', { what: `This chat has no rule ${id}. /watch list shows them.` });
+  if (!rule) throw new UserError('not_found', { what: `This chat has no rule ${echo(id)}. /watch list shows them.` });
   return rule;
 }
 

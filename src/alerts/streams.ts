@@ -147,7 +147,11 @@ export class NetworkStreams {
           if (this.#events?.controller === controller) this.#eventsState(state);
           if (state.kind === 'connected') markConnected();
         },
-        onBadLine: (error) => this.#logger.warn({ network: this.network, err: error }, 'skipped a bad event line'),
+        onBadLine: (sample, skipped) =>
+          this.#logger.warn(
+            { network: this.network, stream: 'events', skipped, err: sample },
+            'skipped bad stream lines',
+          ),
       },
     );
     void (async () => {
@@ -181,6 +185,11 @@ export class NetworkStreams {
         onState: (state) => {
           this.#health.receipts = stateName(state);
         },
+        onBadLine: (sample, skipped) =>
+          this.#logger.warn(
+            { network: this.network, stream: 'receipts', skipped, err: sample },
+            'skipped bad stream lines',
+          ),
       },
     );
     void (async () => {
