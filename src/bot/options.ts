@@ -4,6 +4,8 @@
  * user-text.ts is the one place that turns identifiers into words.
  */
 
+import { isAddress } from 'viem/utils';
+
 export type OptionType =
   | 'text'
   | 'collection'
@@ -71,6 +73,7 @@ export interface OptionValues {
 export type ArgErrorCode =
   | 'missing'
   | 'invalid_address'
+  | 'bad_checksum'
   | 'invalid_token_id'
   | 'invalid_number'
   | 'out_of_range'
@@ -119,9 +122,17 @@ function shown(input: string): string {
   return input.length > 60 ? `${input.slice(0, 57)}...` : input;
 }
 
+/**
+ * A 20-byte address, returned in lower case. Written in mixed case it carries an EIP-55 checksum,
+ * which must match (a letter typed in the wrong case or a wrong character is then caught:
+ * `bad_checksum`); all lower or all upper case carries none and is taken as it is.
+ */
 export function parseAddress(input: string, option = 'address'): Parsed<string> {
   const trimmed = input.trim();
   if (!ADDRESS.test(trimmed)) return fail({ code: 'invalid_address', option, input: shown(trimmed) });
+  const hex = trimmed.slice(2);
+  const mixed = hex !== hex.toLowerCase() && hex !== hex.toUpperCase();
+  if (mixed && !isAddress(trimmed, { strict: true })) return fail({ code: 'bad_checksum', option, input: trimmed });
   return ok(trimmed.toLowerCase());
 }
 

@@ -29,6 +29,34 @@ describe('option parsers', () => {
     },
   );
 
+  // EIP-55's own test vector, and the same address with one letter's case flipped.
+  const CHECKSUMMED = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed';
+  const TYPO = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD';
+
+  it('GIVEN a mixed-case address THEN its EIP-55 checksum must match', () => {
+    expect(parseAddress(CHECKSUMMED)).toEqual({ ok: true, value: CHECKSUMMED.toLowerCase() });
+    expect(parseAddress(TYPO, 'wallets')).toEqual({
+      ok: false,
+      error: { code: 'bad_checksum', option: 'wallets', input: TYPO },
+    });
+  });
+
+  it('GIVEN an address in one case THEN it carries no checksum and is accepted', () => {
+    const hex = CHECKSUMMED.slice(2);
+    expect(parseAddress(`0x${hex.toLowerCase()}`)).toEqual({ ok: true, value: CHECKSUMMED.toLowerCase() });
+    expect(parseAddress(`0x${hex.toUpperCase()}`)).toEqual({ ok: true, value: CHECKSUMMED.toLowerCase() });
+  });
+
+  it('GIVEN a collection written as a mistyped checksummed address, alone or on a network THEN the checksum is named', () => {
+    for (const input of [TYPO, `devnet:${TYPO}`, `${TYPO}@devnet`]) {
+      expect(parseCollection(input, ctx)).toMatchObject({ ok: false, error: { code: 'bad_checksum' } });
+    }
+    expect(parseCollection(`devnet:${CHECKSUMMED}`, ctx)).toEqual({
+      ok: true,
+      value: { kind: 'address', address: CHECKSUMMED.toLowerCase(), network: 'devnet' },
+    });
+  });
+
   it('reads token ids as decimal, with # or in hex, and refuses values past uint256', () => {
     expect(parseTokenId('#42')).toEqual({ ok: true, value: '42' });
     expect(parseTokenId('0x2a')).toEqual({ ok: true, value: '42' });
