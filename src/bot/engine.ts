@@ -19,7 +19,7 @@ import {
 import { CurrencyDirectory } from './currencies.ts';
 import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from './errors.ts';
 import { type OptionSpec, parseNetwork, parseOption, type Tokens, tokenize } from './options.ts';
-import { DEFAULT_CHAT_LIMIT, DEFAULT_USER_LIMIT, RateLimiter, type RateLimitPolicy } from './rate-limit.ts';
+import { DEFAULT_CHAT_LIMIT, DEFAULT_USER_LIMIT, FloodGate, type RateLimitPolicy } from './rate-limit.ts';
 import type { Reply } from './reply.ts';
 import { errorReply, isExpectedFailure } from './user-text.ts';
 
@@ -45,9 +45,19 @@ export interface EngineOptions {
   digests?: DigestPort;
   /** Symbol of the native coin per network, where it is not ETH or a well-known one. */
   nativeSymbols?: Readonly<Record<string, string>>;
+  /** Messages a person may send in a burst, and how fast they may send more (see {@link CommandEngine.admit}). */
   userLimit?: RateLimitPolicy;
+  /** The same for a chat, whoever writes in it. */
   chatLimit?: RateLimitPolicy;
 }
+
+/**
+ * What an adapter does with an incoming message, decided by {@link CommandEngine.admit} before
+ * anything else: handle it (`ok`); answer `reply` ("slow down") and nothing else (`notify`); or
+ * answer nothing at all (`silent`), beyond the acknowledgement a platform requires (a Discord
+ * interaction, a Telegram button press).
+ */
+export type Admission = { status: 'ok' } | { status: 'notify'; reply: Reply } | { status: 'silent' };
 
 /** Outcome of one command, for logs and metrics. */
 export type Outcome = 'ok' | 'user_error' | 'platform_error' | 'denied' | 'rate_limited' | 'failed';
@@ -68,9 +78,10 @@ export function parseCommandLine(
 }
 
 /**
- * The platform-neutral command engine: finds the command, checks permission and rate limits,
- * parses and resolves arguments, runs it, and turns any failure into a clear answer. It never
- * throws: every invocation yields a Reply.
+ * The platform-neutral command engine: admits messages under the rate limits
+ * ({@link CommandEngine.admit}), finds the command, checks permission, parses and resolves
+ * arguments, runs it, and turns any failure into a clear answer. `run` never throws: every
+ * invocation yields a Reply.
  */
 export class CommandEngine {
   readonly commands: readonly CommandDefinition[];
@@ -80,8 +91,7 @@ export class CommandEngine {
   readonly #byName = new Map<string, CommandDefinition>();
   readonly #options: EngineOptions;
   readonly #now: () => Date;
-  readonly #userLimiter: RateLimiter;
-  readonly #chatLimiter: RateLimiter;
+  readonly #floodGate: FloodGate;
   /** Observers of each finished command (metrics). */
   readonly #listeners: Array<(name: string, outcome: Outcome, ms: number) => void> = [];
 
@@ -93,8 +103,7 @@ export class CommandEngine {
     this.startedAt = this.#now();
     this.resolver = new CollectionResolver(options.platform);
     this.currencies = new CurrencyDirectory(options.platform, options.nativeSymbols);
-    this.#userLimiter = new RateLimiter(options.userLimit ?? DEFAULT_USER_LIMIT);
-    this.#chatLimiter = new RateLimiter(options.chatLimit ?? DEFAULT_CHAT_LIMIT);
+    this.#floodGate = new FloodGate(options.userLimit ?? DEFAULT_USER_LIMIT, options.chatLimit ?? DEFAULT_CHAT_LIMIT);
   }
 
   onOutcome(listener: (name: string, outcome: Outcome, ms: number) => void): void {
@@ -118,6 +127,34 @@ export class CommandEngine {
     return false;
   }
 
+  /**
+   * Counts one message of a person against their rate limit and their chat's, whatever the message
+   * turns out to be: a command, an unknown or denied one, a line that does not parse, plain text, a
+   * button press. Adapters call it first, for every message they would answer, so a flood costs
+   * at most the buckets' capacity in answers plus one "slow down" per window. Needs only the ids:
+   * nothing that costs a platform call may come before it. The terminal chat is never limited.
+   *
+   * @param command the command's name when the adapter knows it already (metrics only).
+   * @example
+   * const admission = engine.admit(chat, { id: userId });
+   * if (admission.status === 'notify') await send(admission.reply);
+   * if (admission.status !== 'ok') return;
+   */
+  admit(chat: ChatRef, actor: Pick<Actor, 'id'>, command = ''): Admission {
+    if (chat.platform === 'console') return { status: 'ok' };
+    const now = this.#now().getTime();
+    const verdict = this.#floodGate.admit(`${chat.platform}:${actor.id}`, `${chat.platform}:${chat.id}`, now);
+    if (verdict.status === 'ok') return verdict;
+    this.#options.logger.debug(
+      { platform: chat.platform, chat: chat.id, user: actor.id, answered: verdict.status === 'notify' },
+      'rate limited',
+    );
+    for (const listener of this.#listeners) listener(command, 'rate_limited', 0);
+    if (verdict.status === 'silent') return { status: 'silent' };
+    const seconds = Math.max(1, Math.ceil(verdict.waitMs / 1000));
+    return { status: 'notify', reply: errorReply(new UserError('rate_limited', { seconds }), '') };
+  }
+
   /** Runs a typed line (`/floor moon cats`); undefined when the line is not a command. */
   async runLine(line: string, chat: ChatRef, actor: Actor): Promise<Reply | undefined> {
     const parsed = parseCommandLine(line);
@@ -136,11 +173,6 @@ export class CommandEngine {
       const { spec, label, args } = this.#select(invocation);
       name = label;
       selected = { label, args };
-      const wait = this.#rateLimit(invocation);
-      if (wait > 0) {
-        outcome = 'rate_limited';
-        return errorReply(new UserError('rate_limited', { seconds: Math.ceil(wait / 1000) }), '');
-      }
       return await this.#execute(spec, label, args, invocation);
     } catch (error) {
       if (error instanceof AmbiguousCollectionError && selected) {
@@ -191,14 +223,6 @@ export class CommandEngine {
       throw permissionError(sub.permission ?? 'everyone');
     }
     return { spec: sub, label: `${command.name} ${sub.name}`, args };
-  }
-
-  #rateLimit(invocation: Invocation): number {
-    if (invocation.chat.platform === 'console') return 0;
-    const now = this.#now().getTime();
-    const userWait = this.#userLimiter.take(`${invocation.chat.platform}:${invocation.actor.id}`, now);
-    if (userWait > 0) return userWait;
-    return this.#chatLimiter.take(`${invocation.chat.platform}:${invocation.chat.id}`, now);
   }
 
   async #execute(spec: CommandSpec, label: string, tokens: Tokens, invocation: Invocation): Promise<Reply> {

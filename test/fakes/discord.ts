@@ -19,6 +19,8 @@ export interface FakeDiscordOptions {
   token?: string;
   applicationId?: string;
   guilds?: FakeGuild[];
+  /** The gateway address that `GET /gateway/bot` gives (default: this stand-in's own gateway). */
+  gatewayUrl?: string;
 }
 
 export interface RecordedCall {
@@ -110,6 +112,7 @@ export class FakeDiscord {
   readonly #sockets = new Set<WebSocket>();
   readonly #injected: Injected[] = [];
   readonly #originals = new Map<string, FakeMessage>();
+  readonly #gatewayUrl: string | undefined;
   readonly #waiters = new Set<() => void>();
   readonly #taken = new Set<number>();
   #id = 0n;
@@ -130,6 +133,7 @@ export class FakeDiscord {
       avatar: null,
       global_name: null,
     };
+    this.#gatewayUrl = options.gatewayUrl;
     this.#server = createServer((req, res) => {
       void this.#route(req, res).catch((error: unknown) => {
         res.writeHead(500, { 'content-type': 'application/json' });
@@ -446,7 +450,7 @@ export class FakeDiscord {
 
     if (method === 'GET' && route === '/gateway/bot') {
       return answer(200, {
-        url: `ws://127.0.0.1:${this.#port}/gateway`,
+        url: this.#gatewayUrl ?? `ws://127.0.0.1:${this.#port}/gateway`,
         shards: 1,
         session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 },
       });

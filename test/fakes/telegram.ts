@@ -174,7 +174,7 @@ export class FakeTelegram {
     }
   }
 
-  #push(update: Record<string, unknown>) {
+  #push<T extends Record<string, unknown>>(update: T): { update_id: number } & T {
     const full = { update_id: this.#nextUpdate++, ...update };
     this.#updates.push(full);
     for (const wake of this.#pollers) wake();

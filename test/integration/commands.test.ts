@@ -5,7 +5,7 @@ import type { Reply } from '../../src/bot/reply.ts';
 import { renderDiscord } from '../../src/chat/discord/render.ts';
 import { renderTelegram, TELEGRAM_LIMITS } from '../../src/chat/telegram/render.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
-import { ADMIN, GROUP, type Harness, MEMBER, OPERATOR, startHarness } from '../helpers/bot-harness.ts';
+import { ADMIN, CONSOLE, GROUP, type Harness, MEMBER, OPERATOR, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed, listedToken } from '../helpers/devnet-data.ts';
 
 let h: Harness;
@@ -326,10 +326,23 @@ describe('choices and limits', () => {
       commands: h.engine.commands,
       userLimit: { capacity: 2, refillPerSecond: 0.01 },
     });
-    const answers: string[] = [];
-    for (let i = 0; i < 3; i++) answers.push(h.text((await engine.runLine('/help', GROUP, MEMBER)) ?? {}));
-    expect(answers[2]).toMatch(/^Slow down a little: try again in \d+ s\.$/);
-    expect(h.text((await engine.runLine('/help', GROUP, ADMIN)) ?? {})).toContain('Floorwatch commands');
+    const admissions = Array.from({ length: 4 }, () => engine.admit(GROUP, MEMBER));
+    expect(admissions.map((a) => a.status)).toEqual(['ok', 'ok', 'notify', 'silent']);
+    const notice = admissions[2]?.status === 'notify' ? admissions[2].reply : {};
+    expect(h.text(notice)).toMatch(/^Slow down a little: try again in \d+ s\.$/);
+    expect(engine.admit(GROUP, ADMIN).status).toBe('ok');
+    // The terminal is the operator's own chat: never limited.
+    expect(Array.from({ length: 10 }, () => engine.admit(CONSOLE, ADMIN).status)).toEqual(Array(10).fill('ok'));
+  });
+
+  it('GIVEN a watch rule with a wallet whose EIP-55 checksum is wrong THEN the answer names the checksum', async () => {
+    const typo = '0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD';
+    const reply = await h.run(`/watch add moon cats network=devnet wallets=${typo}`, GROUP, ADMIN);
+    expect(h.text(reply)).toContain(
+      `"${typo}" has a wrong checksum (EIP-55): check for a typo, or write it in lower case.`,
+    );
+    const lower = await h.run(`/watch add moon cats network=devnet wallets=${typo.toLowerCase()}`, GROUP, ADMIN);
+    expect(lower.tone).not.toBe('error');
   });
 });
 

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Client, GatewayIntentBits } from 'discord.js';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +17,7 @@ import {
 } from '../../src/chat/discord/adapter.ts';
 import { EXTRA_OPTIONS, toApplicationCommands } from '../../src/chat/discord/commands.ts';
 import { DISCORD_LIMITS } from '../../src/chat/discord/render.ts';
+import { ChatStartError } from '../../src/chat/start-error.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { COMMANDS_DIR, nativeSymbolsOf } from '../../src/main.ts';
 import { FakeDiscord, type InteractionSpec, type RecordedCall } from '../fakes/discord.ts';
@@ -578,5 +581,41 @@ describe('Discord client wiring', () => {
     } finally {
       await client.destroy();
     }
+  });
+});
+
+describe('Discord start-up failures', () => {
+  it('GIVEN an API root that cannot be reached THEN startDiscord fails with a ChatStartError naming it', async () => {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    const apiRoot = `http://127.0.0.1:${port}/api`;
+    const failed = await startDiscord({
+      config: { ...config, apiRoot },
+      engine,
+      store: h.store,
+      logger: pino({ level: 'silent' }),
+      registerCommands: false,
+      clientOptions: { rest: { retries: 0, timeout: 2_000 } },
+    }).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(ChatStartError);
+    expect(failed).toMatchObject({ platform: 'discord', failure: 'unreachable', address: apiRoot, exitCode: 69 });
+    expect((failed as Error).message).toBe(`Discord: cannot reach the API at ${apiRoot} (ECONNREFUSED).`);
+  });
+
+  it('GIVEN a token the API refuses THEN startDiscord fails with a ChatStartError that does not quote it', async () => {
+    const failed = await startDiscord({
+      config: { ...config, token: 'MTEwMA.wrong-token.abcdefghijklmnop' },
+      engine,
+      store: h.store,
+      logger: pino({ level: 'silent' }),
+      registerCommands: false,
+    }).catch((e: unknown) => e);
+    expect(failed).toMatchObject({ platform: 'discord', failure: 'refused', exitCode: 78 });
+    expect((failed as Error).message).toMatch(
+      /^Discord: the API at http:\/\/127\.0\.0\.1:\d+\/api refused DISCORD_TOKEN /,
+    );
+    expect((failed as Error).message).not.toContain('wrong-token');
   });
 });

@@ -7,6 +7,7 @@ import { DeliveryError, Dispatcher } from '../../src/alerts/delivery.ts';
 import { Enricher } from '../../src/alerts/enrich.ts';
 import { AlertPipeline } from '../../src/alerts/pipeline.ts';
 import { isGroup } from '../../src/bot/command.ts';
+import { ChatStartError } from '../../src/chat/start-error.ts';
 import {
   EXPIRED_BUTTON,
   startTelegram,
@@ -428,17 +429,19 @@ describe('webhook mode and secrets', () => {
     }
   });
 
-  it('keeps the bot token out of start-up errors and logs', async () => {
+  it('GIVEN a Bot API that cannot be reached at start THEN a ChatStartError names it, without the bot token', async () => {
+    const apiRoot = await closedPort();
     const failed = await startTelegram({
-      config: config({ apiRoot: await closedPort() }),
+      config: config({ apiRoot }),
       engine: h.engine,
       store: h.store,
       logger,
     }).catch((e: unknown) => e);
-    expect(failed).toBeInstanceOf(Error);
-    expect(String((failed as Error).message)).toMatch(/^Telegram: could not reach Telegram/);
+    expect(failed).toBeInstanceOf(ChatStartError);
+    expect(failed).toMatchObject({ platform: 'telegram', failure: 'unreachable', address: apiRoot, exitCode: 69 });
+    expect((failed as Error).message).toBe(`Telegram: cannot reach the Bot API at ${apiRoot} (getMe: ECONNREFUSED).`);
     expect(JSON.stringify(failed)).not.toContain(tg.token);
-    expect((failed as Error).message).not.toContain(tg.token);
+    expect(String((failed as Error).cause)).not.toContain(tg.token);
     expect(logs.length).toBeGreaterThan(0);
     expect(logs.join('\n')).not.toContain(tg.token);
   });

@@ -67,6 +67,9 @@ export class ConsoleChat {
   }
 
   async #handle(line: string): Promise<void> {
+    const admission = this.#options.engine.admit(CONSOLE_CHAT, CONSOLE_ACTOR);
+    if (admission.status === 'notify') this.#write(`${await this.#render(admission.reply)}\n\n`);
+    if (admission.status !== 'ok') return;
     let commandLine = line;
     if (/^\d{1,2}$/.test(line)) {
       const action = this.#choices[Number(line) - 1];

@@ -38,6 +38,7 @@ import { type OptionSpec, tokenize } from '../../bot/options.ts';
 import type { Reply, ReplyAttachment } from '../../bot/reply.ts';
 import type { Config } from '../../config.ts';
 import type { StateStore } from '../../store/state.ts';
+import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
 import { EXTRA_OPTIONS, toApplicationCommands } from './commands.ts';
 import { DISCORD_LIMITS, type DiscordButton, type DiscordMessage, renderDiscord } from './render.ts';
 
@@ -62,6 +63,7 @@ const NONCE_LENGTH = 25;
 /** `u` or `r`, one base-36 digit that keeps ids unique in a message, and `:`. */
 const CUSTOM_ID_PREFIX = 3;
 const AUTOCOMPLETE_CHOICES = 25;
+const READY_TIMEOUT_MS = 120_000;
 const CHOICE_TEXT = 100;
 
 export interface DiscordAdapterOptions {
@@ -81,6 +83,11 @@ export interface DiscordAdapterOptions {
   autocompleteTimeoutMs?: number;
   /** Register the application commands at start-up (default true). */
   registerCommands?: boolean;
+  /**
+   * How long the gateway may take to let the bot in at start-up (default 2 minutes). discord.js
+   * retries an unreachable gateway forever; past this the start fails with a ChatStartError.
+   */
+  readyTimeoutMs?: number;
 }
 
 export interface DiscordAdapter {
@@ -138,12 +145,21 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
     });
   });
   const ready = new Promise<void>((resolve) => client.once(Events.ClientReady, () => resolve()));
+  const connecting = client.login(config.token).then(() => ready);
+  // Settles after a time-out too, once the client is destroyed: nobody awaits it then.
+  connecting.catch(() => undefined);
+  const timeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(gatewayTimeout(client, timeoutMs)), timeoutMs);
+  });
   try {
-    await client.login(config.token);
-    await ready;
+    await Promise.race([connecting, late]);
   } catch (error) {
     await client.destroy();
-    throw scrub(error, config.token);
+    throw startError(scrub(error, config.token), shownAddress(client.rest.options.api));
+  } finally {
+    clearTimeout(timer);
   }
   logger.info({ user: client.user?.tag, guilds: client.guilds.cache.size }, 'discord connected');
   if (options.registerCommands !== false) {
@@ -162,6 +178,37 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
       await client.destroy();
     },
   };
+}
+
+/**
+ * A failed login as one line for the operator: the REST root could not be reached (the gateway's
+ * address is asked there first), or it refused the token. Anything else is passed on.
+ */
+function startError(error: unknown, address: string): unknown {
+  if (error instanceof ChatStartError) return error;
+  const cause = { cause: error };
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (code === 'TokenInvalid' || (error instanceof DiscordAPIError && error.status === 401)) {
+    const text = `Discord: the API at ${address} refused DISCORD_TOKEN (401 Unauthorized); check the bot's token in the Developer Portal.`;
+    return new ChatStartError('discord', 'refused', address, text, cause);
+  }
+  const reason =
+    networkFailureOf(error) ??
+    (error instanceof HTTPError || (error instanceof DiscordAPIError && error.status >= 500)
+      ? `HTTP ${error.status}`
+      : undefined);
+  if (reason === undefined) return error;
+  const text = `Discord: cannot reach the API at ${address} (${reason}).`;
+  return new ChatStartError('discord', 'unreachable', address, text, cause);
+}
+
+/** The gateway (whose address the REST API gave) did not let the bot in within the start-up deadline. */
+function gatewayTimeout(client: Client, timeoutMs: number): ChatStartError {
+  const gateway = client.ws.gateway;
+  const address = gateway ? shownAddress(gateway) : shownAddress(client.rest.options.api);
+  const what = gateway ? 'the gateway' : 'the API';
+  const text = `Discord: cannot reach ${what} at ${address} (no session within ${Math.round(timeoutMs / 1000)} s).`;
+  return new ChatStartError('discord', 'unreachable', address, text);
 }
 
 /** An error whose message cannot carry the token (discord.js puts nothing there, this makes sure). */
@@ -273,7 +320,35 @@ class InteractionHandler {
     return { id: interaction.user.id, ...(name ? { name } : {}), canManage };
   }
 
+  /**
+   * Counts the interaction against the person's and the chat's rate limits. When refused, answers
+   * it here: "slow down" once, then only the acknowledgement Discord requires (see `#acknowledge`).
+   */
+  async #admitted(interaction: Answerable, command?: string): Promise<boolean> {
+    const admission = this.#options.engine.admit(this.#chat(interaction), interaction.user, command);
+    if (admission.status === 'ok') return true;
+    if (admission.status === 'notify') await this.#answer(interaction, Promise.resolve(admission.reply), 'reply');
+    else await this.#acknowledge(interaction);
+    return false;
+  }
+
+  /**
+   * Acknowledges an interaction without showing anything. A button press has a callback for that
+   * (deferred update: the message stays as it was). A slash command has none: every answer to it
+   * is a message, so it is deferred ephemerally (seen only by that person) and the placeholder
+   * deleted at once. Neither call counts against the bot's global rate limit.
+   */
+  async #acknowledge(interaction: Answerable): Promise<void> {
+    if (interaction.isButton()) {
+      await interaction.deferUpdate();
+      return;
+    }
+    await interaction.deferReply({ flags: MessageFlags.Ephemeral });
+    await interaction.deleteReply();
+  }
+
   async #command(interaction: ChatInputCommandInteraction): Promise<void> {
+    if (!(await this.#admitted(interaction, interaction.commandName))) return;
     const invocation = toInvocation(
       interaction.commandName,
       interaction.options.data,
@@ -284,6 +359,7 @@ class InteractionHandler {
   }
 
   async #button(interaction: ButtonInteraction): Promise<void> {
+    if (!(await this.#admitted(interaction))) return;
     const match = /^([ur])[0-9a-z]:([\s\S]+)$/.exec(interaction.customId);
     const action = match?.[2] === undefined ? undefined : this.#codec.decode(match[2]);
     const work = action

@@ -9,8 +9,10 @@ import { ButtonCodec } from '../../bot/buttons.ts';
 import type { Actor, ChatRef } from '../../bot/command.ts';
 import { isGroup } from '../../bot/command.ts';
 import type { CommandEngine } from '../../bot/engine.ts';
+import { plain, type Reply, truncate } from '../../bot/reply.ts';
 import type { Config } from '../../config.ts';
 import type { StateStore } from '../../store/state.ts';
+import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
 import { REPLACES_MARK, type SentKind, TelegramOutbox } from './outbox.ts';
 import { TELEGRAM_LIMITS } from './render.ts';
 import { TELEGRAM_PACE, TelegramSink } from './sink.ts';
@@ -48,6 +50,7 @@ const ADMIN_CACHE_MS = 5 * 60_000;
 /** Methods that post or change a message and count against Telegram's global limit. */
 const THROTTLED = /^(send|edit|copy|forward)/;
 const ALLOWED_UPDATES = ['message', 'callback_query'] as const;
+const DEFAULT_API_ROOT = 'https://api.telegram.org';
 
 /** A simple token bucket: `take` resolves when a token is free. */
 class TokenBucket {
@@ -93,6 +96,8 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
   const { config, engine, store } = options;
   const logger = options.logger.child({ component: 'telegram' });
   const scrub = (text: string) => text.split(config.token).join('[token]');
+  const failed = (what: string, error: unknown) =>
+    startError(what, error, scrub, config.apiRoot ? shownAddress(config.apiRoot) : DEFAULT_API_ROOT);
   const bot = new Bot(config.token, {
     ...(config.apiRoot ? { client: { apiRoot: config.apiRoot.replace(/\/+$/, '') } } : {}),
     ...(options.botInfo ? { botInfo: options.botInfo } : {}),
@@ -106,7 +111,8 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
       // The request URL carries the token; network errors quote it.
       if (error instanceof HttpError) {
         const inner = error.error instanceof Error ? error.error.message : String(error.error);
-        throw new HttpError(scrub(error.message), new Error(scrub(inner)));
+        const code = (error.error as { code?: unknown } | undefined)?.code;
+        throw new HttpError(scrub(error.message), Object.assign(new Error(scrub(inner)), { code }));
       }
       throw error;
     }
@@ -137,9 +143,15 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
       return false;
     }
   };
-  const refs = async (chat: Chat, user: User): Promise<{ chat: ChatRef; actor: Actor }> => ({
-    chat: { platform: 'telegram', id: String(chat.id), kind: chat.type === 'private' ? 'private' : 'group' },
-    actor: { id: String(user.id), name: user.username ?? user.first_name, canManage: await canManage(chat, user) },
+  const chatRef = (chat: Chat): ChatRef => ({
+    platform: 'telegram',
+    id: String(chat.id),
+    kind: chat.type === 'private' ? 'private' : 'group',
+  });
+  const actorOf = async (chat: Chat, user: User): Promise<Actor> => ({
+    id: String(user.id),
+    name: user.username ?? user.first_name,
+    canManage: await canManage(chat, user),
   });
   const track = (task: Promise<void>) => {
     const running = task.catch((error: unknown) => {
@@ -166,36 +178,53 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
     const isPrivate = message.chat.type === 'private';
     const addressed = /^\s*\/[A-Za-z][\w-]*@(\w+)/.exec(text)?.[1];
     if (addressed && addressed.toLowerCase() !== bot.botInfo.username.toLowerCase()) return;
-    // Telegram opens every private chat with /start.
-    const line = /^\s*\/start(@\w+)?\s*$/i.test(text) && !engine.find('start') ? '/help' : text;
-    if (!line.trimStart().startsWith('/')) {
-      if (isPrivate) await outbox.send(String(message.chat.id), { lines: [PRIVATE_HINT] });
+    const isCommand = text.trimStart().startsWith('/');
+    // Talk in a group is not for the bot: it is neither answered nor counted.
+    if (!isCommand && !isPrivate) return;
+    const chat = chatRef(message.chat);
+    const replyTo = isPrivate ? undefined : message.message_id;
+    const admission = engine.admit(chat, { id: String(message.from.id) });
+    if (admission.status === 'notify') await outbox.send(chat.id, admission.reply, replyTo);
+    if (admission.status !== 'ok') return;
+    if (!isCommand) {
+      await outbox.send(chat.id, { lines: [PRIVATE_HINT] });
       return;
     }
+    // Telegram opens every private chat with /start.
+    const line = /^\s*\/start(@\w+)?\s*$/i.test(text) && !engine.find('start') ? '/help' : text;
     void ctx.replyWithChatAction('typing').catch(() => undefined);
-    const { chat, actor } = await refs(message.chat, message.from);
+    const actor = await actorOf(message.chat, message.from);
     const reply = await engine.runLine(line, chat, actor);
     if (!reply) {
       if (isPrivate) await outbox.send(chat.id, { lines: [PRIVATE_HINT] });
       return;
     }
-    await outbox.send(chat.id, reply, isPrivate ? undefined : message.message_id);
+    await outbox.send(chat.id, reply, replyTo);
   }
 
   async function onButton(ctx: Context): Promise<void> {
     const query = ctx.callbackQuery;
     if (!query?.data) return;
+    const message = query.message;
+    const admission = engine.admit(
+      message ? chatRef(message.chat) : { platform: 'telegram', id: String(query.from.id), kind: 'private' },
+      { id: String(query.from.id) },
+    );
+    if (admission.status !== 'ok') {
+      // The toast is seen by the presser alone: a group is not told about one person's flood.
+      await ctx.answerCallbackQuery(admission.status === 'notify' ? { text: toastOf(admission.reply) } : undefined);
+      return;
+    }
     const replaces = query.data.startsWith(REPLACES_MARK);
     const action = codec.decode(replaces ? query.data.slice(REPLACES_MARK.length) : query.data);
-    const message = query.message;
     if (!action || !message) {
       await ctx.answerCallbackQuery({ text: EXPIRED_BUTTON });
       return;
     }
     let answered = false;
     try {
-      const { chat, actor } = await refs(message.chat, query.from);
-      const reply = await engine.runLine(action, chat, actor);
+      const chat = chatRef(message.chat);
+      const reply = await engine.runLine(action, chat, await actorOf(message.chat, query.from));
       await ctx.answerCallbackQuery();
       answered = true;
       if (!reply) return;
@@ -219,7 +248,7 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
     try {
       bot.botInfo = await bot.api.getMe();
     } catch (error) {
-      throw startError('could not reach Telegram (getMe)', error, scrub);
+      throw failed('getMe', error);
     }
   }
   try {
@@ -239,7 +268,7 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
         allowed_updates: [...ALLOWED_UPDATES],
       });
     } catch (error) {
-      throw startError('could not set the webhook', error, scrub);
+      throw failed('setWebhook', error);
     }
     const handle = webhookCallback(bot, 'http', {
       onTimeout: 'return',
@@ -285,16 +314,16 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
     allowed_updates: [...ALLOWED_UPDATES],
     onStart: () => started(),
   });
-  const failed = polling.then(
+  const stopped = polling.then(
     () => {
       throw new Error('Telegram polling stopped before it started');
     },
     (error: unknown) => {
-      throw startError('long polling failed', error, scrub);
+      throw failed('long polling', error);
     },
   );
-  await Promise.race([ready, failed]);
-  void failed.catch((error: unknown) => {
+  await Promise.race([ready, stopped]);
+  void stopped.catch((error: unknown) => {
     logger.error({ err: describe(error, scrub) }, 'telegram polling stopped');
   });
   logger.info({ bot: bot.botInfo.username }, 'telegram long polling');
@@ -324,6 +353,11 @@ export function menuOf(engine: Pick<CommandEngine, 'commands'>): BotCommand[] {
   return menu.slice(0, 100);
 }
 
+/** A reply as the short plain notice of a button press. */
+function toastOf(reply: Reply): string {
+  return truncate((reply.lines ?? []).map(plain).join('\n'), TELEGRAM_LIMITS.callbackAnswer);
+}
+
 /** An error for logs: name and message with the token removed, the Bot API's code where there is one. */
 function describe(error: unknown, scrub: (text: string) => string): { name: string; message: string; code?: number } {
   if (error instanceof GrammyError) return { name: error.name, message: scrub(error.message), code: error.error_code };
@@ -331,8 +365,22 @@ function describe(error: unknown, scrub: (text: string) => string): { name: stri
   return { name: 'Error', message: scrub(String(error)) };
 }
 
-function startError(what: string, error: unknown, scrub: (text: string) => string): Error {
+/**
+ * A failed first contact: a ChatStartError when the Bot API could not be reached or refused the
+ * token (one line for the operator), else a plain error.
+ */
+function startError(what: string, error: unknown, scrub: (text: string) => string, address: string): Error {
   const { message } = describe(error, scrub);
-  const hint = error instanceof GrammyError && error.error_code === 401 ? ' (TELEGRAM_BOT_TOKEN was refused)' : '';
-  return new Error(`Telegram: ${what}${hint}: ${message}`);
+  const cause = { cause: error };
+  if (error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404)) {
+    const refusal = `${what}: ${error.error_code} ${scrub(error.description)}`;
+    const text = `Telegram: the Bot API at ${address} refused TELEGRAM_BOT_TOKEN (${refusal}); check the token with @BotFather.`;
+    return new ChatStartError('telegram', 'refused', address, text, cause);
+  }
+  if (error instanceof HttpError || (error instanceof GrammyError && error.error_code >= 500)) {
+    const reason = networkFailureOf(error) ?? message;
+    const text = `Telegram: cannot reach the Bot API at ${address} (${what}: ${reason}).`;
+    return new ChatStartError('telegram', 'unreachable', address, text, cause);
+  }
+  return new Error(`Telegram: ${what} failed: ${message}`, cause);
 }

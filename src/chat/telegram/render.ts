@@ -8,6 +8,8 @@ export const TELEGRAM_LIMITS = {
   caption: 1_024,
   /** Bytes of a button's callback data. */
   callbackData: 64,
+  /** Characters of the notice shown when a button press is answered (answerCallbackQuery). */
+  callbackAnswer: 200,
   /** Characters we allow on a button label (the API has no hard limit; long labels are unreadable). */
   buttonLabel: 64,
   buttonsPerRow: 8,
