@@ -92,9 +92,18 @@ export default defineCommand({
           lines.push(`    gap: blocks ${gap.fromBlock}-${gap.toBlock} not seen (${gap.at.slice(0, 19)}Z)`);
         if (s.events !== 'connected' && s.lastError) lines.push(`    last error: ${s.lastError.slice(0, 200)}`);
       }
+      const { counters, backlog } = alerts;
       lines.push(
-        `Alerts: ${alerts.counters.events} events, ${alerts.counters.deliveries} deliveries recorded, ${alerts.journal.pending} waiting, ${alerts.journal.failed} failed, ${alerts.counters.reorged} reorgs`,
+        `Alerts: ${counters.events} events, ${counters.deliveries} deliveries recorded, ${alerts.journal.pending} waiting, ${alerts.journal.failed} failed, ${counters.reorged} reorgs${counters.dropped ? `, ${counters.dropped} dropped` : ''}`,
       );
+      const failure = backlog?.failure;
+      if (failure) {
+        lines.push(
+          `❌ Delivery journal: failing to write since ${failure.since.slice(0, 19)}Z (${failure.code ?? failure.message.slice(0, 100)})${failure.broken ? ', restart needed' : ''}: ${backlog.queued} alerts kept in memory, ${counters.dropped} dropped`,
+        );
+      } else if (backlog?.queued) {
+        lines.push(`⚠️ Delivery journal: writing ${backlog.queued} alerts kept in memory`);
+      }
     }
     return {
       title: 'Floorwatch status',

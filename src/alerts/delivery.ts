@@ -1,6 +1,12 @@
 import type { Logger } from 'pino';
 import type { Reply } from '../bot/reply.ts';
-import { type DeliveryJournal, type DeliveryRecord, type NewDelivery, payloadOf } from '../store/journal.ts';
+import {
+  type DeliveryJournal,
+  type DeliveryRecord,
+  JournalWriteError,
+  type NewDelivery,
+  payloadOf,
+} from '../store/journal.ts';
 import { renderReorged } from './render.ts';
 import { type Destination, destinationKey } from './types.ts';
 
@@ -89,7 +95,24 @@ interface Lane {
   failures: number;
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`, or less when `signal` aborts. */
+function sleepUnless(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * Longest wait between two attempts to write to a journal that refused a write (a full disk): once
+ * the disk accepts writes again, the chats get their alerts within this time.
+ */
+const MAX_JOURNAL_RETRY_DELAY_MS = 5_000;
 
 /**
  * Sends journaled deliveries, one lane per destination: each lane keeps its chat's pace, merges a
@@ -102,6 +125,10 @@ export class Dispatcher {
   readonly #idle = new Set<() => void>();
   /** `markSent` writes under way: a lane does not wait for them to start its next send. */
   readonly #marking = new Set<Promise<void>>();
+  /** Lanes whose last journal write failed: they wait for the disk (said once for them all). */
+  readonly #blocked = new Set<Lane>();
+  /** Aborted by stop(): cuts short the lanes' waits. */
+  readonly #stop = new AbortController();
   #stopping = false;
 
   constructor(options: DispatcherOptions) {
@@ -170,6 +197,7 @@ export class Dispatcher {
   /** Stops taking new work; in-flight sends finish, the rest stays journaled for the next start. */
   stop(): Promise<void> {
     this.#stopping = true;
+    this.#stop.abort();
     return this.#settle((lane) => lane.running);
   }
 
@@ -203,7 +231,7 @@ export class Dispatcher {
   }
 
   async #drain(lane: Lane): Promise<void> {
-    const { journal, logger } = this.#options;
+    const { logger } = this.#options;
     const sink = this.#options.sinks.get(lane.destination.platform);
     if (!sink) {
       // No adapter for this platform in this process (not configured): the deliveries stay
@@ -218,45 +246,85 @@ export class Dispatcher {
     }
     while (!this.#stopping && (lane.queue.length || lane.edits.length)) {
       const wait = lane.nextAt - Date.now();
-      if (wait > 0) await sleep(wait);
+      if (wait > 0) await sleepUnless(wait, this.#stop.signal);
       if (this.#stopping) return;
       try {
         if (lane.edits.length) await this.#edit(lane, sink);
         else await this.#send(lane, sink);
         lane.failures = 0;
         lane.nextAt = Date.now() + sink.minIntervalMs;
-      } catch (error) {
-        const failure =
-          error instanceof DeliveryError
-            ? error
-            : new DeliveryError(String((error as Error)?.message ?? error), { permanent: false, cause: error });
-        lane.failures++;
-        const ids = lane.edits.length ? lane.edits.slice(0, 1) : lane.sending;
-        const attempts = Math.max(...ids.map((id) => journal.get(id)?.attempts ?? 0));
-        const giveUp = failure.permanent || attempts >= (this.#options.maxAttempts ?? 8);
-        logger.warn(
-          { destination: destinationKey(lane.destination), permanent: failure.permanent, attempts, err: failure },
-          giveUp ? 'alert delivery failed; giving up' : 'alert delivery failed; will retry',
-        );
-        if (giveUp) {
-          await Promise.all(ids.map((id) => journal.markFailed(id, failure.message, { final: true })));
-          if (lane.edits.length) lane.edits.shift();
-          else lane.queue = lane.queue.filter((id) => !ids.includes(id));
-          this.#options.onOutcome?.('failed', lane.destination.platform, ids.length);
-          if (failure.permanent) {
-            this.#options.onUnreachable?.(lane.destination, failure.message);
-            await Promise.all(
-              lane.queue.splice(0).map((id) => journal.markFailed(id, failure.message, { final: true })),
-            );
-          }
-        } else {
-          await Promise.all(ids.map((id) => journal.markFailed(id, failure.message, { final: false })));
-          this.#options.onOutcome?.('retried', lane.destination.platform, ids.length);
-          const base = this.#options.retryDelayMs ?? 1_000;
-          const backoff = Math.min(this.#options.maxRetryDelayMs ?? 60_000, base * 2 ** (lane.failures - 1));
-          lane.nextAt = Date.now() + Math.max(failure.retryAfterMs ?? 0, backoff * (0.5 + Math.random() / 2));
+        if (this.#blocked.delete(lane) && this.#blocked.size === 0) {
+          logger.info('the delivery journal accepts writes again: the chats get their alerts');
         }
+      } catch (error) {
+        lane.failures++;
+        // A journal that cannot be written is no fault of the chat: the lane waits for the disk, and
+        // nothing is counted against the deliveries.
+        if (error instanceof JournalWriteError) this.#journalRefused(lane, error);
+        else await this.#failed(lane, error).catch((writeError: unknown) => this.#journalRefused(lane, writeError));
       }
+    }
+  }
+
+  /** The delay before the next attempt after `failures` failures in a row, with jitter. */
+  #backoff(failures: number, max = this.#options.maxRetryDelayMs ?? 60_000): number {
+    const base = this.#options.retryDelayMs ?? 1_000;
+    return Math.min(max, base * 2 ** (failures - 1)) * (0.5 + Math.random() / 2);
+  }
+
+  #journalBackoff(failures: number): number {
+    return this.#backoff(failures, Math.min(this.#options.maxRetryDelayMs ?? 60_000, MAX_JOURNAL_RETRY_DELAY_MS));
+  }
+
+  /** A journal write of this lane failed: the lane waits its back-off and tries the same work again. */
+  #journalRefused(lane: Lane, error: unknown): void {
+    lane.nextAt = Date.now() + this.#journalBackoff(lane.failures);
+    const destination = destinationKey(lane.destination);
+    if (!(error instanceof JournalWriteError)) {
+      this.#options.logger.error({ destination, err: error }, 'could not record the outcome of an alert delivery');
+      return;
+    }
+    if (this.#blocked.size === 0) {
+      this.#options.logger.warn(
+        { destination, code: error.code, err: error },
+        'cannot write the delivery journal: chats wait for their alerts until it accepts writes',
+      );
+    }
+    this.#blocked.add(lane);
+  }
+
+  /** Records a failed send or edit: retried later, or given up when permanent or tried too often. */
+  async #failed(lane: Lane, error: unknown): Promise<void> {
+    const { journal, logger } = this.#options;
+    const failure =
+      error instanceof DeliveryError
+        ? error
+        : new DeliveryError(String((error as Error)?.message ?? error), { permanent: false, cause: error });
+    const editing = lane.edits.length > 0;
+    const ids = editing ? lane.edits.slice(0, 1) : lane.sending;
+    // An edit's record counts sends, not edits: an edit is tried as often as the lane failed in a row.
+    const attempts = editing ? lane.failures : Math.max(...ids.map((id) => journal.get(id)?.attempts ?? 0));
+    const giveUp = failure.permanent || attempts >= (this.#options.maxAttempts ?? 8);
+    logger.warn(
+      { destination: destinationKey(lane.destination), permanent: failure.permanent, attempts, err: failure },
+      giveUp ? 'alert delivery failed; giving up' : 'alert delivery failed; will retry',
+    );
+    if (giveUp) {
+      // A message that cannot be edited stays as it was; the edit is tried again after a restart.
+      if (editing) lane.edits.shift();
+      else {
+        await Promise.all(ids.map((id) => journal.markFailed(id, failure.message, { final: true })));
+        lane.queue = lane.queue.filter((id) => !ids.includes(id));
+      }
+      this.#options.onOutcome?.('failed', lane.destination.platform, ids.length);
+      if (failure.permanent) {
+        this.#options.onUnreachable?.(lane.destination, failure.message);
+        await Promise.all(lane.queue.splice(0).map((id) => journal.markFailed(id, failure.message, { final: true })));
+      }
+    } else {
+      if (!editing) await Promise.all(ids.map((id) => journal.markFailed(id, failure.message, { final: false })));
+      this.#options.onOutcome?.('retried', lane.destination.platform, ids.length);
+      lane.nextAt = Date.now() + Math.max(failure.retryAfterMs ?? 0, this.#backoff(lane.failures));
     }
   }
 
@@ -293,9 +361,10 @@ export class Dispatcher {
     lane.sending = [];
     this.#options.onOutcome?.('sent', lane.destination.platform, records.length);
     // The message exists: the lane goes on (the chat keeps the order of its messages) while the
-    // outcome is written. Should that write fail, the deliveries stay `sending` in the journal and
-    // a restart sends them again under the same key, which the chat answers with this message.
-    const marking = Promise.all(records.map((r) => journal.markSent(r.id, messageId))).then(
+    // outcome is written (again and again while the disk is full). Should that write fail for good,
+    // the deliveries stay `sending` in the journal and a restart sends them again under the same
+    // key, which the chat answers with this message.
+    const marking = this.#markSent(records, messageId).then(
       (sent) => {
         // The transaction was reorganised away while this message was on its way: edit it now.
         const edits = sent.filter((r) => r.reorged && !r.editedAt && !lane.edits.includes(r.id));
@@ -315,6 +384,22 @@ export class Dispatcher {
       for (const resolve of this.#idle) resolve();
       this.#idle.clear();
     });
+  }
+
+  /**
+   * Records a sent message. While the journal cannot be written it tries again, until it can or the
+   * dispatcher stops: a delivery left `sending` is sent again by the next start.
+   */
+  async #markSent(records: readonly DeliveryRecord[], messageId: string): Promise<DeliveryRecord[]> {
+    for (let failures = 1; ; failures++) {
+      try {
+        // One write for them all; a repeated markSent of a delivery already recorded sent is a no-op.
+        return await Promise.all(records.map((r) => this.#options.journal.markSent(r.id, messageId)));
+      } catch (error) {
+        if (!(error instanceof JournalWriteError) || this.#stopping) throw error;
+        await sleepUnless(this.#journalBackoff(failures), this.#stop.signal);
+      }
+    }
   }
 
   async #edit(lane: Lane, sink: AlertSink): Promise<void> {

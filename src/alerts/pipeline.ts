@@ -2,7 +2,13 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { PlatformClient } from '../platform/client.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
-import { type DeliveryJournal, deliveryId, type NewDelivery } from '../store/journal.ts';
+import {
+  type DeliveryJournal,
+  deliveryId,
+  JournalWriteError,
+  type JournalWriteFailure,
+  type NewDelivery,
+} from '../store/journal.ts';
 import type { StateStore } from '../store/state.ts';
 import { classifyTransaction, TransactionAssembler } from './classify.ts';
 import type { Dispatcher } from './delivery.ts';
@@ -32,6 +38,45 @@ export interface AlertPipelineOptions {
   relistWindowMs?: number;
   /** Observes each alert handed to delivery (metrics, latency benchmarks). */
   onRecorded?: (event: ChainEvent, destinations: number) => void;
+  /** What is done with alerts while the journal cannot be written. */
+  journalRetry?: JournalRetryOptions;
+}
+
+/**
+ * Most deliveries kept in memory while the journal cannot be written (a disk that is full), each with
+ * its rendered alert (a few KiB at most), so that an outage of hours cannot exhaust the process's
+ * memory. An alert beyond it is dropped and counted
+ * ({@link PipelineCounters.dropped}); a recorded one is never dropped for lack of room.
+ */
+export const MAX_UNRECORDED_DELIVERIES = 10_000;
+
+/**
+ * Alerts whose journal write failed ({@link JournalWriteError}: disk full, file size limit, I/O
+ * error) wait in memory, in order, and are written again with back-off; later alerts queue behind
+ * them, so that each chat still gets its alerts in the chain's order. Once the journal accepts them
+ * they are recorded and delivered as usual, once. Reorgs queue with them (they are a few bytes and
+ * must not overtake the alerts they reverse); they do not count against `maxDeliveries`.
+ */
+export interface JournalRetryOptions {
+  /** Most deliveries kept; alerts beyond are dropped and counted. Default {@link MAX_UNRECORDED_DELIVERIES}. */
+  maxDeliveries?: number;
+  /** First delay before writing them again; doubles after each failed attempt. Default 1 s. */
+  minDelayMs?: number;
+  /** Longest delay between two attempts. Default 5 s. */
+  maxDelayMs?: number;
+}
+
+/** Alerts waiting in memory for the journal, for /status, /readyz and metrics. */
+export interface JournalBacklog {
+  /** Deliveries kept in memory until the journal accepts them. */
+  queued: number;
+  /** Reorgs kept with them. */
+  reorgs: number;
+  /**
+   * Why the journal does not take writes: its own failure (from a failed write until one succeeds
+   * again), or, while alerts still wait, the failure that made them wait.
+   */
+  failure: JournalWriteFailure | undefined;
 }
 
 /** Counters of what went through, for /status and metrics. */
@@ -43,6 +88,30 @@ export interface PipelineCounters {
   reorged: number;
   /** Listings that repeat one seen within the relist window. */
   relists: number;
+  /**
+   * Deliveries never recorded nor sent: the journal could not be written and the alerts kept for it
+   * were at their limit ({@link JournalRetryOptions.maxDeliveries}), or the process stopped (or the
+   * journal refused them for another reason, such as being closed) before they could be written.
+   */
+  dropped: number;
+}
+
+/** A batch of rendered alerts, or a reorg, that the journal has not recorded yet. */
+type Unrecorded =
+  | { kind: 'alerts'; events: readonly ChainEvent[]; perEvent: readonly NewDelivery[][]; deliveries: number }
+  | { kind: 'reorg'; network: string; txnHash: string };
+
+/** Since the journal's writes began to fail, as the pipeline saw it. */
+interface Outage {
+  startedAt: number;
+  /** The failure that started it: still reported while alerts wait, even if a smaller write got through. */
+  failure: JournalWriteFailure;
+  /** Delay before the next attempt. */
+  delayMs: number;
+  /** Deliveries kept in memory, then recorded. */
+  recorded: number;
+  dropped: number;
+  full: boolean;
 }
 
 /** An event waiting for its enrichment, or a reorg waiting for the events before it. */
@@ -70,7 +139,15 @@ interface NetworkState {
  * final and turn sent alerts into "reversed" edits when reorganised.
  */
 export class AlertPipeline {
-  readonly counters: PipelineCounters = { logs: 0, events: 0, matched: 0, deliveries: 0, reorged: 0, relists: 0 };
+  readonly counters: PipelineCounters = {
+    logs: 0,
+    events: 0,
+    matched: 0,
+    deliveries: 0,
+    reorged: 0,
+    relists: 0,
+    dropped: 0,
+  };
   readonly #options: AlertPipelineOptions;
   /** Recent listings by what makes them identical, with the transaction that made each. */
   readonly #listings: LRUCache<string, { network: string; txnHash: string }> | undefined;
@@ -80,6 +157,12 @@ export class AlertPipeline {
   #replanTimer: NodeJS.Timeout | undefined;
   #planning: Promise<void> = Promise.resolve();
   #stopped = false;
+  /** Waits for the journal, oldest first; empty while the disk is fine. */
+  readonly #unrecorded: Unrecorded[] = [];
+  #unrecordedDeliveries = 0;
+  #outage: Outage | undefined;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #retrying: Promise<void> | undefined;
 
   constructor(options: AlertPipelineOptions) {
     this.#options = options;
@@ -102,7 +185,11 @@ export class AlertPipeline {
     await this.#plan();
   }
 
-  /** Stops the streams; deliveries already recorded stay in the journal for the next start. */
+  /**
+   * Stops the streams; deliveries already recorded stay in the journal for the next start. Alerts
+   * still waiting for the journal get one last attempt; those it does not take are lost (counted as
+   * dropped).
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#replanTimer);
@@ -111,10 +198,33 @@ export class AlertPipeline {
       state.streams.stop();
     }
     await this.#idle();
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    await this.#retrying;
+    if (this.#unrecorded.length > 0) await this.#retry();
+    if (this.#unrecordedDeliveries > 0) {
+      this.counters.dropped += this.#unrecordedDeliveries;
+      this.#options.logger.error(
+        { lost: this.#unrecordedDeliveries, failure: this.#options.journal.writeFailure() },
+        'stopped while the journal could not be written: alerts kept in memory are lost',
+      );
+    }
+    this.#unrecorded.length = 0;
+    this.#unrecordedDeliveries = 0;
+    this.#outage = undefined;
   }
 
   health(): StreamHealth[] {
     return [...this.#networks.values()].map((s) => s.streams.health());
+  }
+
+  /** What waits in memory for the journal (nothing while the disk is fine), and why. */
+  backlog(): JournalBacklog {
+    return {
+      queued: this.#unrecordedDeliveries,
+      reorgs: this.#unrecorded.length === 0 ? 0 : this.#unrecorded.filter((u) => u.kind === 'reorg').length,
+      failure: this.#options.journal.writeFailure() ?? this.#outage?.failure,
+    };
   }
 
   /** Resolves when every event received so far has been recorded (tests, benchmarks). */
@@ -289,13 +399,9 @@ export class AlertPipeline {
           if (slot.kind === 'reorg') break;
         }
         const events = ready.filter((r): r is Extract<Slot, { kind: 'event' }> => r.kind === 'event');
-        try {
-          await this.#record(
-            events.map((e) => ({ event: e.event, rules: e.rules, enriched: e.enriched as EnrichedEvent })),
-          );
-        } catch (error) {
-          this.#options.logger.error({ events: events.length, err: error }, 'could not record alerts');
-        }
+        await this.#record(
+          events.map((e) => ({ event: e.event, rules: e.rules, enriched: e.enriched as EnrichedEvent })),
+        );
         const last = ready.at(-1);
         if (last?.kind === 'reorg') await this.#reorg(this.#networkOf(state), last.txnHash);
       }
@@ -308,14 +414,40 @@ export class AlertPipeline {
     });
   }
 
-  /** Renders and records the deliveries of several events with one durable journal write. */
+  /**
+   * Renders and records the deliveries of several events with one durable journal write, or keeps
+   * them for later when the journal cannot take them (or still holds older ones back).
+   */
   async #record(
     batch: ReadonlyArray<{ event: ChainEvent; rules: readonly WatchRule[]; enriched: EnrichedEvent }>,
   ): Promise<void> {
+    let alerts: Extract<Unrecorded, { kind: 'alerts' }>;
+    try {
+      const perEvent = batch.map(({ event, rules, enriched }) => this.#deliveries(event, rules, enriched));
+      const deliveries = perEvent.reduce((sum, list) => sum + list.length, 0);
+      if (deliveries === 0) return;
+      alerts = { kind: 'alerts', events: batch.map((b) => b.event), perEvent, deliveries };
+    } catch (error) {
+      this.#options.logger.error({ events: batch.length, err: error }, 'could not render alerts');
+      return;
+    }
+    if (this.#unrecorded.length > 0) {
+      this.#keep(alerts);
+      return;
+    }
+    try {
+      await this.#commit(alerts);
+      if (this.#outage) this.#recovered();
+    } catch (error) {
+      if (error instanceof JournalWriteError) this.#keep(alerts, error);
+      else this.#options.logger.error({ events: batch.length, err: error }, 'could not record alerts');
+    }
+  }
+
+  /** Records rendered alerts with one durable write and hands the new deliveries to the dispatcher. */
+  async #commit({ events, perEvent }: Extract<Unrecorded, { kind: 'alerts' }>): Promise<void> {
     const { journal, dispatcher } = this.#options;
-    const perEvent = batch.map(({ event, rules, enriched }) => this.#deliveries(event, rules, enriched));
     const all = perEvent.flat();
-    if (all.length === 0) return;
     // An alert that will be sent alone (a lone one for a chat with nothing queued, or any on a
     // platform without merged messages) is recorded as sending: that saves a durable write on its
     // way. Several for one chat that merges bursts stay pending, to be merged.
@@ -328,14 +460,14 @@ export class AlertPipeline {
     }
     for (const list of perDestination.values()) {
       const first = list[0];
-      if (first && dispatcher.sendsAlone(first.destination, list.length)) {
-        for (const delivery of list) delivery.sendingAlone = true;
-      }
+      // Decided at each attempt: a batch written again later finds its chats in another state.
+      const alone = first !== undefined && dispatcher.sendsAlone(first.destination, list.length);
+      for (const delivery of list) delivery.sendingAlone = alone;
     }
     const recorded = await journal.record(all);
     this.counters.deliveries += recorded.length;
     const fresh = new Set(recorded.map((r) => r.id));
-    batch.forEach(({ event }, index) => {
+    events.forEach((event, index) => {
       const count = (perEvent[index] ?? []).filter((d) => fresh.has(deliveryId(d.eventId, d.destination))).length;
       this.#options.onRecorded?.(event, count);
     });
@@ -365,6 +497,101 @@ export class AlertPipeline {
     }));
   }
 
+  /** Queues what the journal did not take, or drops and counts it when the queue is full. */
+  #keep(entry: Unrecorded, error?: JournalWriteError): void {
+    const { logger } = this.#options;
+    const limit = this.#options.journalRetry?.maxDeliveries ?? MAX_UNRECORDED_DELIVERIES;
+    const starting = this.#outage === undefined;
+    const outage: Outage = this.#outage ?? {
+      startedAt: Date.now(),
+      failure: this.#options.journal.writeFailure() ?? failureOf(error, new Date().toISOString()),
+      delayMs: this.#options.journalRetry?.minDelayMs ?? 1_000,
+      recorded: 0,
+      dropped: 0,
+      full: false,
+    };
+    this.#outage = outage;
+    if (entry.kind === 'alerts' && this.#unrecordedDeliveries + entry.deliveries > limit) {
+      this.counters.dropped += entry.deliveries;
+      outage.dropped += entry.deliveries;
+    } else {
+      if (entry.kind === 'alerts') this.#unrecordedDeliveries += entry.deliveries;
+      this.#unrecorded.push(entry);
+    }
+    if (starting) {
+      logger.error(
+        { code: error?.code, err: error, queued: this.#unrecordedDeliveries, dropped: outage.dropped, limit },
+        'cannot write the delivery journal: new alerts are kept in memory and written again with back-off',
+      );
+    } else if (outage.dropped > 0 && !outage.full) {
+      outage.full = true;
+      logger.warn(
+        { queued: this.#unrecordedDeliveries, dropped: outage.dropped, limit },
+        'the alerts kept for the journal reached their limit: newer ones are dropped until it accepts writes',
+      );
+    }
+    this.#scheduleRetry();
+  }
+
+  #scheduleRetry(): void {
+    const outage = this.#outage;
+    if (!outage || this.#retryTimer || this.#retrying || this.#stopped || this.#unrecorded.length === 0) return;
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      void this.#retry();
+    }, outage.delayMs);
+  }
+
+  /** Writes the kept alerts and reorgs, oldest first, until the queue is empty or a write fails. */
+  #retry(): Promise<void> {
+    if (this.#retrying) return this.#retrying;
+    const run = async () => {
+      for (let head = this.#unrecorded[0]; head; head = this.#unrecorded[0]) {
+        try {
+          if (head.kind === 'alerts') await this.#commit(head);
+          else await this.#applyReorg(head.network, head.txnHash);
+        } catch (error) {
+          if (error instanceof JournalWriteError) {
+            const outage = this.#outage;
+            if (outage) {
+              const max = this.#options.journalRetry?.maxDelayMs ?? 5_000;
+              outage.delayMs = Math.min(max, outage.delayMs * 2);
+            }
+            return;
+          }
+          this.#options.logger.error({ err: error }, 'could not record alerts kept for the journal; they are dropped');
+          if (head.kind === 'alerts') this.counters.dropped += head.deliveries;
+        }
+        this.#unrecorded.shift();
+        if (head.kind === 'alerts') {
+          this.#unrecordedDeliveries -= head.deliveries;
+          if (this.#outage) this.#outage.recorded += head.deliveries;
+        }
+      }
+      this.#recovered();
+    };
+    this.#retrying = run().finally(() => {
+      this.#retrying = undefined;
+      this.#scheduleRetry();
+    });
+    return this.#retrying;
+  }
+
+  /** The journal took a write and nothing waits any more: the outage is over. */
+  #recovered(): void {
+    const outage = this.#outage;
+    if (!outage || this.#unrecorded.length > 0) return;
+    this.#outage = undefined;
+    this.#options.logger.info(
+      {
+        recorded: outage.recorded,
+        dropped: outage.dropped,
+        seconds: Math.round((Date.now() - outage.startedAt) / 1000),
+      },
+      'the delivery journal accepts writes again: the alerts kept in memory are recorded',
+    );
+  }
+
   #receipt(network: string, receipt: TransactionReceipt): void {
     const { journal, logger } = this.#options;
     if (receipt.reorged) {
@@ -374,25 +601,51 @@ export class AlertPipeline {
       this.#drain(state);
     } else if (receipt.final && journal.byTransaction(network, receipt.txnHash).length > 0) {
       // Out of the queue: finality only decides how long records are kept, and the journal
-      // groups these writes with the others.
+      // groups these writes with the others. Lost, it only keeps them longer: a journal that
+      // cannot write is reported by the alerts that wait for it, not once per receipt.
       void journal
         .markFinal(network, receipt.txnHash)
         .catch((error: unknown) =>
-          logger.error({ network, txnHash: receipt.txnHash, err: error }, 'could not mark a transaction final'),
+          logger[error instanceof JournalWriteError ? 'debug' : 'error'](
+            { network, txnHash: receipt.txnHash, err: error },
+            'could not mark a transaction final',
+          ),
         );
     }
   }
 
   async #reorg(network: string, txnHash: string): Promise<void> {
-    const { journal, dispatcher, logger } = this.#options;
+    const reorg: Unrecorded = { kind: 'reorg', network, txnHash };
+    if (this.#unrecorded.length > 0) {
+      this.#keep(reorg);
+      return;
+    }
     try {
-      if (journal.byTransaction(network, txnHash).length === 0) return;
-      const edits = await journal.markReorged(network, txnHash);
-      this.counters.reorged++;
-      logger.info({ network, txnHash, edits: edits.length }, 'transaction reorganised away');
-      dispatcher.enqueueEdits(edits);
+      await this.#applyReorg(network, txnHash);
     } catch (error) {
-      logger.error({ network, txnHash, err: error }, 'could not apply a reorg');
+      if (error instanceof JournalWriteError) this.#keep(reorg, error);
+      else this.#options.logger.error({ network, txnHash, err: error }, 'could not apply a reorg');
     }
   }
+
+  async #applyReorg(network: string, txnHash: string): Promise<void> {
+    const { journal, dispatcher, logger } = this.#options;
+    if (journal.byTransaction(network, txnHash).length === 0) return;
+    const edits = await journal.markReorged(network, txnHash);
+    this.counters.reorged++;
+    logger.info({ network, txnHash, edits: edits.length }, 'transaction reorganised away');
+    dispatcher.enqueueEdits(edits);
+  }
+}
+
+/** A journal failure as the journal would report it, for an error it did not keep (it recovered meanwhile). */
+function failureOf(error: JournalWriteError | undefined, at: string): JournalWriteFailure {
+  return {
+    since: at,
+    at,
+    code: error?.code,
+    message: error?.message ?? 'the journal refused a write',
+    failures: 1,
+    broken: false,
+  };
 }

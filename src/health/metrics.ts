@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { PipelineCounters } from '../alerts/pipeline.ts';
+import type { JournalBacklog, PipelineCounters } from '../alerts/pipeline.ts';
 import type { StreamHealth } from '../alerts/streams.ts';
 import type { Outcome } from '../bot/engine.ts';
 import type { CallReport } from '../platform/transport.ts';
@@ -11,6 +11,8 @@ export interface MetricSources {
   counters: () => Readonly<PipelineCounters>;
   queueDepth: () => ReadonlyMap<string, number>;
   journal: () => Readonly<JournalStats>;
+  /** Alerts waiting for the journal and its write failure (AlertPipeline.backlog). */
+  backlog: () => JournalBacklog;
   /** True for a command name the registry knows; other names are counted as `unknown`. */
   isCommand: (name: string) => boolean;
 }
@@ -24,6 +26,10 @@ const PIPELINE_STAGES: ReadonlyArray<{ key: keyof PipelineCounters; help: string
   { key: 'deliveries', help: 'Deliveries recorded in the journal (one per matched destination).' },
   { key: 'reorged', help: 'Receipts reporting a reorganised transaction.' },
   { key: 'relists', help: 'Identical relists seen (left out for rules that do not show them).' },
+  {
+    key: 'dropped',
+    help: 'Deliveries dropped unrecorded: the journal could not be written and the alerts kept in memory were at their limit.',
+  },
 ];
 
 const JOURNAL_STATES = ['pending', 'sending', 'sent', 'failed', 'dropped'] as const;
@@ -129,6 +135,24 @@ export class BotMetrics {
         const stats = sources()?.journal();
         if (!stats) return;
         for (const state of JOURNAL_STATES) this.set({ state }, stats[state]);
+      },
+    });
+    new Gauge({
+      name: 'floorwatch_journal_writable',
+      help: 'Whether the delivery journal takes writes: 0 from a failed write (disk full) until one succeeds again.',
+      registers,
+      collect() {
+        const backlog = sources()?.backlog();
+        if (backlog) this.set(backlog.failure ? 0 : 1);
+      },
+    });
+    new Gauge({
+      name: 'floorwatch_journal_retry_queue_depth',
+      help: 'Deliveries kept in memory because the journal could not record them; written again with back-off.',
+      registers,
+      collect() {
+        const backlog = sources()?.backlog();
+        if (backlog) this.set(backlog.queued);
       },
     });
     new Gauge({

@@ -57,7 +57,9 @@
  * - A `<file>.compact` left by a crash during compaction is deleted (the journal itself is intact).
  *
  * A failed write (disk full, I/O error) rejects the call with {@link JournalWriteError}; the memory
- * state is not changed and the bytes already written for it are cut off again.
+ * state is not changed and the bytes already written for it are cut off again. The journal keeps
+ * working: the next write that the disk accepts succeeds. Until one does,
+ * {@link DeliveryJournal.writeFailure} says since when and why its writes fail (readiness, /status).
  */
 import { isUtf8 } from 'node:buffer';
 import { type FileHandle, open, rename, rm } from 'node:fs/promises';
@@ -153,6 +155,21 @@ export interface JournalStats {
   sent: number;
   failed: number;
   dropped: number;
+}
+
+/** Why and since when the journal's writes fail; see {@link DeliveryJournal.writeFailure}. */
+export interface JournalWriteFailure {
+  /** When the first of the failing writes failed (ISO 8601). */
+  readonly since: string;
+  /** When the last one failed (ISO 8601). */
+  readonly at: string;
+  /** The system error code of the last failure, e.g. `ENOSPC`, `EFBIG`, `EIO`. */
+  readonly code: string | undefined;
+  readonly message: string;
+  /** Writes that failed since the last one that succeeded. */
+  readonly failures: number;
+  /** A partial write could not be undone: nothing more is written until a restart repairs the file. */
+  readonly broken: boolean;
 }
 
 /** A call the journal refuses (unknown delivery, a change its state does not allow, journal closed). */
@@ -420,6 +437,7 @@ export class DeliveryJournal {
   #compaction: Compaction | undefined;
   #closed = false;
   #broken: JournalWriteError | undefined;
+  #writeFailure: JournalWriteFailure | undefined;
 
   private constructor(
     file: string,
@@ -665,6 +683,15 @@ export class DeliveryJournal {
     return ids.map((id) => this.#records.byId.get(id)).filter(isDefined);
   }
 
+  /**
+   * Set while the journal's writes fail (disk full, file size limit, I/O error): when the failures
+   * began and the last error. Cleared by the next write that succeeds, so that the caller need not
+   * guess from its own errors whether the disk accepts writes again.
+   */
+  writeFailure(): JournalWriteFailure | undefined {
+    return this.#writeFailure;
+  }
+
   stats(): JournalStats {
     const stats: JournalStats = {
       records: this.#records.byId.size,
@@ -844,12 +871,23 @@ export class DeliveryJournal {
         written += bytesWritten;
       }
       if (this.#fsync && sync) await this.#handle.datasync();
+      this.#writeFailure = undefined;
     } catch (cause) {
       const failure = new JournalWriteError(
         this.file,
         `could not write to the delivery journal (${message(cause)}); the operation was not recorded`,
         { cause },
       );
+      const at = this.#now().toISOString();
+      const failed: JournalWriteFailure = {
+        since: this.#writeFailure?.since ?? at,
+        at,
+        code: failure.code,
+        message: message(cause),
+        failures: (this.#writeFailure?.failures ?? 0) + 1,
+        broken: false,
+      };
+      this.#writeFailure = failed;
       if (written > 0) {
         try {
           await this.#handle.truncate(this.#bytes);
@@ -861,6 +899,7 @@ export class DeliveryJournal {
             `an incomplete write could not be undone (${message(undoCause)}); restart to recover the journal`,
             { cause: failure },
           );
+          this.#writeFailure = { ...failed, broken: true };
         }
       }
       throw failure;

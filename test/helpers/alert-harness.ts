@@ -1,8 +1,8 @@
 import { join } from 'node:path';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { Dispatcher } from '../../src/alerts/delivery.ts';
 import { Enricher } from '../../src/alerts/enrich.ts';
-import { AlertPipeline } from '../../src/alerts/pipeline.ts';
+import { AlertPipeline, type JournalRetryOptions } from '../../src/alerts/pipeline.ts';
 import type { AlertStatus } from '../../src/bot/command.ts';
 import type { DevnetOptions } from '../../src/devnet/index.ts';
 import type { CallReport } from '../../src/platform/index.ts';
@@ -22,20 +22,34 @@ export interface AlertHarness extends Harness {
   restart: () => Promise<void>;
 }
 
+export interface AlertHarnessOptions {
+  retries?: number;
+  onCall?: (report: CallReport) => void;
+  /** Where the delivery journal lives (default: the harness's data directory). */
+  journalDir?: string;
+  journalRetry?: JournalRetryOptions;
+  /** Receives the pipeline's and the dispatcher's logs (default: silent). */
+  logger?: Logger;
+}
+
 export async function startAlertHarness(
   options: DevnetOptions = {},
-  extra: { retries?: number; onCall?: (report: CallReport) => void } = {},
+  extra: AlertHarnessOptions = {},
 ): Promise<AlertHarness> {
   let status: (() => AlertStatus) | undefined;
-  const h = await startHarness(options, { ...extra, alerts: () => (status as () => AlertStatus)() });
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  const h = await startHarness(options, {
+    ...(extra.retries === undefined ? {} : { retries: extra.retries }),
+    ...(extra.onCall ? { onCall: extra.onCall } : {}),
+    alerts: () => (status as () => AlertStatus)(),
+  });
+  const logger = extra.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const consoleSink = new RecordingSink('console', 10);
   const telegramSink = new RecordingSink('telegram', 1);
   const sinks = new Map([
     ['console' as const, consoleSink],
     ['telegram' as const, telegramSink],
   ]);
-  const file = join(h.dataDir, 'deliveries.jsonl');
+  const file = join(extra.journalDir ?? h.dataDir, 'deliveries.jsonl');
   const build = async (journal: DeliveryJournal) => {
     const dispatcher = new Dispatcher({ journal, sinks, logger, retryDelayMs: 20, maxRetryDelayMs: 200 });
     const marketplaceContracts = Object.fromEntries(
@@ -52,6 +66,7 @@ export async function startAlertHarness(
       replanDelayMs: 20,
       flushDelayMs: 5,
       streams: { reconnect: { initialDelayMs: 20, maxDelayMs: 200 } },
+      ...(extra.journalRetry ? { journalRetry: extra.journalRetry } : {}),
     });
     await pipeline.start();
     return { dispatcher, pipeline };
@@ -64,6 +79,7 @@ export async function startAlertHarness(
       streams: harness.pipeline.health(),
       journal: { records: stats.records, pending: stats.pending + stats.sending, failed: stats.failed },
       counters: harness.pipeline.counters,
+      backlog: harness.pipeline.backlog(),
     };
   };
   const harness: AlertHarness = {

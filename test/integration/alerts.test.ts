@@ -196,6 +196,22 @@ describe('alerts from the live stream', () => {
     expect(h.journal.byTransaction('devnet', mined.txnHashes[0] ?? '').every((r) => r.reorged)).toBe(true);
   });
 
+  it('GIVEN a reversed alert whose edit fails once THEN the edit is tried again and the message says so', async () => {
+    const before = h.console.sent.length;
+    const { tokenId } = await listed(moonCats.address);
+    await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address, tokenId }]);
+    await h.console.until(() => h.console.sent.length > before);
+    await h.pipeline.settled();
+    await h.dispatcher.drained();
+    const message = h.console.sent.at(-1);
+    h.console.failures = [new DeliveryError('chat down', { permanent: false })];
+    await h.devnet.reorg('devnet', 1);
+    await h.console.until(() => h.console.edits.some((e) => e.messageId === message?.messageId));
+    expect(h.console.failures).toEqual([]);
+    const edit = h.console.edits.find((e) => e.messageId === message?.messageId);
+    expect(edit?.replies.some((r) => r.title?.startsWith('Reversed: Sold: '))).toBe(true);
+  });
+
   it('GIVEN alerts recorded but not sent WHEN the bot restarts THEN each is delivered once', async () => {
     const before = h.console.sent.length;
     const recorded = h.journal.stats().records;

@@ -2,7 +2,7 @@
  * The health and metrics listener of a running bot (local platform, terminal chat): liveness,
  * readiness with its reasons, Prometheus metrics after real commands, and the 404/405 rules.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
@@ -80,7 +80,15 @@ describe('GIVEN a bot started with FLOORWATCH_HTTP_PORT', () => {
     expect(ready.status).toBe(200);
     expect(ready.type).toContain('application/json');
     const report = JSON.parse(ready.text) as ReadinessReport;
-    expect(report).toMatchObject({ ready: true, reasons: [], chats: { console: true }, store: { writable: true } });
+    expect(report).toMatchObject({
+      ready: true,
+      reasons: [],
+      chats: { console: true },
+      store: { writable: true },
+      journal: { writable: true, queued: 0 },
+    });
+    // The data directory is probed by writing a file, which is removed again.
+    expect((await readdir(dataDir)).filter((name) => name.includes('probe'))).toEqual([]);
   });
 
   it('WHEN commands ran THEN /metrics counts them by name and outcome and times the platform calls', async () => {
@@ -107,11 +115,14 @@ describe('GIVEN a bot started with FLOORWATCH_HTTP_PORT', () => {
       'floorwatch_pipeline_matched_total',
       'floorwatch_pipeline_deliveries_total',
       'floorwatch_pipeline_reorged_total',
+      'floorwatch_pipeline_dropped_total',
     ]) {
       expect(sample(text, name)).toBeGreaterThanOrEqual(0);
     }
     expect(sample(text, 'floorwatch_journal_records{state="pending"}')).toBe(0);
     expect(sample(text, 'floorwatch_journal_bytes')).toBeGreaterThanOrEqual(0);
+    expect(sample(text, 'floorwatch_journal_writable')).toBe(1);
+    expect(sample(text, 'floorwatch_journal_retry_queue_depth')).toBe(0);
     expect(text).toContain('# TYPE floorwatch_alert_deliveries_total counter');
     expect(text).toContain('# TYPE floorwatch_delivery_queue_depth gauge');
     expect(text).toContain('# TYPE floorwatch_stream_connected gauge');

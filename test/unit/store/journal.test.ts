@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { appendFile, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -467,6 +467,36 @@ describe('DeliveryJournal: write failures', () => {
     expect(journal.has(idOf(delivery(1)))).toBe(false);
     expect(journal.stats()).toMatchObject({ records: 0, bytes: 0 });
     await expect(journal.record([delivery(1)])).rejects.toThrow(JournalWriteError);
+  });
+
+  it('GIVEN writes refused (the file size limit of this process) THEN writeFailure says since when and why, until a write succeeds', async () => {
+    const journal = await tracked();
+    await journal.record([delivery(1)]);
+    expect(journal.writeFailure()).toBeUndefined();
+    const soft = execFileSync('prlimit', [`--pid=${process.pid}`, '--fsize', '--output=SOFT', '--noheadings', '--raw'])
+      .toString()
+      .trim();
+    execFileSync('prlimit', [`--pid=${process.pid}`, `--fsize=${(await stat(file)).size}:`]);
+    try {
+      await expect(journal.record([delivery(2)])).rejects.toMatchObject({ code: 'EFBIG' });
+      const first = journal.writeFailure();
+      expect(first).toMatchObject({ since: clock.toISOString(), at: clock.toISOString(), code: 'EFBIG', failures: 1 });
+      expect(first?.message).toMatch(/file too large/i);
+      clock = new Date(clock.getTime() + 60_000);
+      await expect(journal.markSending(idOf(delivery(1)))).rejects.toThrow(JournalWriteError);
+      expect(journal.writeFailure()).toMatchObject({
+        since: first?.since,
+        at: clock.toISOString(),
+        code: 'EFBIG',
+        failures: 2,
+        broken: false,
+      });
+    } finally {
+      execFileSync('prlimit', [`--pid=${process.pid}`, `--fsize=${soft}:`]);
+    }
+    await journal.record([delivery(2)]);
+    expect(journal.writeFailure()).toBeUndefined();
+    expect(journal.has(idOf(delivery(2)))).toBe(true);
   });
 
   it('GIVEN a file size limit (ulimit -f) WHEN a write is cut short THEN the call rejects, the partial bytes are undone and the journal keeps working', async () => {
