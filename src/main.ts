@@ -14,6 +14,7 @@ import { CommandEngine } from './bot/engine.ts';
 import { loadCommands } from './bot/registry.ts';
 import { ConsoleChat } from './chat/console/console-chat.ts';
 import { ConsoleSink } from './chat/console/console-sink.ts';
+import { ChatStartError } from './chat/start-error.ts';
 import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
 import type { Devnet } from './devnet/index.ts';
 import { DigestService } from './digests/digest-service.ts';
@@ -204,7 +205,8 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         return {
           streams: pipeline?.health() ?? [],
           journal: { records: stats.records, pending: stats.pending + stats.sending, failed: stats.failed },
-          counters: pipeline?.counters ?? { logs: 0, events: 0, matched: 0, deliveries: 0, reorged: 0 },
+          counters: pipeline?.counters ?? { logs: 0, events: 0, matched: 0, deliveries: 0, reorged: 0, dropped: 0 },
+          backlog: pipeline?.backlog(),
         };
       },
     });
@@ -299,6 +301,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         counters: () => alertPipeline.counters,
         queueDepth: () => dispatcher.depth(),
         journal: () => journal.stats(),
+        backlog: () => alertPipeline.backlog(),
         isCommand: (name) => engine.find(name.split(' ')[0] ?? '') !== undefined,
       });
       const server = await startHealthServer({
@@ -312,6 +315,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
             streams: () => alertPipeline.health(),
             chats: () => chats,
             dataDir: config.dataDir,
+            journal: () => alertPipeline.backlog(),
           }),
       });
       http = server;
@@ -359,6 +363,10 @@ async function cli(): Promise<void> {
     if (error instanceof ConfigError || error instanceof StoreFileError || error instanceof DataDirError) {
       process.stderr.write(`floorwatch: ${error.message}\n`);
       process.exit(78);
+    }
+    if (error instanceof ChatStartError) {
+      process.stderr.write(`floorwatch: ${error.message}\n`);
+      process.exit(error.exitCode);
     }
     throw error;
   }

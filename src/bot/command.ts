@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { JournalBacklog } from '../alerts/pipeline.ts';
 import type { StreamHealth } from '../alerts/streams.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { DigestSettings, StateStore } from '../store/state.ts';
@@ -51,7 +52,9 @@ export type ArgsOf<O extends readonly OptionSpec[]> = {
 export interface AlertStatus {
   streams: StreamHealth[];
   journal: { records: number; pending: number; failed: number };
-  counters: { logs: number; events: number; matched: number; deliveries: number; reorged: number };
+  counters: { logs: number; events: number; matched: number; deliveries: number; reorged: number; dropped: number };
+  /** Alerts waiting in memory for the delivery journal, and why (undefined before the pipeline exists). */
+  backlog: JournalBacklog | undefined;
 }
 
 /** What /digest needs of the digest service. */

@@ -39,6 +39,7 @@ const KNOWN_CODES = new Set(
   Object.keys({
     missing: true,
     invalid_address: true,
+    bad_checksum: true,
     invalid_token_id: true,
     invalid_number: true,
     out_of_range: true,

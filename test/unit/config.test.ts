@@ -45,11 +45,11 @@ describe('loadConfig', () => {
     const { PlatformClient } = await import('../../src/platform/client.ts');
     const platform = new PlatformClient({
       endpoints: {
-        metadata: 'http://127.0.0.1:1',
-        marketplace: 'http://127.0.0.1:1/{network}',
-        indexer: 'http://127.0.0.1:1/{network}',
-        relayer: 'http://127.0.0.1:1/{network}',
-        api: 'http://127.0.0.1:1',
+        metadataUrl: 'http://127.0.0.1:1',
+        marketplaceUrl: 'http://127.0.0.1:1/{network}',
+        indexerUrl: 'http://127.0.0.1:1/{network}',
+        relayerUrl: 'http://127.0.0.1:1/{network}',
+        apiUrl: 'http://127.0.0.1:1',
       },
       networks: config.platform.networks,
       accessKey: 'k',
