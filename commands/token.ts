@@ -51,6 +51,7 @@ export default defineCommand({
       name: 'Best offer',
       value: bestOffer ? await describeOrder(ctx, collection.network, bestOffer) : 'no offers',
     });
+    const buy = bestListing && ctx.links?.order(collection.network, collection.address, token, bestListing);
     const reply: Reply = {
       title: tokenName(metadata, token),
       tone: 'info',
@@ -58,6 +59,7 @@ export default defineCommand({
       footer: `${footerOf(collection)} · token ${truncate(token, 30)}`,
       buttons: [
         [
+          ...(buy ? [{ label: `Buy on ${buy.label}`, url: buy.url, style: 'success' as const }] : []),
           {
             label: 'Listings',
             action: `/listings collection=${collection.network}:${collection.address} token=${token}`,
@@ -71,8 +73,9 @@ export default defineCommand({
     const image = safeUrl(metadata.image);
     if (image) reply.image = image;
     else if (metadata.image) reply.lines = [...(reply.lines ?? []), '(The token image link is not usable.)'];
-    const external = safeUrl(metadata.externalUrl);
-    if (external) reply.url = external;
+    // The title opens the token on its marketplace; without one, the project's own page for it.
+    const page = safeUrl(ctx.links?.token(collection.network, collection.address, token) ?? metadata.externalUrl);
+    if (page) reply.url = page;
     return reply;
   },
 });

@@ -3,7 +3,7 @@
  * typed object. Every problem names its variable; all problems are reported together.
  */
 import { resolve } from 'node:path';
-import { type Network, WELL_KNOWN_NETWORKS } from './platform/networks.ts';
+import { EXPLORER_TX_URLS, type Network, WELL_KNOWN_NETWORKS } from './platform/networks.ts';
 import type { PlatformEndpoints } from './platform/services/context.ts';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -56,6 +56,11 @@ export interface Config {
     | undefined;
   /** The platform's marketplace contracts per network (their Request* logs are the listings, offers and sales). */
   marketplaceContracts: Record<string, string[]>;
+  /**
+   * Link templates: the token page on the platform's marketplace (FLOORWATCH_TOKEN_URL) and transaction
+   * pages per network (FLOORWATCH_EXPLORER_URLS over the built-in explorers of well-known networks).
+   */
+  links: { token: string | undefined; transaction: Record<string, string> };
   /** Open the terminal chat even when a chat platform is configured. */
   console: boolean;
   /**
@@ -232,6 +237,31 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
     marketplaceContracts[network] = [...(marketplaceContracts[network] ?? []), (match[2] ?? '').toLowerCase()];
   }
 
+  const tokenUrl = value(env, 'FLOORWATCH_TOKEN_URL');
+  if (
+    tokenUrl !== undefined &&
+    !(isHttpUrl(tokenUrl) && tokenUrl.includes('{collection}') && tokenUrl.includes('{tokenId}'))
+  ) {
+    problems.push(
+      `FLOORWATCH_TOKEN_URL must be an http(s) address with {collection} and {tokenId} (and optionally {network}, {chainId}); got "${tokenUrl.slice(0, 80)}".`,
+    );
+  }
+  const transactionUrls: Record<string, string> = { ...EXPLORER_TX_URLS };
+  for (const entry of (value(env, 'FLOORWATCH_EXPLORER_URLS') ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
+    const match = /^([a-z][a-z0-9-]{0,40})=(.+)$/i.exec(entry);
+    const template = match?.[2] ?? '';
+    if (!match || !isHttpUrl(template) || !template.includes('{txnHash}')) {
+      problems.push(
+        `FLOORWATCH_EXPLORER_URLS: "${entry.slice(0, 80)}" must look like network=https://explorer.example/tx/{txnHash}.`,
+      );
+      continue;
+    }
+    transactionUrls[(match[1] ?? '').toLowerCase()] = template;
+  }
+
   const httpPort = integer(env, 'FLOORWATCH_HTTP_PORT', problems, 0, 65_535);
   const httpHost = value(env, 'FLOORWATCH_HTTP_HOST');
   if (
@@ -260,6 +290,7 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
     },
     operators,
     marketplaceContracts,
+    links: { token: tokenUrl, transaction: transactionUrls },
     allowlistAudience: integer(env, 'FLOORWATCH_ALLOWLIST_AUDIENCE', problems, 1, Number.MAX_SAFE_INTEGER),
     relistWindowHours: integer(env, 'FLOORWATCH_RELIST_WINDOW_HOURS', problems, 0, 24 * 30) ?? 24,
     defaultNetwork,
@@ -300,4 +331,13 @@ export function secretsOf(config: Config): string[] {
     config.telegram?.token,
     config.telegram?.webhookSecret,
   ].filter((s): s is string => typeof s === 'string' && s.length >= 4);
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text.replace(/\{\w+\}/g, 'x'));
+    return url.protocol === 'https:' || url.protocol === 'http:';
+  } catch {
+    return false;
+  }
 }

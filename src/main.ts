@@ -11,6 +11,7 @@ import { type AlertSink, Dispatcher } from './alerts/delivery.ts';
 import { Enricher } from './alerts/enrich.ts';
 import { AlertPipeline } from './alerts/pipeline.ts';
 import { CommandEngine } from './bot/engine.ts';
+import { Links, type LinkTemplates } from './bot/links.ts';
 import { loadCommands } from './bot/registry.ts';
 import { ConsoleChat } from './chat/console/console-chat.ts';
 import { ConsoleSink } from './chat/console/console-sink.ts';
@@ -133,6 +134,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
 
     const metrics = config.http ? new BotMetrics() : undefined;
     const platformLogger = logger.child({ component: 'platform' });
+    const linkTemplates = devnet ? devnetLinks(devnet, config.links) : config.links;
     const platform = new PlatformClient({
       ...platformOptions,
       endpoints,
@@ -152,6 +154,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       },
     });
     stops.push(() => platform.close());
+    const links = new Links(linkTemplates, platform.networks.all);
     const defaultNetwork = config.defaultNetwork ?? platform.networks.all[0]?.name;
     if (!defaultNetwork) throw new ConfigError(['FLOORWATCH_NETWORKS lists no network.']);
 
@@ -192,6 +195,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         version: VERSION,
       },
       commands,
+      links,
       nativeSymbols,
       digests: {
         preview: async (chatKey, digest) => {
@@ -216,7 +220,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       store,
       journal,
       dispatcher,
-      enricher: new Enricher(platform, engine.currencies, logger.child({ component: 'enrich' })),
+      enricher: new Enricher(platform, engine.currencies, logger.child({ component: 'enrich' }), links),
       logger: logger.child({ component: 'alerts' }),
       marketplaceContracts,
       relistWindowMs: config.relistWindowHours * 60 * 60 * 1000,
@@ -341,6 +345,17 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     await stop();
     throw error;
   }
+}
+
+/** Links to the local platform's own pages: its marketplace's token pages and its explorer. */
+export function devnetLinks(devnet: Devnet, configured?: LinkTemplates): LinkTemplates {
+  return {
+    token: configured?.token ?? `${devnet.url}/market/{network}/{collection}/{tokenId}`,
+    transaction: {
+      ...configured?.transaction,
+      ...Object.fromEntries(devnet.networks.map((n) => [n.name, `${devnet.url}/explorer/{network}/tx/{txnHash}`])),
+    },
+  };
 }
 
 /** The local platform's native coin per network (the zero address among its currencies). */

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { formatUnits } from 'viem';
 import type { CurrencyDirectory } from '../bot/currencies.ts';
 import { marketplaceName, traitsOf } from '../bot/format.ts';
+import type { Links } from '../bot/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { MarketplaceKind, Order, TokenMetadata } from '../platform/types.ts';
 import type { AlertDetails, TokenDetails } from './render.ts';
@@ -44,10 +45,31 @@ export class Enricher {
   /** The cheapest listings of a collection (order id, USD per token), briefly: floors move. */
   readonly #books = new LRUCache<string, Array<{ orderId: string; usd: number }>>({ max: 1_000, ttl: 30_000 });
 
-  constructor(platform: PlatformClient, currencies: CurrencyDirectory, logger: Logger) {
+  readonly #links: Links | undefined;
+
+  /** `links`, when given, adds the token page, the transaction page and where to buy a listing. */
+  constructor(platform: PlatformClient, currencies: CurrencyDirectory, logger: Logger, links?: Links) {
     this.#platform = platform;
     this.#currencies = currencies;
     this.#logger = logger;
+    this.#links = links;
+  }
+
+  /** Links need no platform call: even an alert sent without its details has them. */
+  #linksOf(event: ChainEvent, orders: readonly Order[]): AlertDetails['links'] {
+    const links = this.#links;
+    if (!links) return undefined;
+    const out: NonNullable<AlertDetails['links']> = {};
+    const only = event.tokens.length === 1 ? event.tokens[0] : undefined;
+    const token = only && links.token(event.network, event.collection, only.tokenId);
+    if (token) out.token = token;
+    const transaction = links.transaction(event.network, event.txnHash);
+    if (transaction) out.transaction = transaction;
+    // Listings are RequestCreated logs of the platform's own marketplace contract.
+    const listing = event.kind === 'listing' && only ? (orders[0] ?? { marketplace: OWN_MARKETPLACE }) : undefined;
+    const buy = listing && only && links.order(event.network, event.collection, only.tokenId, listing);
+    if (buy) out.buy = buy;
+    return out.token || out.transaction || out.buy ? out : undefined;
   }
 
   /**
@@ -76,8 +98,14 @@ export class Enricher {
 
   /** The event with what the chain says alone (no platform calls). */
   bare(event: ChainEvent, collectionName: string): EnrichedEvent {
+    const links = this.#linksOf(event, []);
     return {
-      details: { event, collectionName, tokens: event.tokens.map((t) => ({ tokenId: t.tokenId, amount: t.amount })) },
+      details: {
+        event,
+        collectionName,
+        tokens: event.tokens.map((t) => ({ tokenId: t.tokenId, amount: t.amount })),
+        ...(links ? { links } : {}),
+      },
       price: undefined,
       traits: event.tokens.map(() => undefined),
       missing: ['everything (timed out)'],
@@ -122,6 +150,8 @@ export class Enricher {
       return details;
     });
     const details: AlertDetails = { event, collectionName, tokens };
+    const links = this.#linksOf(event, orders);
+    if (links) details.links = links;
     let price: EnrichedEvent['price'];
     const priced = await this.#price(event, orders);
     if (priced) {

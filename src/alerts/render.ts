@@ -1,5 +1,5 @@
 import { formatUsd, shortAddress } from '../bot/format.ts';
-import { code, type Reply, type ReplyField, type ReplyTone, safeUrl, truncate } from '../bot/reply.ts';
+import { code, type Inline, type Reply, type ReplyField, type ReplyTone, safeUrl, truncate } from '../bot/reply.ts';
 import type { MatchedDestination } from './rule-index.ts';
 import type { AlertKind, ChainEvent, Destination } from './types.ts';
 
@@ -23,6 +23,8 @@ export interface AlertDetails {
    */
   price?: { amount: string; symbol: string; usd?: number; more?: Array<{ amount: string; symbol: string }> };
   marketplace?: string;
+  /** The token's page (one token), the transaction's page, and where a listing can be bought. */
+  links?: { token?: string; transaction?: string; buy?: { label: string; url: string } };
 }
 
 const VERBS: Record<AlertKind, string> = {
@@ -99,11 +101,18 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
       break;
   }
   if (details.marketplace) fields.push({ name: 'Market', value: details.marketplace, inline: true });
+  const links: Inline[] = [];
+  if (details.links?.buy) links.push({ link: `Buy on ${details.links.buy.label}`, href: details.links.buy.url });
+  if (details.links?.transaction) {
+    if (links.length) links.push(' · ');
+    links.push({ link: 'Transaction', href: details.links.transaction });
+  }
   if (many) {
     const listed = details.tokens.slice(0, MAX_TOKENS_LISTED).map(tokenLabel).join(', ');
     const rest = details.tokens.length - MAX_TOKENS_LISTED;
     fields.push({ name: `Tokens (${details.tokens.length})`, value: rest > 0 ? `${listed} and ${rest} more` : listed });
   }
+  if (links.length) fields.push({ name: 'Links', value: links, inline: true });
   const reply: Reply = {
     title,
     tone: TONES[event.kind],
@@ -113,6 +122,8 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
   };
   const image = safeUrl(first?.image);
   if (image) reply.image = image;
+  const page = safeUrl(details.links?.token);
+  if (page) reply.url = page;
   if (options.mentionRole) reply.mentionRoles = [options.mentionRole];
   return reply;
 }

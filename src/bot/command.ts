@@ -5,6 +5,7 @@ import type { PlatformClient } from '../platform/client.ts';
 import type { DigestSettings, StateStore } from '../store/state.ts';
 import type { CollectionResolver } from './collections.ts';
 import type { CurrencyDirectory } from './currencies.ts';
+import type { Links } from './links.ts';
 import type { OptionSpec, OptionValues } from './options.ts';
 import type { Reply } from './reply.ts';
 
@@ -105,6 +106,8 @@ export interface CommandContext {
   may: (permission: Permission) => boolean;
   currencies: CurrencyDirectory;
   collections: CollectionResolver;
+  /** Web pages of tokens, transactions and orders (none when the bot has no templates). */
+  links: Links | undefined;
   /** Registry of all commands (for /help). */
   commands: readonly CommandDefinition[];
 }

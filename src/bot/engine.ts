@@ -18,6 +18,7 @@ import {
 } from './command.ts';
 import { CurrencyDirectory } from './currencies.ts';
 import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from './errors.ts';
+import type { Links } from './links.ts';
 import { type OptionSpec, parseNetwork, parseOption, type Tokens, tokenize } from './options.ts';
 import { DEFAULT_CHAT_LIMIT, DEFAULT_USER_LIMIT, FloodGate, type RateLimitPolicy } from './rate-limit.ts';
 import type { Reply } from './reply.ts';
@@ -43,6 +44,8 @@ export interface EngineOptions {
   alerts?: () => AlertStatus;
   /** Digests for /digest. */
   digests?: DigestPort;
+  /** Web pages of tokens, transactions and orders, for answers that link to them. */
+  links?: Links;
   /** Symbol of the native coin per network, where it is not ETH or a well-known one. */
   nativeSymbols?: Readonly<Record<string, string>>;
   /** Messages a person may send in a burst, and how fast they may send more (see {@link CommandEngine.admit}). */
@@ -313,6 +316,7 @@ export class CommandEngine {
       may: (permission) => this.mayRun(permission, invocation.chat, invocation.actor),
       currencies: this.currencies,
       collections: this.resolver,
+      links: this.#options.links,
     };
     return spec.run(context, values as never);
   }

@@ -13,6 +13,7 @@ import { marketplaceOperations } from './handlers/marketplace.ts';
 import { metadataOperations } from './handlers/metadata.ts';
 import { relayerOperations } from './handlers/relayer.ts';
 import { asRpcError, parseJsonObject, readBody, sendError, sendJson, sendText, sleep } from './http.ts';
+import { PAGE_PREFIXES, servePage } from './pages.ts';
 import type { DevnetState, NetworkState } from './state.ts';
 import type { StreamHub } from './streams.ts';
 import { In } from './validate.ts';
@@ -60,7 +61,8 @@ interface Route {
 /**
  * The devnet's HTTP server: the spec's operations under per-service base paths with the real wire
  * conventions (route before method, POST only with `Allow: POST`, JSON only, webrpc error bodies,
- * credentials), plus token images under `/assets/` and the control API under `/devnet/`.
+ * credentials), plus token images under `/assets/`, web pages under `/market/` and `/explorer/`
+ * (see pages.ts), and the control API under `/devnet/`.
  */
 export class RpcServer {
   readonly http: Server;
@@ -109,6 +111,10 @@ export class RpcServer {
       }
       if (path.startsWith('/assets/')) {
         serveAsset(this.#deps.state, req, res, path);
+        return;
+      }
+      if (PAGE_PREFIXES.some((prefix) => path.startsWith(prefix))) {
+        servePage(this.#deps.state, req, res, path);
         return;
       }
       const route = this.#route(path);

@@ -21,6 +21,21 @@ export const WELL_KNOWN_NETWORKS: readonly Network[] = [
   { name: 'amoy', chainId: 80002 },
 ];
 
+/** Transaction pages on the block explorers of the well-known networks (Etherscan and its kin). */
+export const EXPLORER_TX_URLS: Readonly<Record<string, string>> = {
+  mainnet: 'https://etherscan.io/tx/{txnHash}',
+  optimism: 'https://optimistic.etherscan.io/tx/{txnHash}',
+  bsc: 'https://bscscan.com/tx/{txnHash}',
+  polygon: 'https://polygonscan.com/tx/{txnHash}',
+  base: 'https://basescan.org/tx/{txnHash}',
+  arbitrum: 'https://arbiscan.io/tx/{txnHash}',
+  'arbitrum-nova': 'https://nova.arbiscan.io/tx/{txnHash}',
+  avalanche: 'https://snowtrace.io/tx/{txnHash}',
+  'immutable-zkevm': 'https://explorer.immutable.com/tx/{txnHash}',
+  sepolia: 'https://sepolia.etherscan.io/tx/{txnHash}',
+  amoy: 'https://amoy.polygonscan.com/tx/{txnHash}',
+};
+
 /**
  * The networks a client may talk to, looked up by name or chain id.
  *

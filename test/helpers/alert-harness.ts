@@ -4,7 +4,9 @@ import { Dispatcher } from '../../src/alerts/delivery.ts';
 import { Enricher } from '../../src/alerts/enrich.ts';
 import { AlertPipeline, type JournalRetryOptions } from '../../src/alerts/pipeline.ts';
 import type { AlertStatus } from '../../src/bot/command.ts';
+import { Links } from '../../src/bot/links.ts';
 import type { DevnetOptions } from '../../src/devnet/index.ts';
+import { devnetLinks } from '../../src/main.ts';
 import type { CallReport } from '../../src/platform/index.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
 import { type Harness, startHarness } from './bot-harness.ts';
@@ -60,7 +62,12 @@ export async function startAlertHarness(
       store: h.store,
       journal,
       dispatcher,
-      enricher: new Enricher(h.platform, h.engine.currencies, logger),
+      enricher: new Enricher(
+        h.platform,
+        h.engine.currencies,
+        logger,
+        new Links(devnetLinks(h.devnet), h.devnet.networks),
+      ),
       logger,
       marketplaceContracts,
       replanDelayMs: 20,

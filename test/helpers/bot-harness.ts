@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import pino from 'pino';
 import type { Actor, AlertStatus, ChatRef } from '../../src/bot/command.ts';
 import { CommandEngine } from '../../src/bot/engine.ts';
+import { Links } from '../../src/bot/links.ts';
 import { loadCommands } from '../../src/bot/registry.ts';
 import type { Reply } from '../../src/bot/reply.ts';
 import { renderPlain } from '../../src/chat/console/render.ts';
 import { type Devnet, type DevnetOptions, startDevnet } from '../../src/devnet/index.ts';
-import { COMMANDS_DIR, nativeSymbolsOf } from '../../src/main.ts';
+import { COMMANDS_DIR, devnetLinks, nativeSymbolsOf } from '../../src/main.ts';
 import { PlatformClient } from '../../src/platform/client.ts';
 import type { CallReport } from '../../src/platform/index.ts';
 import { StateStore } from '../../src/store/state.ts';
@@ -62,6 +63,7 @@ export async function startHarness(
     },
     commands: await loadCommands(COMMANDS_DIR),
     nativeSymbols: nativeSymbolsOf(devnet),
+    links: new Links(devnetLinks(devnet), devnet.networks),
     ...(extra.alerts ? { alerts: extra.alerts } : {}),
     // Generous limits: tests that check rate limiting build their own engine.
     userLimit: { capacity: 1_000, refillPerSecond: 1_000 },

@@ -57,3 +57,17 @@ describe('trait filters', () => {
     expect(h.store.rules.at(-1)?.traits).toEqual([{ name: 'Background', value: 'Aurora' }]);
   });
 });
+
+describe('links in answers', () => {
+  it('GIVEN /token on a token listed on the platform marketplace THEN its title opens the token page and a Buy button opens where the best listing is', async () => {
+    const gardens = collectionNamed(h.devnet, 'Glitch Gardens');
+    const mined = await h.devnet.mine('devnet', [{ kind: 'listing', collection: gardens.address, price: '0.0001' }]);
+    const tokenId = mined.transactions[0]?.tokenIds[0] ?? '';
+    const reply = await h.run(`/token ${gardens.address} ${tokenId}`);
+    const page = `${h.devnet.url}/market/devnet/${gardens.address}/${tokenId}`;
+    expect(reply.url).toBe(page);
+    const buy = reply.buttons?.flat().find((b) => b.label.startsWith('Buy on '));
+    expect(buy).toMatchObject({ label: 'Buy on Sequence Market v2', url: page });
+    expect((await fetch(page)).status).toBe(200);
+  });
+});

@@ -4,8 +4,9 @@ import { CONSOLE } from '../helpers/bot-harness.ts';
 import { collectionNamed } from '../helpers/devnet-data.ts';
 
 /*
- * Issue 15: what an alert says a trade cost. A sweep that paid in two currencies shows both totals
- * and one US dollar total over all the orders (it used to total the first currency only).
+ * Issue 15: what an alert says and where it leads. A sweep that paid in two currencies shows both
+ * totals and one US dollar total over all the orders (it used to total the first currency only);
+ * alerts link the token's page, the transaction on an explorer, and where a listing can be bought.
  */
 
 let h: AlertHarness;
@@ -49,5 +50,34 @@ describe('alert prices', () => {
     const total = sweep?.fields?.find((f) => f.name === 'Total')?.value;
     const usd = Number(/\(\$([\d,.]+)\)/.exec(String(total))?.[1]?.replace(/,/g, ''));
     expect(usd).toBeCloseTo(listingA.priceUSD + listingB.priceUSD, 0);
+  });
+});
+
+describe('alert links', () => {
+  it('GIVEN a listing on the platform marketplace WHEN it is alerted THEN the title opens the token page, and the alert links where to buy it and the transaction, each a page the local platform serves', async () => {
+    const gardens = collectionNamed(h.devnet, 'Glitch Gardens');
+    expect((await h.run(`/watch add ${gardens.address} listing`)).title).toBe('Watching');
+    await h.planned();
+    const before = h.console.alerts(CONSOLE.id).length;
+    const mined = await h.devnet.mine('devnet', [{ kind: 'listing', collection: gardens.address, price: '3' }]);
+    const tokenId = mined.transactions[0]?.tokenIds[0] ?? '';
+    await h.console.until(() => h.console.alerts(CONSOLE.id).length > before);
+    const alert = h.console.alerts(CONSOLE.id)[before];
+    expect(alert?.url).toBe(`${h.devnet.url}/market/devnet/${gardens.address}/${tokenId}`);
+    const links = alert?.fields?.find((f) => f.name === 'Links')?.value;
+    expect(links).toEqual([
+      { link: 'Buy on Sequence Market v2', href: alert?.url },
+      ' · ',
+      { link: 'Transaction', href: `${h.devnet.url}/explorer/devnet/tx/${mined.txnHashes[0]}` },
+    ]);
+    const tokenPage = await fetch(alert?.url ?? '');
+    expect(tokenPage.status).toBe(200);
+    const html = await tokenPage.text();
+    expect(html).toContain(`Glitch Garden`);
+    expect(html).toContain('3 DEV');
+    const txnPage = await fetch(`${h.devnet.url}/explorer/devnet/tx/${mined.txnHashes[0]}`);
+    expect(txnPage.status).toBe(200);
+    expect(await txnPage.text()).toContain(mined.txnHashes[0] ?? 'missing');
+    expect((await fetch(`${h.devnet.url}/explorer/devnet/tx/0x${'0'.repeat(64)}`)).status).toBe(404);
   });
 });
