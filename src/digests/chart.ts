@@ -1,4 +1,7 @@
-import { Resvg } from '@resvg/resvg-js';
+import { readdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, join } from 'node:path';
+import { Resvg, type ResvgRenderOptions } from '@resvg/resvg-js';
 import type { ChartPoint } from '../platform/types.ts';
 
 export interface ChartSeries {
@@ -15,7 +18,7 @@ const MARGIN = { left: 72, right: 24, top: 56, bottom: 36 };
 
 /**
  * One opaque dark card (readable on dark and light chat themes alike) with one panel per series,
- * since the series have different scales. Text is drawn with the system's sans-serif font.
+ * since the series have different scales. Text is drawn in DejaVu Sans (see {@link chartFonts}).
  */
 export function chartSvg(title: string, series: readonly ChartSeries[]): string {
   const height = MARGIN.top + series.length * (PANEL_HEIGHT + MARGIN.bottom) + 8;
@@ -72,12 +75,87 @@ export function chartSvg(title: string, series: readonly ChartSeries[]): string 
   return out.join('');
 }
 
-/** The chart as a PNG image. */
+/**
+ * Draws charts as PNG images. The digest service takes one, so that the composition root decides
+ * where rendering runs: {@link ChartPool} in worker threads for the bot, {@link chartsInThread}
+ * for tools and tests.
+ */
+export interface ChartRenderer {
+  /** Rejects when this chart cannot be drawn; other charts are not affected. */
+  render(title: string, series: readonly ChartSeries[]): Promise<Uint8Array>;
+}
+
+/** Renders on the calling thread: each chart blocks the event loop for the length of its render. */
+export const chartsInThread: ChartRenderer = {
+  render: async (title, series) => renderChartPng(title, series),
+};
+
+/** Font options for resvg: which fonts a render loads. */
+export type ChartFonts = NonNullable<ResvgRenderOptions['font']>;
+
+const CHART_FONT_FILES = ['DejaVuSans.ttf', 'DejaVuSans-Bold.ttf'];
+
+/** Where operating systems and font packages put font files (fontconfig's, fontdb's defaults). */
+function fontDirectories(): string[] {
+  const home = homedir();
+  return [
+    '/usr/share/fonts',
+    '/usr/local/share/fonts',
+    join(home, '.local/share/fonts'),
+    join(home, '.fonts'),
+    '/Library/Fonts',
+    join(home, 'Library/Fonts'),
+    'C:\\Windows\\Fonts',
+  ];
+}
+
+/** The first file of each name found under these directories, or undefined if one is missing. */
+export function findFontFiles(names: readonly string[], directories: readonly string[]): string[] | undefined {
+  const found = new Map<string, string>();
+  for (const directory of directories) {
+    let entries: string[];
+    try {
+      entries = readdirSync(directory, { recursive: true, encoding: 'utf8' });
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      const name = basename(entry);
+      if (names.includes(name) && !found.has(name)) found.set(name, join(directory, entry));
+    }
+    if (found.size === names.length) break;
+  }
+  return names.every((name) => found.has(name)) ? names.map((name) => found.get(name) ?? name) : undefined;
+}
+
+let fonts: ChartFonts | undefined;
+
+/**
+ * The fonts a chart render loads, found once per process. Resvg builds a font database for every
+ * render; loading every system font each time cost as much as drawing the chart, so when the two
+ * DejaVu Sans files the chart uses are installed (the Docker image installs fonts-dejavu-core) only
+ * they are loaded. The chart asks for DejaVu Sans first, so the image is the same either way; without
+ * them it falls back to the system fonts, as slow as before. The chart's text must stay within what
+ * DejaVu Sans covers (its labels are ASCII), since no other font is there to fall back on.
+ */
+export function chartFonts(): ChartFonts {
+  if (!fonts) {
+    const files = findFontFiles(CHART_FONT_FILES, fontDirectories());
+    fonts = files
+      ? { loadSystemFonts: false, fontFiles: files, defaultFontFamily: 'DejaVu Sans' }
+      : { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' };
+  }
+  return fonts;
+}
+
+/** An SVG document as a PNG image, in a buffer of its own (so it can be transferred between threads). */
+export function renderSvgPng(svg: string, font: ChartFonts = chartFonts()): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(new Resvg(svg, { font }).render().asPng());
+}
+
+/** The chart as a PNG image, drawn on the calling thread. */
 export function renderChartPng(title: string, series: readonly ChartSeries[]): Uint8Array {
-  const resvg = new Resvg(chartSvg(title, series), {
-    font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' },
-  });
-  return new Uint8Array(resvg.render().asPng());
+  return renderSvgPng(chartSvg(title, series));
 }
 
 /** `2026-11-21` -> `11-21`. */

@@ -10,7 +10,7 @@ import type { AnalyticsFilter, ChartPoint, Order } from '../platform/types.ts';
 import { dict, own } from '../records.ts';
 import { type DeliveryJournal, payloadOf } from '../store/journal.ts';
 import type { ChatSettings, CollectionKey, DigestSettings, MarketSnapshot, StateStore } from '../store/state.ts';
-import { renderChartPng } from './chart.ts';
+import { type ChartRenderer, type ChartSeries, chartsInThread } from './chart.ts';
 import { zonedDay } from './zoned-time.ts';
 
 /** Chats whose digests are built at the same time. */
@@ -27,6 +27,23 @@ export interface DigestServiceOptions {
   currencies: CurrencyDirectory;
   logger: Logger;
   projectId: number | undefined;
+  /** Where charts are drawn; default: on the event loop ({@link chartsInThread}). The bot passes a ChartPool. */
+  charts?: ChartRenderer;
+  /** Called after each digest is recorded for posting, with where its time went (metrics, benchmarks). */
+  onTiming?: (chatKey: string, timing: DigestTiming) => void;
+}
+
+/**
+ * Milliseconds one chat's digest took, by phase. Chats are built a few at a time, so these add up
+ * to more than the run.
+ */
+export interface DigestTiming {
+  /** Platform calls (shared within a run), the alerts summary and the text. */
+  gatherMs: number;
+  /** Waiting for the chart after the rest was ready (it is drawn while the market data is fetched). */
+  chartMs: number;
+  /** Writing the digest to the delivery journal. */
+  journalMs: number;
 }
 
 interface Series {
@@ -46,7 +63,8 @@ interface Market {
 export class DigestRunCache {
   readonly analytics = new Map<string, Promise<[Series, Series]>>();
   readonly markets = new Map<string, Promise<Market>>();
-  readonly charts = new Map<string, Uint8Array>();
+  /** Each distinct chart, drawn once; undefined when it could not be drawn. */
+  readonly charts = new Map<string, Promise<Uint8Array | undefined>>();
   /** "Last posted" marks, written to the state file once at the end of the run. */
   readonly posted: Array<readonly [string, (settings: ChatSettings) => void]> = [];
 }
@@ -60,6 +78,9 @@ function reason(error: unknown): string {
   if (error instanceof PlatformError) return error.message.replace(/^[^:]*: /, '').slice(0, 160);
   return 'unexpected error';
 }
+
+const count = (v: number) => Math.round(v).toLocaleString('en-US');
+const percent = (v: number) => `${(v <= 1 ? v * 100 : v).toFixed(1)}%`;
 
 function isoDay(at: Date): string {
   return at.toISOString().slice(0, 10);
@@ -109,7 +130,8 @@ export class DigestService {
     const digest = this.#o.store.chat(chatKey).digest;
     if (!digest) return;
     if (digest.lastPostedFor && Date.parse(digest.lastPostedFor) >= dueAt.getTime()) return;
-    const { reply, market } = await this.build(chatKey, digest, dueAt, cache);
+    const { reply, market, timing } = await this.build(chatKey, digest, dueAt, cache);
+    const journalStarted = performance.now();
     const recorded = await this.#o.journal.record([
       {
         eventId: `digest:${dueAt.toISOString()}`,
@@ -120,6 +142,7 @@ export class DigestService {
         payload: encodePayload(reply),
       },
     ]);
+    this.#o.onTiming?.(chatKey, { ...timing, journalMs: performance.now() - journalStarted });
     cache.posted.push([
       chatKey,
       (settings) => {
@@ -139,10 +162,12 @@ export class DigestService {
     digest: DigestSettings,
     dueAt: Date,
     cache = new DigestRunCache(),
-  ): Promise<{ reply: Reply; market: Record<string, MarketSnapshot> }> {
+  ): Promise<{ reply: Reply; market: Record<string, MarketSnapshot>; timing: Omit<DigestTiming, 'journalMs'> }> {
+    const started = performance.now();
     const end = dueAt;
     const start = new Date(end.getTime() - digest.days * 86_400_000);
     const [wallets, conversion] = await this.#analytics(digest, start, end, cache);
+    const chart = this.#chart(digest, dueAt, start, [wallets, conversion], cache);
     const fields: ReplyField[] = [];
     const notes: string[] = [];
     const expectedDays = digest.days;
@@ -165,8 +190,6 @@ export class DigestService {
         value: `latest ${format(last?.value ?? 0)} (${last?.label ?? ''}) · average ${format(total / values.length)}`,
       });
     };
-    const count = (v: number) => Math.round(v).toLocaleString('en-US');
-    const percent = (v: number) => `${(v <= 1 ? v * 100 : v).toFixed(1)}%`;
     describeSeries('Wallets that sent transactions', wallets, count);
     describeSeries('Conversion rate', conversion, percent);
 
@@ -204,18 +227,10 @@ export class DigestService {
     }
 
     fields.push({ name: 'Alerts in this chat', value: this.#alertsSummary(chatKey, start) });
-    const series = [
-      { name: 'Wallets that sent transactions', points: wallets.points ?? [], format: count, color: '#5aa9ff' },
-      { name: 'Conversion rate', points: conversion.points ?? [], format: percent, color: '#f5a524' },
-    ];
+    const gathered = performance.now();
+    const png = await chart;
+    if (!png) notes.push('Chart: unavailable (it could not be drawn).');
     const day = zonedDay(dueAt, digest.timeZone);
-    const chartTitle = `Project activity, ${digest.days} day${digest.days === 1 ? '' : 's'} to ${day}`;
-    const chartKey = `${JSON.stringify(this.#filter(digest, start, end))}|${chartTitle}`;
-    let chart = cache.charts.get(chartKey);
-    if (!chart) {
-      chart = renderChartPng(chartTitle, series);
-      cache.charts.set(chartKey, chart);
-    }
     const reply: Reply = {
       title: `Daily digest · ${day}`,
       tone: 'info',
@@ -224,11 +239,40 @@ export class DigestService {
         ...notes,
       ],
       fields,
-      attachments: [{ name: 'digest-chart.png', contentType: 'image/png', data: chart }],
+      ...(png ? { attachments: [{ name: 'digest-chart.png', contentType: 'image/png', data: png }] } : {}),
       footer: 'Floorwatch digest · /digest show, /digest off',
       timestamp: dueAt.toISOString(),
     };
-    return { reply, market };
+    return {
+      reply,
+      market,
+      timing: { gatherMs: gathered - started, chartMs: performance.now() - gathered },
+    };
+  }
+
+  /** Starts drawing the chart of these series (once per distinct chart in a run). */
+  #chart(
+    digest: DigestSettings,
+    dueAt: Date,
+    start: Date,
+    [wallets, conversion]: [Series, Series],
+    cache: DigestRunCache,
+  ): Promise<Uint8Array | undefined> {
+    const title = `Project activity, ${digest.days} day${digest.days === 1 ? '' : 's'} to ${zonedDay(dueAt, digest.timeZone)}`;
+    const key = `${JSON.stringify(this.#filter(digest, start, dueAt))}|${title}`;
+    let pending = cache.charts.get(key);
+    if (!pending) {
+      const series: ChartSeries[] = [
+        { name: 'Wallets that sent transactions', points: wallets.points ?? [], format: count, color: '#5aa9ff' },
+        { name: 'Conversion rate', points: conversion.points ?? [], format: percent, color: '#f5a524' },
+      ];
+      pending = (this.#o.charts ?? chartsInThread).render(title, series).catch((error: unknown) => {
+        this.#o.logger.error({ chart: title, err: error }, 'could not draw a digest chart');
+        return undefined;
+      });
+      cache.charts.set(key, pending);
+    }
+    return pending;
   }
 
   #filter(digest: DigestSettings, start: Date, end: Date): AnalyticsFilter {

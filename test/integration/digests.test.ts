@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ChartPool } from '../../src/digests/chart-pool.ts';
 import { DigestService } from '../../src/digests/digest-service.ts';
 import { DigestScheduler } from '../../src/digests/scheduler.ts';
 import { lastDue, zonedToInstant } from '../../src/digests/zoned-time.ts';
@@ -10,6 +11,7 @@ import { ADMIN, CONSOLE, GROUP } from '../helpers/bot-harness.ts';
 const silent = pino({ level: 'silent' });
 let h: AlertHarness;
 let service: DigestService;
+let charts: ChartPool;
 
 function digestOf(chatKey: string): DigestSettings {
   const digest = h.store.chat(chatKey).digest;
@@ -19,6 +21,7 @@ function digestOf(chatKey: string): DigestSettings {
 
 beforeAll(async () => {
   h = await startAlertHarness();
+  charts = new ChartPool({ size: 1 });
   service = new DigestService({
     platform: h.platform,
     store: h.store,
@@ -27,9 +30,11 @@ beforeAll(async () => {
     currencies: h.engine.currencies,
     logger: silent,
     projectId: h.devnet.projectId,
+    charts,
   });
 });
 afterAll(async () => {
+  await charts?.close();
   await h?.close();
 });
 afterEach(() => {
@@ -54,9 +59,10 @@ describe('digest schedules', () => {
   });
 
   it('GIVEN a digest at 09:00 Asia/Tokyo THEN it fires at 00:00 UTC', async () => {
+    // Real timers while the store writes: it coalesces writes behind a timer.
+    await h.run('/digest set 09:00 Asia/Tokyo', { ...GROUP, id: '-700' }, ADMIN);
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
     vi.setSystemTime(new Date('2026-11-21T23:58:00Z'));
-    await h.run('/digest set 09:00 Asia/Tokyo', { ...GROUP, id: '-700' }, ADMIN);
     const fired: Array<{ at: string; due: string; chats: string[] }> = [];
     const scheduler = new DigestScheduler({
       store: h.store,
@@ -68,6 +74,7 @@ describe('digest schedules', () => {
     scheduler.rebuild();
     await vi.advanceTimersByTimeAsync(3 * 60_000);
     await scheduler.stop();
+    vi.useRealTimers();
     expect(fired).toEqual([
       { at: expect.stringMatching(/^2026-11-22T00:00:0/), due: '2026-11-22T00:00:00.000Z', chats: ['telegram:-700'] },
     ]);
@@ -75,9 +82,9 @@ describe('digest schedules', () => {
   });
 
   it('GIVEN a digest at 09:00 New York across the end of daylight-saving time THEN it keeps 09:00 local', async () => {
+    await h.run('/digest set 09:00 America/New_York', { ...GROUP, id: '-701' }, ADMIN);
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
     vi.setSystemTime(new Date('2026-10-31T12:00:00Z'));
-    await h.run('/digest set 09:00 America/New_York', { ...GROUP, id: '-701' }, ADMIN);
     const fired: string[] = [];
     const scheduler = new DigestScheduler({
       store: h.store,
@@ -89,6 +96,7 @@ describe('digest schedules', () => {
     scheduler.rebuild();
     await vi.advanceTimersByTimeAsync(3 * 86_400_000);
     await scheduler.stop();
+    vi.useRealTimers();
     expect(fired).toEqual(['2026-10-31T13:00:00.000Z', '2026-11-01T14:00:00.000Z', '2026-11-02T14:00:00.000Z']);
     await h.run('/digest off', { ...GROUP, id: '-701' }, ADMIN);
   });
@@ -185,6 +193,54 @@ describe('digest content and posting', () => {
     await start();
     await h.dispatcher.drained();
     expect(h.console.alerts(chat.id).length - before).toBe(1);
+  });
+
+  it("GIVEN the chart worker dies drawing one chat's chart THEN that digest is posted without it and says so, the others with theirs", async () => {
+    // The crashing worker dies on the chart of a 3-day digest.
+    const crashing = new ChartPool({
+      size: 1,
+      workerUrl: new URL('../unit/digests/crashing-chart-worker.ts', import.meta.url),
+    });
+    const withCrashes = new DigestService({
+      platform: h.platform,
+      store: h.store,
+      journal: h.journal,
+      dispatcher: h.dispatcher,
+      currencies: h.engine.currencies,
+      logger: silent,
+      projectId: h.devnet.projectId,
+      charts: crashing,
+    });
+    const due = lastDue(new Date(), 9, 0, 'UTC');
+    const chats = { 'chart-crash': 3, 'chart-fine': 2 };
+    for (const [id, days] of Object.entries(chats)) {
+      await h.store.updateChat(`console:${id}`, (s) => {
+        s.digest = {
+          hour: 9,
+          minute: 0,
+          timeZone: 'UTC',
+          days,
+          collections: [],
+          setAt: new Date(due.getTime() - 86_400_000).toISOString(),
+        };
+      });
+    }
+    try {
+      await withCrashes.run(
+        Object.keys(chats).map((id) => `console:${id}`),
+        due,
+      );
+      await h.dispatcher.drained();
+    } finally {
+      await crashing.close();
+    }
+    const [crashed] = h.console.alerts('chart-crash');
+    const [fine] = h.console.alerts('chart-fine');
+    expect(crashed?.title).toMatch(/^Daily digest/);
+    expect(crashed?.attachments ?? []).toEqual([]);
+    expect(h.text(crashed ?? {})).toContain('Chart: unavailable (it could not be drawn).');
+    expect(fine?.attachments?.[0]?.contentType).toBe('image/png');
+    expect(h.text(fine ?? {})).not.toContain('Chart: unavailable');
   });
 
   it('gaps and platform errors are stated in the digest', async () => {
