@@ -44,8 +44,8 @@ type Buckets = Map<string, Map<string, Array<Bucket | undefined>>>;
 interface Indexed {
   rule: WatchRule;
   collection: string;
-  // Kinds the rule is indexed under (none when paused).
-  kinds: AlertKind[];
+  // Kinds the rule is indexed under (none when paused); shared by rules with the same kinds.
+  kinds: readonly AlertKind[];
   tokens: readonly string[];
   wallets: readonly string[];
   entry: Entry | undefined;
@@ -62,6 +62,8 @@ function normaliseTokenId(id: string): string {
 }
 
 const NONE: readonly string[] = Object.freeze([]);
+
+const NO_KINDS: readonly AlertKind[] = [];
 
 function unique(values: readonly string[] | undefined, map: (v: string) => string): readonly string[] {
   if (!values || values.length === 0) return NONE;
@@ -97,6 +99,7 @@ function removeFrom<T>(map: Map<string, T[]> | undefined, key: string, item: T):
  */
 export class RuleIndex {
   private readonly rules = new Map<string, Indexed>();
+  private readonly kindLists = new Map<string, readonly AlertKind[]>();
   private readonly buckets: Buckets = new Map();
   private changes = 0;
 
@@ -209,10 +212,12 @@ export class RuleIndex {
   }
 
   private insert(rule: WatchRule): void {
+    const lower = rule.collection.toLowerCase();
     const indexed: Indexed = {
       rule,
-      collection: rule.collection.toLowerCase(),
-      kinds: [],
+      // The store keeps addresses lower-case: reuse its string rather than hold a copy per rule.
+      collection: lower === rule.collection ? rule.collection : lower,
+      kinds: NO_KINDS,
       tokens: unique(rule.tokenIds, normaliseTokenId),
       wallets: unique(rule.wallets, (w) => w.trim().toLowerCase()),
       entry: undefined,
@@ -224,9 +229,8 @@ export class RuleIndex {
     if (indexed.tokens.length > 0) {
       indexed.entry = { rule, wallets: indexed.wallets.length > 0 ? new Set(indexed.wallets) : undefined };
     }
-    for (const kind of rule.kinds) {
-      if (indexed.kinds.includes(kind) || KIND_SLOT[kind] === undefined) continue;
-      indexed.kinds.push(kind);
+    indexed.kinds = this.indexedKinds(rule.kinds);
+    for (const kind of indexed.kinds) {
       const bucket = this.bucket(rule.network, indexed.collection, kind, true);
       if (!bucket) continue;
       if (ignoredWallets.has(rule)) bucket.ignoring++;
@@ -240,6 +244,17 @@ export class RuleIndex {
         bucket.any.push(rule);
       }
     }
+  }
+
+  /** The kinds a rule is indexed under (known, once each), one shared list per distinct list of kinds. */
+  private indexedKinds(kinds: readonly AlertKind[]): readonly AlertKind[] {
+    const key = kinds.join(',');
+    let indexed = this.kindLists.get(key);
+    if (!indexed) {
+      indexed = [...new Set(kinds)].filter((kind) => KIND_SLOT[kind] !== undefined);
+      this.kindLists.set(key, indexed);
+    }
+    return indexed;
   }
 
   private delete(ruleId: string): boolean {

@@ -169,7 +169,7 @@ class DurableJsonFile implements Adapter<State> {
   }
 
   async write(data: State): Promise<void> {
-    const text = JSON.stringify(data, null, 2);
+    const text = JSON.stringify(data);
     const handle = await open(this.#temp, 'w');
     try {
       await handle.writeFile(text, 'utf8');
