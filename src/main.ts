@@ -18,6 +18,7 @@ import { ConsoleSink } from './chat/console/console-sink.ts';
 import { ChatStartError } from './chat/start-error.ts';
 import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
 import type { Devnet } from './devnet/index.ts';
+import { ChartPool } from './digests/chart-pool.ts';
 import { DigestService } from './digests/digest-service.ts';
 import { DigestScheduler } from './digests/scheduler.ts';
 import { type HealthServer, startHealthServer } from './health/http.ts';
@@ -226,6 +227,9 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       relistWindowMs: config.relistWindowHours * 60 * 60 * 1000,
     });
     pipeline = alertPipeline;
+    // Closed after the digest scheduler has stopped (stops run in reverse), so a run in progress keeps its charts.
+    const charts = new ChartPool();
+    stops.push(() => charts.close());
     digests = new DigestService({
       platform,
       store,
@@ -234,6 +238,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       currencies: engine.currencies,
       logger: logger.child({ component: 'digests' }),
       projectId: platformOptions.projectId,
+      charts,
     });
     const digestService = digests;
     const digestScheduler = new DigestScheduler({
