@@ -30,12 +30,22 @@ export interface StreamOptionsForAlerts {
   reconnect?: Partial<ReconnectPolicy>;
   /** How long a new events stream may take to connect before the old one is closed anyway. */
   switchTimeoutMs?: number;
+  /** Contracts per events stream (default {@link MAX_CONTRACTS_PER_STREAM}). */
+  maxContractsPerStream?: number;
 }
+
+/**
+ * Contracts in one SubscribeEvents filter. Servers read a request of a bounded size (the local
+ * platform 1 MiB, about 23,000 addresses): past this many watched contracts a network's events come
+ * through several streams, each with a share of the contracts.
+ */
+export const MAX_CONTRACTS_PER_STREAM = 5_000;
 
 interface Running {
   key: string;
   controller: AbortController;
   connected: Promise<void>;
+  state: StreamHealth['events'];
 }
 
 const MAX_GAPS_KEPT = 20;
@@ -53,7 +63,8 @@ export class NetworkStreams {
   readonly #onLog: (log: EventLog) => void;
   readonly #onReceipt: (receipt: TransactionReceipt) => void;
   readonly #options: StreamOptionsForAlerts;
-  #events: Running | undefined;
+  /** The events streams, by the key of their filter: one, or one per share of the contracts. */
+  #events = new Map<string, Running>();
   #receipts: AbortController | undefined;
   #stopped = false;
   readonly #health: StreamHealth;
@@ -91,14 +102,17 @@ export class NetworkStreams {
     return { ...this.#health, gaps: [...this.#health.gaps] };
   }
 
-  /** Subscribes with this filter (no contracts: closes the streams). Resolves once the new stream is connected. */
+  /**
+   * Subscribes with this filter (no contracts: closes the streams), split into several streams when
+   * it names more than {@link MAX_CONTRACTS_PER_STREAM} contracts. Only the streams whose share
+   * changed are replaced. Resolves once the new streams are connected.
+   */
   async plan(filter: EventFilter): Promise<void> {
     if (this.#stopped) return;
     const contracts = filter.contractAddresses?.length ?? 0;
-    const key = JSON.stringify(filter);
     if (contracts === 0) {
-      this.#events?.controller.abort();
-      this.#events = undefined;
+      for (const running of this.#events.values()) running.controller.abort();
+      this.#events = new Map();
       this.#receipts?.abort();
       this.#receipts = undefined;
       this.#health.events = 'idle';
@@ -106,33 +120,57 @@ export class NetworkStreams {
       this.#health.contracts = 0;
       return;
     }
-    if (this.#events?.key === key) return;
-    const previous = this.#events;
-    const next = this.#openEvents(filter, key);
+    const shares = shareFilter(filter, this.#options.maxContractsPerStream ?? MAX_CONTRACTS_PER_STREAM);
+    const next = new Map<string, Running>();
+    const opened: Running[] = [];
+    for (const share of shares) {
+      const key = JSON.stringify(share);
+      const running = this.#events.get(key) ?? this.#openEvents(share, key);
+      if (!this.#events.has(key)) opened.push(running);
+      next.set(key, running);
+    }
+    if (opened.length === 0 && next.size === this.#events.size) return;
+    const previous = [...this.#events.values()].filter((running) => !next.has(running.key));
     this.#events = next;
     this.#health.contracts = contracts;
+    this.#refreshEventsHealth();
     if (!this.#receipts) this.#openReceipts();
-    if (previous) {
+    const connected = Promise.all(opened.map((running) => running.connected));
+    if (previous.length > 0) {
       const timeout = new Promise<void>((resolve) =>
         setTimeout(resolve, this.#options.switchTimeoutMs ?? 10_000).unref(),
       );
-      await Promise.race([next.connected, timeout]);
-      previous.controller.abort();
+      await Promise.race([connected, timeout]);
+      for (const running of previous) running.controller.abort();
     } else {
-      await next.connected;
+      await connected;
     }
   }
 
   stop(): void {
     this.#stopped = true;
-    this.#events?.controller.abort();
+    for (const running of this.#events.values()) running.controller.abort();
     this.#receipts?.abort();
-    this.#events = undefined;
+    this.#events = new Map();
     this.#receipts = undefined;
+  }
+
+  #current(running: Running): boolean {
+    return this.#events.get(running.key) === running;
+  }
+
+  /** The events streams as one: connected when all are, else the state of the one furthest from it. */
+  #refreshEventsHealth(): void {
+    let worst: StreamHealth['events'] = 'connected';
+    for (const running of this.#events.values()) {
+      if (EVENTS_STATE_ORDER.indexOf(running.state) > EVENTS_STATE_ORDER.indexOf(worst)) worst = running.state;
+    }
+    this.#health.events = this.#events.size === 0 ? 'idle' : worst;
   }
 
   #openEvents(filter: EventFilter, key: string): Running {
     const controller = new AbortController();
+    const running: Running = { key, controller, connected: Promise.resolve(), state: 'connecting' };
     let markConnected: () => void = () => undefined;
     const connected = new Promise<void>((resolve) => {
       markConnected = resolve;
@@ -144,7 +182,8 @@ export class NetworkStreams {
         ...(this.#options.heartbeatTimeoutMs ? { heartbeatTimeoutMs: this.#options.heartbeatTimeoutMs } : {}),
         ...(this.#options.reconnect ? { reconnect: this.#options.reconnect } : {}),
         onState: (state) => {
-          if (this.#events?.controller === controller) this.#eventsState(state);
+          running.state = stateName(state);
+          if (this.#current(running)) this.#eventsState(state);
           if (state.kind === 'connected') markConnected();
         },
         onBadLine: (sample, skipped) =>
@@ -157,12 +196,13 @@ export class NetworkStreams {
     void (async () => {
       try {
         for await (const log of stream) {
-          if (this.#events?.controller === controller) this.#seen(log.blockNumber);
+          if (this.#current(running)) this.#seen(log.blockNumber);
           this.#onLog(log);
         }
       } catch (error) {
-        if (this.#events?.controller === controller) {
-          this.#health.events = 'failed';
+        running.state = 'failed';
+        if (this.#current(running)) {
+          this.#refreshEventsHealth();
           this.#health.lastError = error instanceof Error ? error.message : String(error);
           this.#logger.error({ network: this.network, err: error }, 'event stream failed for good');
         }
@@ -170,7 +210,8 @@ export class NetworkStreams {
         markConnected();
       }
     })();
-    return { key, controller, connected };
+    running.connected = connected;
+    return running;
   }
 
   #openReceipts(): void {
@@ -206,7 +247,7 @@ export class NetworkStreams {
   }
 
   #eventsState(state: StreamState): void {
-    this.#health.events = stateName(state);
+    this.#refreshEventsHealth();
     if (state.kind === 'disconnected') {
       this.#health.lastError = state.reason.message;
       this.#lostAfterBlock ??= this.#head;
@@ -244,6 +285,38 @@ export class NetworkStreams {
     this.#health.gaps = [...this.#health.gaps, gap].slice(-MAX_GAPS_KEPT);
     this.#logger.warn(gap, 'blocks missed while the event stream was down');
   }
+}
+
+/** Events stream states from best to worst, for the state of several streams together. */
+const EVENTS_STATE_ORDER: ReadonlyArray<StreamHealth['events']> = [
+  'idle',
+  'connected',
+  'connecting',
+  'reconnecting',
+  'failed',
+];
+
+/**
+ * The filter in shares of at most `max` contracts. A contract's share follows from its address, so
+ * that watching one more collection changes one share (one stream reopened), not all of them.
+ */
+export function shareFilter(filter: EventFilter, max: number): EventFilter[] {
+  const contracts = filter.contractAddresses ?? [];
+  if (contracts.length <= max) return [filter];
+  const count = Math.ceil(contracts.length / max) + 1;
+  const shares: string[][] = Array.from({ length: count }, () => []);
+  for (const contract of contracts) shares[addressHash(contract) % count]?.push(contract);
+  return shares.filter((share) => share.length > 0).map((share) => ({ ...filter, contractAddresses: share }));
+}
+
+/** FNV-1a of the lower-case address: spread evenly, the same in every process. */
+function addressHash(address: string): number {
+  let hash = 0x811c9dc5;
+  for (const char of address.toLowerCase()) {
+    hash ^= char.charCodeAt(0);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
 }
 
 function stateName(state: StreamState): StreamHealth['events'] {
