@@ -17,9 +17,14 @@ export default defineGroup({
       name: 'set',
       description: 'Give a collection a short name in this chat',
       permission: 'manage',
-      example: '/alias set cats 0x1234…',
+      example: '/alias set mc moon cats',
       options: [
-        { name: 'name', type: 'text', description: 'The short name (letters, digits, - and _)', required: true },
+        {
+          name: 'name',
+          type: 'text',
+          description: 'The short name, one word (letters, digits, - and _)',
+          required: true,
+        },
         {
           name: 'collection',
           type: 'collection',

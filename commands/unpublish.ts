@@ -10,6 +10,9 @@ function confirmationCode(collectionId: number, actorId: string): string {
   return createHash('sha256').update(`unpublish:${collectionId}:${actorId}`).digest('hex').slice(0, 8);
 }
 
+/** The `confirm` word of the Cancel button: never a confirmation code (those are hexadecimal). */
+const CANCEL = 'cancel';
+
 export default defineCommand({
   name: 'unpublish',
   description: 'Unpublish a collection of the project (operators, asks for confirmation)',
@@ -17,9 +20,13 @@ export default defineCommand({
   example: '/unpublish 12',
   options: [
     { name: 'collection', type: 'integer', description: 'Collection id in the project', required: true, min: 1 },
-    { name: 'confirm', type: 'text', description: 'Confirmation code from the first answer' },
+    { name: 'confirm', type: 'text', description: 'Confirmation code from the first answer, or "cancel"' },
   ],
   async run(ctx, { collection, confirm }) {
+    // The Cancel button answers the question in place: the confirmation gives way to the outcome.
+    if (confirm?.toLowerCase() === CANCEL) {
+      return { tone: 'info', ephemeral: true, lines: [`Cancelled: collection ${collection} stays published.`] };
+    }
     const expected = confirmationCode(collection, `${ctx.chat.platform}:${ctx.actor.id}`);
     if (confirm !== expected) {
       return {
@@ -39,7 +46,12 @@ export default defineCommand({
               style: 'danger',
               action: `/unpublish collection=${collection} confirm=${expected}`,
             },
-            { label: 'Cancel', style: 'secondary', action: '/help unpublish' },
+            {
+              label: 'Cancel',
+              style: 'secondary',
+              action: `/unpublish collection=${collection} confirm=${CANCEL}`,
+              replaces: true,
+            },
           ],
         ],
       };

@@ -12,7 +12,9 @@ export const MAX_CANDIDATES = 5;
 
 /**
  * Turns what a user typed into one collection: an address (named via the metadata service when it
- * knows it), a chat alias, or a name looked up with SearchMetadata. Lookups are cached briefly.
+ * knows it), a chat alias, or a name looked up with SearchMetadata on the invocation's network. A
+ * name found only on other configured networks is offered, never taken: {@link AmbiguousCollectionError}
+ * with `searched` set. Lookups are cached briefly.
  */
 export class CollectionResolver {
   readonly #platform: PlatformClient;
@@ -37,7 +39,11 @@ export class CollectionResolver {
     if (alias) return { network: alias.network, address: alias.address, name: alias.name ?? alias.alias };
     const wanted = ref.text.toLowerCase();
     const found = await this.#lookup(ref.text, network);
-    if (found.length === 0) throw new UserError('unknown_collection', { query: ref.text, network });
+    if (found.length === 0) {
+      const elsewhere = await this.#elsewhere(ref.text, network);
+      if (elsewhere.length === 0) throw new UserError('unknown_collection', { query: ref.text, network });
+      throw new AmbiguousCollectionError(ref.text, elsewhere, option, network);
+    }
     const exact = found.filter((c) => c.name.toLowerCase() === wanted);
     if (exact.length === 1 && exact[0]) return describe(exact[0], network, exact[0].address);
     if (found.length === 1 && found[0]) return describe(found[0], network, found[0].address);
@@ -45,6 +51,24 @@ export class CollectionResolver {
       .slice(0, MAX_CANDIDATES)
       .map((c) => describe(c, network, c.address));
     throw new AmbiguousCollectionError(ref.text, candidates, option);
+  }
+
+  /**
+   * Matches of a name on the configured networks other than `network`, exact names first when
+   * there are any. Looked up only when `network` has none; a network whose search fails is left
+   * out, as this only offers alternatives to "no collection matches".
+   */
+  async #elsewhere(text: string, network: string): Promise<ResolvedCollection[]> {
+    const others = this.#platform.networks.all.map((n) => n.name).filter((name) => name !== network);
+    const settled = await Promise.allSettled(
+      others.map(async (name) => (await this.#lookup(text, name)).map((info) => ({ info, network: name }))),
+    );
+    const found = settled.flatMap((result) => (result.status === 'fulfilled' ? result.value : []));
+    const wanted = text.toLowerCase();
+    const exact = found.filter((c) => c.info.name.toLowerCase() === wanted);
+    return (exact.length > 0 ? exact : found)
+      .slice(0, MAX_CANDIDATES)
+      .map((c) => describe(c.info, c.network, c.info.address));
   }
 
   /** Collections whose name starts with or contains `text`, for autocomplete. */

@@ -66,6 +66,9 @@ export interface DigestPort {
   nextRun: (digest: DigestSettings) => Date | null;
 }
 
+/** The Discord permission that makes a member a chat admin for the bot (DISCORD_MANAGE_PERMISSION). */
+export type DiscordManagePermission = 'ManageGuild' | 'ManageChannels';
+
 /** Static settings commands read. */
 export interface BotSettings {
   /** Operator ids as `platform:id`, e.g. `discord:1234`. */
@@ -76,6 +79,8 @@ export interface BotSettings {
   /** Network used when a chat set none. */
   defaultNetwork: string;
   version: string;
+  /** What Discord members need to manage the bot, named in refusals; ManageGuild when unset. */
+  discordManagePermission?: DiscordManagePermission | undefined;
 }
 
 /** What a command's `run` gets besides its arguments. */

@@ -19,10 +19,18 @@ import {
 import { CurrencyDirectory } from './currencies.ts';
 import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from './errors.ts';
 import type { Links } from './links.ts';
-import { type OptionSpec, parseNetwork, parseOption, type Tokens, tokenize } from './options.ts';
+import {
+  type CollectionRef,
+  looksLike,
+  type OptionSpec,
+  parseNetwork,
+  parseOption,
+  type Tokens,
+  tokenize,
+} from './options.ts';
 import { DEFAULT_CHAT_LIMIT, DEFAULT_USER_LIMIT, FloodGate, type RateLimitPolicy } from './rate-limit.ts';
 import type { Reply } from './reply.ts';
-import { errorReply, isExpectedFailure } from './user-text.ts';
+import { describeChoice, errorReply, isExpectedFailure } from './user-text.ts';
 
 /** A command as an adapter received it. */
 export interface Invocation {
@@ -193,7 +201,11 @@ export class CommandEngine {
       } else {
         logger.error({ command: name, reference, err: error }, 'command crashed');
       }
-      return errorReply(error, reference);
+      return errorReply(error, reference, {
+        platform: invocation.chat.platform,
+        command: `/${name}`,
+        discordManage: this.#options.settings.discordManagePermission,
+      });
     } finally {
       const ms = performance.now() - started;
       logger.debug({ command: name, outcome, ms: Math.round(ms * 10) / 10 }, 'command');
@@ -205,7 +217,7 @@ export class CommandEngine {
     const command = this.find(invocation.command);
     if (!command) throw new UserError('unknown_command', { command: invocation.command });
     if (!this.mayRun(command.permission, invocation.chat, invocation.actor)) {
-      throw permissionError(command.permission ?? 'everyone');
+      throw permissionError(command.permission ?? 'everyone', { command: `/${command.name}` });
     }
     if (!isGroup(command)) return { spec: command, label: command.name, args: invocation.args };
     let subName = invocation.subcommand;
@@ -223,7 +235,7 @@ export class CommandEngine {
       });
     }
     if (!this.mayRun(sub.permission, invocation.chat, invocation.actor)) {
-      throw permissionError(sub.permission ?? 'everyone');
+      throw permissionError(sub.permission ?? 'everyone', { command: `/${command.name} ${sub.name}` });
     }
     return { spec: sub, label: `${command.name} ${sub.name}`, args };
   }
@@ -235,20 +247,36 @@ export class CommandEngine {
     const networks = platform.networks.all.map((n) => n.name);
     const ctx = { networks };
     const usage = usageOf(spec, label);
-    const { raw, extras, network: networkOverride } = assignWords(spec, tokens, ctx, usage);
+    const assignment = assignWords(spec, tokens, ctx, usage);
+    const { extras, network: networkOverride } = assignment;
 
-    const values: Record<string, unknown> = {};
-    let collectionNetwork: string | undefined;
-    for (const option of spec.options) {
-      const text = raw.get(option.name);
-      if (text === undefined) continue;
-      const parsed = parseOption(option, text, ctx);
-      if (!parsed.ok) throw new ArgumentError(parsed.error, usage);
-      values[option.name] = parsed.value;
-      if (option.type === 'collection' && typeof parsed.value === 'object' && 'kind' in parsed.value) {
-        if (parsed.value.kind === 'address' && parsed.value.network) collectionNetwork ??= parsed.value.network;
+    const parseAll = (words: ReadonlyMap<string, string>) => {
+      const values: Record<string, unknown> = {};
+      let collectionNetwork: string | undefined;
+      for (const option of spec.options) {
+        const text = words.get(option.name);
+        if (text === undefined) continue;
+        const parsed = parseOption(option, text, ctx);
+        if (!parsed.ok) return { error: new ArgumentError(parsed.error, usage) };
+        values[option.name] = parsed.value;
+        if (option.type === 'collection' && typeof parsed.value === 'object' && 'kind' in parsed.value) {
+          if (parsed.value.kind === 'address' && parsed.value.network) collectionNetwork ??= parsed.value.network;
+        }
       }
+      return { values, collectionNetwork };
+    };
+    let raw = assignment.raw;
+    let parsed = parseAll(raw);
+    // Kept when a word went to the name because the option refused it: the answer if no collection has that name.
+    let refusedWord: ArgumentError | undefined;
+    if (parsed.error) {
+      const longer = assignment.longerName && parseAll(assignment.longerName);
+      if (!assignment.longerName || !longer || longer.error) throw parsed.error;
+      refusedWord = parsed.error;
+      raw = assignment.longerName;
+      parsed = longer;
     }
+    const { values, collectionNetwork } = parsed;
     const network =
       (values.network as string | undefined) ??
       networkOverride ??
@@ -259,9 +287,11 @@ export class CommandEngine {
     const resolved = new Map<string, ResolvedCollection>();
     for (const option of spec.options) {
       if (option.type !== 'collection') continue;
-      const ref = values[option.name] as Parameters<CollectionResolver['resolve']>[0] | undefined;
+      const ref = values[option.name] as CollectionRef | undefined;
       if (ref) {
-        const collection = await this.resolver.resolve(ref, network, chatSettings, option.name);
+        const collection = await this.resolver.resolve(ref, network, chatSettings, option.name).catch((error) => {
+          throw refusedWord && error instanceof UserError && error.code === 'unknown_collection' ? refusedWord : error;
+        });
         values[option.name] = collection;
         resolved.set(option.name, collection);
       } else if (chatSettings.collection && (!networkOverride || chatSettings.collection.network === network)) {
@@ -322,7 +352,11 @@ export class CommandEngine {
   }
 }
 
-/** The candidates of an ambiguous name as buttons, each re-running the command with one of them. */
+/**
+ * The candidates of an ambiguous name as buttons, each re-running the command with one of them.
+ * A candidate on another network carries its network in its address, so a `network=` word typed
+ * for the search is dropped from the buttons.
+ */
 function chooseCollection(error: AmbiguousCollectionError, label: string, args: Tokens): Reply {
   const named = new Map(args.named);
   const positional = [...args.positional];
@@ -331,13 +365,14 @@ function chooseCollection(error: AmbiguousCollectionError, label: string, args: 
   const at = positional.findIndex((_, i) => positional.slice(i, i + words.length).join(' ') === error.query);
   if (at >= 0) positional.splice(at, words.length);
   else named.delete(error.option);
+  if (error.searched !== undefined) named.delete('network');
   const quote = (w: string) => (/\s/.test(w) ? `"${w.replace(/"/g, '')}"` : w);
   const rest = [...positional.map(quote), ...[...named].map(([k, v]) => `${k}=${quote(v)}`)];
   return {
     tone: 'warning',
     ephemeral: true,
-    title: 'Which collection?',
-    lines: [`"${error.query}" matches ${error.candidates.length} collections. Choose one:`],
+    title: error.searched === undefined ? 'Which collection?' : 'On another network',
+    lines: [describeChoice(error)],
     buttons: error.candidates.map((c) => [
       {
         label: `${c.name} (${c.network} ${c.address.slice(0, 6)}…${c.address.slice(-4)})`,
@@ -361,17 +396,63 @@ export function usageOf(spec: CommandSpec, label = spec.name): string {
   return [`/${label}`, ...parts].join(' ');
 }
 
+/** Words given to options, and a second reading of them when the first may be wrong. */
+interface Assignment {
+  raw: Map<string, string>;
+  extras: Map<string, string>;
+  network: string | undefined;
+  /**
+   * The words read with the collection's name taking the trailing words that only looked like the
+   * following options (see {@link assignWords}); undefined when both readings are the same.
+   */
+  longerName: Map<string, string> | undefined;
+}
+
 /**
- * Gives each option its words: `name=value` first, then positional words in order. A collection
- * name may span several words (`moon cats 12`): it takes all words but those that the following
- * options accept.
+ * How many of the last words of `words` go to the options of `later`, one each in order, the rest
+ * being a collection's name: the most words (down to the `required` options, which always get
+ * theirs) such that each word is accepted by its option.
+ */
+function trailingCount(
+  later: readonly OptionSpec[],
+  words: readonly string[],
+  required: number,
+  accepts: (option: OptionSpec, word: string) => boolean,
+): number {
+  let keep = Math.min(later.length, words.length - 1);
+  while (keep > required) {
+    const tail = words.slice(words.length - keep);
+    if (tail.every((word, j) => accepts(later[j] as OptionSpec, word))) break;
+    keep--;
+  }
+  return Math.max(0, keep);
+}
+
+/**
+ * Gives each option its words: `name=value` first, then positional words in order.
+ *
+ * A collection name may span several words (`moon cats rescue 5`): the options after it get the
+ * trailing words, one each, as many as read as theirs, and the name the words before. A trailing
+ * word is the next option's when it parses as that option (`5` for a count), and also when it only
+ * looks like its type ({@link looksLike}: `50` for a count of at most 10, `sael` for a kind), so
+ * that the answer is the option's own error ("count must be between 1 and 10") and not "no
+ * collection matches moon cats 50". Collection names that end in a number or a word (`Area 51`,
+ * `Moon Cats Rescue`) still work: when such a word fails to parse, the reading where the name keeps
+ * it is returned too (`longerName`), and the engine uses it if the platform or an alias knows that
+ * name, which costs one search, only for input that would otherwise be refused. A word that parses
+ * as the option stays the option's without a search (`/floor area 5` is Area with count 5).
+ * Required options after the name always get their word, so a malformed one is reported as such.
+ *
+ * Free text takes one word when other options follow it (`/alias set mc moon cats`: the alias is
+ * `mc`), and the rest of the line when it is the last (`/help watch add`); free-text options after
+ * a collection take words only by `key=value`, as any word would read as text.
  */
 function assignWords(
   spec: CommandSpec,
   tokens: Tokens,
   ctx: { networks: readonly string[] },
   usage: string,
-): { raw: Map<string, string>; extras: Map<string, string>; network: string | undefined } {
+): Assignment {
   const named = new Map(tokens.named);
   const positional = [...tokens.positional];
   const raw = new Map<string, string>();
@@ -390,6 +471,7 @@ function assignWords(
     network = parsed.value;
     named.delete('network');
   }
+  let longerName: Map<string, string> | undefined;
   const open = spec.options.filter((o) => !raw.has(o.name));
   for (let i = 0; i < open.length && positional.length > 0; i++) {
     const option = open[i] as OptionSpec;
@@ -398,19 +480,28 @@ function assignWords(
     } else if (option.type === 'collection' && /^(0x|[\w-]+:0x)|@/i.test(positional[0] ?? '')) {
       // An address (or network:address) is one word.
       raw.set(option.name, positional.shift() as string);
-    } else if (option.type === 'collection' || option.type === 'text') {
-      // Required options after the name always get their word (so a malformed one is reported
-      // as such); optional ones only when the word reads as their type.
-      // Free-text options after a name take words only by `key=value`: any word would read as text.
+    } else if (option.type === 'collection') {
       const later = open.slice(i + 1).filter((o) => o.required || o.type !== 'text');
       const required = later.filter((o) => o.required).length;
-      let keep = Math.min(later.length, positional.length - 1);
-      while (keep > required) {
-        const tail = positional.slice(positional.length - keep);
-        if (tail.every((word, j) => parseOption(later[j] as OptionSpec, word, ctx).ok)) break;
-        keep--;
+      const parses = (o: OptionSpec, word: string) => parseOption(o, word, ctx).ok;
+      const words = positional.splice(0);
+      const give = (target: Map<string, string>, keep: number) => {
+        target.set(option.name, words.slice(0, words.length - keep).join(' '));
+        words.slice(words.length - keep).forEach((word, j) => {
+          target.set((later[j] as OptionSpec).name, word);
+        });
+      };
+      const keep = trailingCount(later, words, required, (o, w) => parses(o, w) || looksLike(o, w, ctx));
+      const strict = trailingCount(later, words, required, parses);
+      if (strict !== keep) {
+        longerName = new Map(raw);
+        give(longerName, strict);
       }
-      raw.set(option.name, positional.splice(0, positional.length - Math.max(0, keep)).join(' '));
+      give(raw, keep);
+    } else if (option.type === 'text' && i < open.length - 1) {
+      raw.set(option.name, positional.shift() as string);
+    } else if (option.type === 'text') {
+      raw.set(option.name, positional.splice(0).join(' '));
     } else {
       raw.set(option.name, positional.shift() as string);
     }
@@ -423,5 +514,5 @@ function assignWords(
     if (!spec.acceptsTraits) throw new ArgumentError({ code: 'unknown_option', input: `${key}=${value}` }, usage);
     extras.set(key, value);
   }
-  return { raw, extras, network };
+  return { raw, extras, network, longerName };
 }

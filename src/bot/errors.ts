@@ -38,21 +38,38 @@ export class ArgumentError extends Error {
   }
 }
 
-/** A name matched several collections; the user chooses. */
+/**
+ * A name matched several collections, or none on the network asked but some on other networks;
+ * the user chooses (a collection on another network is never taken silently: the network decides
+ * what a watch rule follows).
+ */
 export class AmbiguousCollectionError extends Error {
   override name = 'AmbiguousCollectionError';
   readonly query: string;
   readonly candidates: readonly ResolvedCollection[];
   /** The option that held the name, so a choice can replace it. */
   readonly option: string;
-  constructor(query: string, candidates: readonly ResolvedCollection[], option: string) {
-    super(`"${query}" matches ${candidates.length} collections`);
+  /** Set when nothing matched on this network and the candidates are on others. */
+  readonly searched: string | undefined;
+  constructor(query: string, candidates: readonly ResolvedCollection[], option: string, searched?: string) {
+    super(
+      searched === undefined
+        ? `"${query}" matches ${candidates.length} collections`
+        : `"${query}" matches nothing on ${searched} but ${candidates.length} collections on other networks`,
+    );
     this.query = query;
     this.candidates = candidates;
     this.option = option;
+    this.searched = searched;
   }
 }
 
-export function permissionError(needed: Permission): UserError {
-  return new UserError('permission', { needed });
+/**
+ * A refusal for want of a permission. `command` (`/watch add`) or `action` (a phrase such as
+ * "Changing this chat's settings") names what was refused; the engine adds the command when a
+ * command's own code throws without saying, and the chat's platform, so that the answer can say
+ * who may do it there.
+ */
+export function permissionError(needed: Permission, what: { command?: string; action?: string } = {}): UserError {
+  return new UserError('permission', { needed, command: what.command, action: what.action });
 }

@@ -147,25 +147,41 @@ export function parseTokenId(input: string, option = 'token'): Parsed<string> {
   return ok(value.toString());
 }
 
+/** A whole number within the bounds; one past them, however long, is `out_of_range` (a number still). */
 export function parseInteger(input: string, option: string, min?: number, max?: number): Parsed<number> {
   const trimmed = input.trim();
-  if (!/^-?\d{1,15}$/.test(trimmed)) return fail({ code: 'invalid_number', option, input: shown(trimmed) });
-  const value = Number(trimmed);
-  if ((min !== undefined && value < min) || (max !== undefined && value > max)) {
+  if (!/^-?\d+$/.test(trimmed)) return fail({ code: 'invalid_number', option, input: shown(trimmed) });
+  const negative = trimmed.startsWith('-');
+  const digits = trimmed.replace(/^-?0*(?=\d)/, '');
+  // Past 300 digits the size alone says which way it is out of range.
+  const value = digits.length > 300 ? undefined : BigInt(`${negative ? '-' : ''}${digits}`);
+  const below = min !== undefined && (value === undefined ? negative : value < BigInt(Math.ceil(min)));
+  const above = max !== undefined && (value === undefined ? !negative : value > BigInt(Math.floor(max)));
+  if (below || above) {
     return fail({
       code: 'out_of_range',
       option,
-      input: trimmed,
+      input: shown(trimmed),
       ...(min === undefined ? {} : { min }),
       ...(max === undefined ? {} : { max }),
     });
   }
-  return ok(value);
+  if (value === undefined || value > BigInt(Number.MAX_SAFE_INTEGER) || value < -BigInt(Number.MAX_SAFE_INTEGER)) {
+    return fail({ code: 'invalid_number', option, input: shown(trimmed) });
+  }
+  return ok(Number(value));
 }
 
+/**
+ * One of the choices, in any case. The plural of a choice is that choice (`sales`, `listings`):
+ * people name kinds of things in the plural, and no choice list here has a word and its plural
+ * meaning two things.
+ */
 export function parseChoice(input: string, option: string, choices: readonly string[]): Parsed<string> {
   const wanted = input.trim().toLowerCase();
-  const found = choices.find((c) => c.toLowerCase() === wanted);
+  const found =
+    choices.find((c) => c.toLowerCase() === wanted) ??
+    (wanted.endsWith('s') ? choices.find((c) => c.toLowerCase() === wanted.slice(0, -1)) : undefined);
   return found ? ok(found) : fail({ code: 'invalid_choice', option, input: shown(input.trim()), allowed: choices });
 }
 
@@ -310,6 +326,78 @@ export function parseText(input: string, option: string, max = MAX_INPUT): Parse
   if (!text) return fail({ code: 'missing', option });
   if (text.length > max) return fail({ code: 'too_long', option, input: shown(text), max });
   return ok(text);
+}
+
+/** Words longer than this are never taken for a misspelt choice or network. */
+const MAX_NEAR_WORD = 32;
+
+/** Edits (insert, delete, substitute, swap two neighbours) between two short words. */
+function editDistance(a: string, b: string): number {
+  let before: number[] = [];
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min((previous[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        best = Math.min(best, (before[j - 2] ?? 0) + 1);
+      }
+      row.push(best);
+    }
+    before = previous;
+    previous = row;
+  }
+  return previous[b.length] ?? 0;
+}
+
+/** Whether a word reads as a misspelling or an abbreviation of one of `names` (3 letters at least). */
+function nearOneOf(word: string, names: readonly string[]): boolean {
+  const w = word.trim().toLowerCase();
+  if (w.length < 3 || w.length > MAX_NEAR_WORD) return false;
+  const allowed = w.length <= 5 ? 1 : 2;
+  return names.some((name) => {
+    const n = name.toLowerCase();
+    return n.startsWith(w) || editDistance(w, n) <= allowed;
+  });
+}
+
+/**
+ * Whether a word reads as meant for an option of this type, parsed or not: a number for an
+ * `integer` (`50` for a count of at most 10), a word close to one of the choices (`sael`), an
+ * amount-like word for an `amount`. The engine gives such a word to the option, so that the answer
+ * is the option's own error rather than "no collection matches" a name the word was glued to.
+ * Free text and collections never claim a word this way.
+ */
+export function looksLike(spec: OptionSpec, input: string, ctx: ParseContext): boolean {
+  const text = input.trim();
+  switch (spec.type) {
+    case 'text':
+    case 'collection':
+      return false;
+    case 'integer':
+      return /^[-+]?\d[\d,._]*$/.test(text);
+    case 'tokenId':
+      return /^#?\d+$|^0x/i.test(text);
+    case 'address':
+      return /^0x/i.test(text);
+    case 'amount':
+      return /^\$|^\.?\d|usd$/i.test(text);
+    case 'choice':
+      return nearOneOf(text, spec.choices ?? []);
+    case 'choiceList':
+      return text.includes(',') || text.split(/\s+/).some((word) => nearOneOf(word, spec.choices ?? []));
+    case 'network':
+      return nearOneOf(text, ctx.networks);
+    case 'duration':
+      return /^\d+\s*[a-z]+$/i.test(text);
+    case 'role':
+      return /^<@&|^\d{5,}$/.test(text);
+    case 'timeOfDay':
+      return /^\d{1,2}(?:[:.h]\d{1,2})?\s*(?:am|pm)?$/i.test(text);
+    case 'timeZone':
+      return /^[A-Za-z_]+\/[A-Za-z_]/.test(text);
+  }
 }
 
 /** Parses one option's text according to its spec. */

@@ -12,7 +12,8 @@ import {
   UnknownNetworkError,
 } from '../platform/errors.ts';
 import { StoreWriteError } from '../store/state.ts';
-import { ArgumentError, UserError } from './errors.ts';
+import type { ChatPlatform, DiscordManagePermission } from './command.ts';
+import { type AmbiguousCollectionError, ArgumentError, UserError } from './errors.ts';
 import type { ArgError } from './options.ts';
 import type { Reply } from './reply.ts';
 
@@ -96,7 +97,54 @@ export function describeArgError(error: ArgError): string {
   }
 }
 
-function describeUserError(error: UserError): string {
+/**
+ * Where a failure is answered, for words that depend on it: the chat's platform, the command as
+ * typed (`/watch add`), and the Discord permission that makes a chat admin.
+ */
+export interface AnswerContext {
+  platform?: ChatPlatform | undefined;
+  command?: string | undefined;
+  discordManage?: DiscordManagePermission | undefined;
+}
+
+const DISCORD_PERMISSION_NAMES: Readonly<Record<DiscordManagePermission, string>> = {
+  ManageGuild: 'Manage Server',
+  ManageChannels: 'Manage Channels',
+};
+
+/** Who is a chat admin on the platform of the chat, or on each platform when it is not known. */
+function chatAdmin(context: AnswerContext): string {
+  const telegram = 'Telegram: group administrator';
+  const discord = `Discord: ${DISCORD_PERMISSION_NAMES[context.discordManage ?? 'ManageGuild']} permission`;
+  if (context.platform === 'telegram') return telegram;
+  if (context.platform === 'discord') return discord;
+  return `${telegram}; ${discord}`;
+}
+
+function describePermission(error: UserError, context: AnswerContext): string {
+  const { needed, command, action } = error.params;
+  const what = typeof command === 'string' ? command : context.command;
+  if (needed === 'operator') {
+    return `Only the bot's operators may ${what ? `run ${what}` : 'do this'}.`;
+  }
+  const subject = typeof action === 'string' ? action : (what ?? 'This');
+  return `${subject} needs a chat admin (${chatAdmin(context)}).`;
+}
+
+/**
+ * The line above the buttons of {@link AmbiguousCollectionError}: the candidates of a name on
+ * this network, or, when it matched nothing here, where it is instead.
+ */
+export function describeChoice(error: AmbiguousCollectionError): string {
+  const only = error.candidates.length === 1 ? error.candidates[0] : undefined;
+  if (error.searched === undefined) {
+    return `${quote(error.query)} matches ${error.candidates.length} collections. Choose one:`;
+  }
+  if (only) return `${echo(only.name)} is on ${only.network}, not ${error.searched}:`;
+  return `Nothing matches ${quote(error.query)} on ${error.searched}, but ${error.candidates.length} collections on other networks do. Choose one:`;
+}
+
+function describeUserError(error: UserError, context: AnswerContext): string {
   const p = error.params;
   switch (error.code) {
     case 'unknown_command':
@@ -112,9 +160,7 @@ function describeUserError(error: UserError): string {
     case 'not_found':
       return String(p.what);
     case 'permission':
-      return p.needed === 'operator'
-        ? 'Only the bot operators may run this command (FLOORWATCH_OPERATORS).'
-        : 'Only people who can manage this chat may change its settings.';
+      return describePermission(error, context);
     case 'rate_limited':
       return `Slow down a little: try again ${typeof p.seconds === 'number' ? waitText(p.seconds * 1000) : 'in a moment'}.`;
     case 'not_configured':
@@ -180,14 +226,15 @@ function describeWriteFailure(code: string | undefined): string {
 }
 
 /**
- * The answer for a failed command. `reference` ties an unexpected failure to its log line.
+ * The answer for a failed command. `reference` ties an unexpected failure to its log line;
+ * `context` says where it is answered (a refusal names who may do it there).
  */
-export function errorReply(error: unknown, reference: string): Reply {
+export function errorReply(error: unknown, reference: string, context: AnswerContext = {}): Reply {
   let lines: string[];
   if (error instanceof ArgumentError) {
     lines = [describeArgError(error.error), `Usage: ${error.usage}`];
   } else if (error instanceof UserError) {
-    lines = [describeUserError(error)];
+    lines = [describeUserError(error, context)];
   } else if (error instanceof UnknownNetworkError) {
     lines = [`Unknown network ${quote(error.network)}. Known networks: ${error.known.join(', ')}.`];
   } else if (error instanceof PlatformError) {

@@ -204,7 +204,7 @@ describe('chat settings and aliases', () => {
   it('a member of a group may read settings but not change them', async () => {
     expect(h.text(await h.run('/settings', GROUP, MEMBER))).toContain('Chat settings');
     expect(h.text(await h.run('/settings network=devnet-l2', GROUP, MEMBER))).toContain(
-      'Only people who can manage this chat may change its settings.',
+      'needs a chat admin (Telegram: group administrator).',
     );
     expect(h.text(await h.run('/settings network=devnet-l2', GROUP, ADMIN))).toContain(
       'Default network is now devnet-l2',
@@ -223,9 +223,7 @@ describe('project commands', () => {
   });
 
   it('others are refused, even chat admins', async () => {
-    expect(h.text(await h.run('/project contracts', GROUP, ADMIN))).toBe(
-      'Only the bot operators may run this command (FLOORWATCH_OPERATORS).',
-    );
+    expect(h.text(await h.run('/project contracts', GROUP, ADMIN))).toBe("Only the bot's operators may run /project.");
   });
 
   it('/allowlist tells whether a wallet is on the allowlist audience', async () => {
@@ -245,9 +243,7 @@ describe('project commands', () => {
     expect(first.title).toBe(`Unpublish collection ${target.id}?`);
     const confirm = first.buttons?.[0]?.[0]?.action ?? '';
     expect(confirm).toMatch(/confirm=[0-9a-f]{8}/);
-    expect(h.text(await h.run(confirm, GROUP, ADMIN))).toBe(
-      'Only the bot operators may run this command (FLOORWATCH_OPERATORS).',
-    );
+    expect(h.text(await h.run(confirm, GROUP, ADMIN))).toBe("Only the bot's operators may run /unpublish.");
     const done = await h.run(confirm, GROUP, OPERATOR);
     expect(done.title).toBe('Collection unpublished');
     expect(h.text(await h.run(`/unpublish ${target.id} confirm=00000000`, GROUP, OPERATOR))).toContain(
@@ -296,7 +292,7 @@ describe('bad input gets a clear answer', () => {
 
   it('a member cannot add a watch rule in a group; an admin can', async () => {
     expect(h.text(await h.run('/watch add moon cats network=devnet', GROUP, MEMBER))).toBe(
-      'Only people who can manage this chat may change its settings.',
+      '/watch add needs a chat admin (Telegram: group administrator).',
     );
     expect((await h.run('/watch add moon cats network=devnet', GROUP, ADMIN)).title).toBe('Watching');
   });

@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
+  looksLike,
+  type OptionSpec,
   parseAddress,
   parseAmount,
+  parseChoice,
+  parseChoiceList,
   parseCollection,
   parseDuration,
   parseInteger,
@@ -73,6 +77,26 @@ describe('option parsers', () => {
       error: { code: 'out_of_range', option: 'count', input: '11', min: 1, max: 10 },
     });
     expect(parseInteger('five', 'count').ok).toBe(false);
+  });
+
+  it('GIVEN a whole number too long to be exact THEN it is out of range when bounded, not "not a number"', () => {
+    expect(parseInteger('99999999999999999999999', 'count', 1, 25)).toMatchObject({
+      ok: false,
+      error: { code: 'out_of_range', min: 1, max: 25 },
+    });
+    expect(parseInteger(`-${'9'.repeat(400)}`, 'count', 1, 25)).toMatchObject({ error: { code: 'out_of_range' } });
+    expect(parseInteger('00000000000000000007', 'count', 1, 25)).toEqual({ ok: true, value: 7 });
+    expect(parseInteger('99999999999999999999999', 'n')).toMatchObject({ error: { code: 'invalid_number' } });
+  });
+
+  it('GIVEN the plural of a choice THEN it is that choice', () => {
+    const kinds = ['sale', 'listing', 'offer', 'all'];
+    expect(parseChoice('Sales', 'kinds', kinds)).toEqual({ ok: true, value: 'sale' });
+    expect(parseChoiceList('sales,listings offers', 'kinds', kinds)).toEqual({
+      ok: true,
+      value: ['sale', 'listing', 'offer'],
+    });
+    expect(parseChoice('saless', 'kinds', kinds).ok).toBe(false);
   });
 
   it('reads prices in the currency or in US dollars', () => {
@@ -178,5 +202,39 @@ describe('parseRole', () => {
     expect(parseRole('123456789012345678')).toEqual({ ok: true, value: '123456789012345678' });
     expect(parseRole('@everyone')).toMatchObject({ ok: false, error: { code: 'invalid_role' } });
     expect(parseRole('<@123456789012345678>')).toMatchObject({ ok: false, error: { code: 'invalid_role' } });
+  });
+});
+
+describe('looksLike: words the option after a collection name claims even when they do not parse', () => {
+  const count: OptionSpec = { name: 'count', type: 'integer', description: 'count', min: 1, max: 10 };
+  const kinds: OptionSpec = {
+    name: 'kinds',
+    type: 'choiceList',
+    description: 'kinds',
+    choices: ['sale', 'listing', 'offer', 'mint', 'transfer', 'burn', 'cancel', 'all'],
+  };
+
+  it.each(['50', '1000', '-3', '2.5', '1,000'])('GIVEN %s THEN it reads as a count', (word) => {
+    expect(looksLike(count, word, ctx)).toBe(true);
+  });
+
+  it.each(['rescue', 'cats', '51st', 'x'])('GIVEN %s THEN it is left to the name of a count', (word) => {
+    expect(looksLike(count, word, ctx)).toBe(false);
+  });
+
+  it.each(['sael', 'lisitng', 'list', 'tranfser', 'sale,nope'])('GIVEN %s THEN it reads as kinds', (word) => {
+    expect(looksLike(kinds, word, ctx)).toBe(true);
+  });
+
+  it.each(['rescue', 'cats', 'gulls', 'club', 'gardens', 'potions', 'tractors', 'x'.repeat(500)])(
+    'GIVEN %s THEN it is left to the name of kinds',
+    (word) => {
+      expect(looksLike(kinds, word, ctx)).toBe(false);
+    },
+  );
+
+  it('GIVEN free text or a collection THEN no word is claimed', () => {
+    expect(looksLike({ name: 'c', type: 'collection', description: 'c' }, '50', ctx)).toBe(false);
+    expect(looksLike({ name: 't', type: 'text', description: 't' }, '50', ctx)).toBe(false);
   });
 });

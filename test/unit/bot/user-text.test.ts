@@ -4,10 +4,10 @@
  * a platform wait beyond an hour (or unreadable) reads "later", never a number of seconds.
  */
 import { describe, expect, it } from 'vitest';
-import { ArgumentError, UserError } from '../../../src/bot/errors.ts';
+import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from '../../../src/bot/errors.ts';
 import type { ArgError, ArgErrorCode } from '../../../src/bot/options.ts';
 import { plain } from '../../../src/bot/reply.ts';
-import { echo, errorReply, MAX_ECHO_CHARS } from '../../../src/bot/user-text.ts';
+import { describeChoice, echo, errorReply, MAX_ECHO_CHARS } from '../../../src/bot/user-text.ts';
 import { renderPlain } from '../../../src/chat/console/render.ts';
 import { renderDiscord } from '../../../src/chat/discord/render.ts';
 import { renderTelegram } from '../../../src/chat/telegram/render.ts';
@@ -162,5 +162,64 @@ describe('waits', () => {
 
   it('GIVEN the bot own limiter WHEN it asks to wait 5 s THEN the text says so', () => {
     expect(text(new UserError('rate_limited', { seconds: 5 }))).toBe('Slow down a little: try again in 5 s.');
+  });
+});
+
+describe('refusals name what is needed (issue 15, item 5)', () => {
+  const refusal = (error: UserError, context: Parameters<typeof errorReply>[2]) =>
+    (errorReply(error, 'ref', context).lines ?? []).map(plain).join('\n');
+
+  it('GIVEN a manage command refused on Telegram THEN a group administrator is named', () => {
+    expect(refusal(permissionError('manage', { command: '/watch add' }), { platform: 'telegram' })).toBe(
+      '/watch add needs a chat admin (Telegram: group administrator).',
+    );
+  });
+
+  it('GIVEN Discord THEN the configured permission is named, Manage Server by default', () => {
+    const error = permissionError('manage', { command: '/alias set' });
+    expect(refusal(error, { platform: 'discord' })).toBe(
+      '/alias set needs a chat admin (Discord: Manage Server permission).',
+    );
+    expect(refusal(error, { platform: 'discord', discordManage: 'ManageChannels' })).toBe(
+      '/alias set needs a chat admin (Discord: Manage Channels permission).',
+    );
+  });
+
+  it('GIVEN no platform THEN both are named; GIVEN an action THEN it is the subject', () => {
+    expect(
+      refusal(permissionError('manage', { action: "Changing this chat's settings" }), { command: '/settings' }),
+    ).toBe(
+      "Changing this chat's settings needs a chat admin (Telegram: group administrator; Discord: Manage Server permission).",
+    );
+  });
+
+  it('GIVEN an operator command THEN only the operators may run it, named by the engine when the command did not say', () => {
+    expect(refusal(permissionError('operator', { command: '/project' }), { command: '/project contracts' })).toBe(
+      "Only the bot's operators may run /project.",
+    );
+    expect(refusal(permissionError('operator'), { command: '/unpublish' })).toBe(
+      "Only the bot's operators may run /unpublish.",
+    );
+    expect(refusal(permissionError('operator'), {})).toBe("Only the bot's operators may do this.");
+  });
+});
+
+describe('choosing a collection (issue 15, item 4)', () => {
+  const gulls = { network: 'devnet-l2', address: '0x1111111111111111111111111111111111111111', name: 'Harbor Gulls' };
+  const club = { ...gulls, name: 'Harbor Gulls Club' };
+
+  it('GIVEN one match on another network THEN it says where the collection is', () => {
+    expect(describeChoice(new AmbiguousCollectionError('harbor gulls', [gulls], 'collection', 'devnet'))).toBe(
+      'Harbor Gulls is on devnet-l2, not devnet:',
+    );
+  });
+
+  it('GIVEN several THEN it says the name matches nothing here but those elsewhere', () => {
+    expect(describeChoice(new AmbiguousCollectionError('harbor', [gulls, club], 'collection', 'devnet'))).toBe(
+      'Nothing matches "harbor" on devnet, but 2 collections on other networks do. Choose one:',
+    );
+    expect(describeChoice(new AmbiguousCollectionError(HUGE, [gulls, club], 'collection'))).toBe(
+      `"${CUT}" matches 2 collections. Choose one:`,
+    );
   });
 });
