@@ -17,7 +17,7 @@ export default defineCommand({
   ],
   async run(ctx, { network, collection }) {
     const changing = network !== undefined || collection !== undefined;
-    if (changing && !ctx.may('manage')) throw permissionError('manage');
+    if (changing && !ctx.may('manage')) throw permissionError('manage', { action: "Changing this chat's settings" });
     const changes: Rich[] = [];
     if (changing) {
       const current = ctx.store.chat(ctx.chatKey);

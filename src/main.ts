@@ -194,6 +194,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         allowlistAudience: config.allowlistAudience,
         defaultNetwork,
         version: VERSION,
+        discordManagePermission: config.discord?.managePermission,
       },
       commands,
       links,

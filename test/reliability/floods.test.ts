@@ -151,7 +151,9 @@ describe('floods on Telegram', () => {
         expect.stringMatching(SLOW_DOWN),
       ]),
     );
-    expect(inGroup).toEqual([expect.stringContaining('Only people who can manage this chat')]);
+    expect(inGroup).toEqual([
+      expect.stringContaining('/watch add needs a chat admin (Telegram: group administrator).'),
+    ]);
   });
 
   it('GIVEN button presses past the limit THEN the first refusal is a notice to the presser, the next ones a bare acknowledgement', async () => {
