@@ -33,6 +33,8 @@ import { StateStore, StoreFileError } from './store/state.ts';
 export const VERSION = '0.1.0';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const COMMANDS_DIR = join(ROOT, 'commands');
+/** `ts` when run from the sources (tsx), `js` when run from the build in dist/. */
+const SOURCE_EXTENSION = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
 /** Where logs go when the terminal chat runs on a terminal. */
 export const LOG_FILE = 'floorwatch.log';
 
@@ -229,7 +231,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     });
     pipeline = alertPipeline;
     // Closed after the digest scheduler has stopped (stops run in reverse), so a run in progress keeps its charts.
-    const charts = new ChartPool();
+    const charts = new ChartPool({ workerUrl: new URL(`./digests/chart-worker.${SOURCE_EXTENSION}`, import.meta.url) });
     stops.push(() => charts.close());
     digests = new DigestService({
       platform,

@@ -11,7 +11,10 @@ export class ChartRenderError extends Error {
 export interface ChartPoolOptions {
   /** Worker threads at most; default: the cores but one (for the event loop), at least 1. */
   size?: number;
-  /** The worker module, speaking chart-worker.ts's messages. Default: chart-worker.ts. */
+  /**
+   * The worker module, speaking chart-worker.ts's messages. Default: chart-worker.ts beside this
+   * module; the built bot passes its compiled chart-worker.js (this module is then inside a bundle).
+   */
   workerUrl?: URL;
   /** Default: {@link chartFonts}. */
   fonts?: ChartFonts;
@@ -109,10 +112,11 @@ export class ChartPool implements ChartRenderer {
   }
 
   #spawn(): Slot {
-    const worker = new Worker(bootstrap(this.#workerUrl), {
-      eval: true,
-      workerData: { fonts: this.#fonts } satisfies ChartWorkerData,
-    });
+    const workerData = { fonts: this.#fonts } satisfies ChartWorkerData;
+    // The built bot (dist/) runs JavaScript: its worker starts as it is.
+    const worker = this.#workerUrl.pathname.endsWith('.js')
+      ? new Worker(this.#workerUrl, { workerData })
+      : new Worker(bootstrap(this.#workerUrl), { eval: true, workerData });
     const slot: Slot = { worker, job: undefined };
     worker.on('message', (result: ChartJobResult) => {
       if (slot.job?.id !== result.id) return;

@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -117,5 +117,35 @@ describe('npm start on a terminal', () => {
     expect(screen).toContain(`logs go to ${join(dataDir, 'floorwatch.log')}`);
     expect(screen).not.toContain('"level"');
     expect(await readFile(join(dataDir, 'floorwatch.log'), 'utf8')).toContain('"msg":"floorwatch started"');
+  });
+});
+
+describe('the built bot (what npm start and the Docker image run)', () => {
+  it('GIVEN npm run build THEN node dist/src/main.js answers, loads every command and draws a digest chart in its worker thread', async () => {
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'ignore' });
+    const child = spawn(process.execPath, ['dist/src/main.js'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    child.stdin.end('/help\n/floor moon cats count=1\n/digest set 09:00 UTC 1 moon cats\n/digest preview\n');
+    expect(await exited).toBe(0);
+    expect(stdout).toContain('Floorwatch commands');
+    expect(stdout).toContain('Floor of Moon Cats');
+    expect(stdout).toMatch(/attachment: .*digest-chart\.png/);
+    expect(stderr).toMatch(/"commands":\d+/);
+    const loaded = Number(/"commands":(\d+)/.exec(stderr)?.[1]);
+    const files = (await readdir(join(ROOT, 'commands'))).filter((f) => f.endsWith('.ts'));
+    expect(loaded).toBe(files.length);
+    expect(stderr).not.toContain('"level":50');
   });
 });

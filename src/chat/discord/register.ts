@@ -3,11 +3,15 @@
  * registry (in DISCORD_GUILD_ID when set, globally otherwise) and exits.
  */
 import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { loadCommands } from '../../bot/registry.ts';
 import { ConfigError, loadConfig, secretsOf } from '../../config.ts';
 import { createLogger } from '../../logger.ts';
-import { COMMANDS_DIR } from '../../main.ts';
 import { deliveryErrorOf, registerCommands } from './adapter.ts';
+
+/** The command files beside the sources, or beside the build in dist/ (this entry is not bundled with main.ts). */
+const COMMANDS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'commands');
 
 async function main(): Promise<number> {
   if (existsSync('.env')) process.loadEnvFile('.env');
