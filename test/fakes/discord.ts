@@ -33,8 +33,11 @@ export interface RecordedCall {
   authorized: boolean;
   /** JSON body, or `payload_json` of a multipart body. */
   body: Record<string, unknown> | undefined;
-  files: Array<{ field: string; name: string; size: number }>;
+  /** Files of a multipart body, in order (`files[n]` fields). */
+  files: Array<{ field: string; name: string; size: number; contentType: string; data: Buffer }>;
   status: number;
+  /** When the request arrived (ms since the epoch). */
+  at: number;
 }
 
 export type FakeMessage = {
@@ -43,7 +46,7 @@ export type FakeMessage = {
   content: string;
   embeds: unknown[];
   components: unknown[];
-  attachments: Array<{ id: string; filename: string; size: number }>;
+  attachments: Array<{ id: string; filename: string; size: number; url: string }>;
   flags: number;
   nonce?: string;
   edited_timestamp: string | null;
@@ -66,6 +69,8 @@ export interface InteractionOptions {
   user?: { id: string; username: string };
   /** Member permissions as a bitfield string ("0" = none, "32" = Manage Server, "8" = Administrator). */
   permissions?: string;
+  /** When Discord created the interaction (its id says so); default now. */
+  createdAt?: number;
 }
 
 export type InteractionSpec =
@@ -91,7 +96,11 @@ export type InteractionSpec =
     } & InteractionOptions);
 
 const API_PREFIX = '/api';
-const snowflakeBase = 1_200_000_000_000_000_000n;
+const DISCORD_EPOCH = 1_420_070_400_000n;
+const CDN = 'https://cdn.discordapp.test/attachments';
+
+/** A file a message carries, as the API shows it. */
+type FakeAttachment = FakeMessage['attachments'][number];
 
 export class FakeDiscord {
   readonly token: string;
@@ -165,9 +174,10 @@ export class FakeDiscord {
     return this.guilds[0]?.id ?? '1';
   }
 
-  nextId(): string {
+  /** A snowflake of `at` (default now), as Discord's ids are: its creation time is in its top bits. */
+  nextId(at = Date.now()): string {
     this.#id++;
-    return String(snowflakeBase + this.#id);
+    return String(((BigInt(Math.floor(at)) - DISCORD_EPOCH) << 22n) | (this.#id & 0xfffn));
   }
 
   /** The next `count` requests matching answer 429 with `retry_after` and rate-limit headers. */
@@ -212,7 +222,7 @@ export class FakeDiscord {
 
   /** Sends INTERACTION_CREATE to the connected client; returns the interaction's id and token. */
   dispatchInteraction(spec: InteractionSpec): { id: string; token: string } {
-    const id = this.nextId();
+    const id = this.nextId(spec.createdAt);
     const token = `itoken-${randomBytes(8).toString('hex')}`;
     const guildId = spec.guildId === undefined ? this.guildId : spec.guildId;
     const channelId = spec.channelId ?? this.channelId;
@@ -315,6 +325,46 @@ export class FakeDiscord {
     };
   }
 
+  /**
+   * A message's files after a create or an edit, as Discord keeps them: with an `attachments`
+   * list, exactly the files listed (kept ones by id, new uploads by their index); without one, the
+   * files it had plus the uploads. Embed images and thumbnails that say `attachment://name` are
+   * given the file's URL; a name that matches no file stays as it is (Discord shows nothing then).
+   */
+  #withFiles(
+    message: FakeMessage,
+    body: Record<string, unknown> | Partial<FakeMessage> | undefined,
+    files: RecordedCall['files'],
+    existing: readonly FakeAttachment[],
+  ): FakeMessage {
+    const upload = (index: number): FakeAttachment | undefined => {
+      const file = files[index];
+      if (!file) return undefined;
+      const id = this.nextId();
+      return { id, filename: file.name, size: file.size, url: `${CDN}/${message.channel_id}/${id}/${file.name}` };
+    };
+    const listed = body?.attachments as Array<{ id: string | number }> | undefined;
+    const attachments: FakeAttachment[] = Array.isArray(listed)
+      ? listed.flatMap((entry) => {
+          const kept = existing.find((a) => a.id === String(entry.id));
+          const added = kept ? undefined : upload(Number(entry.id));
+          return kept ? [kept] : added ? [added] : [];
+        })
+      : [...existing, ...files.flatMap((_, index) => upload(index) ?? [])];
+    message.attachments = attachments;
+    // A copy: the recorded request keeps the references as sent.
+    message.embeds = structuredClone(message.embeds);
+    for (const embed of message.embeds as Array<Record<string, { url?: string } | undefined>>) {
+      for (const slot of ['image', 'thumbnail']) {
+        const url = embed[slot]?.url;
+        const name = url?.startsWith('attachment://') ? url.slice('attachment://'.length) : undefined;
+        const file = name === undefined ? undefined : attachments.find((a) => a.filename === name);
+        if (file) embed[slot] = { url: file.url };
+      }
+    }
+    return message;
+  }
+
   #gateway(ws: WebSocket): void {
     this.#sockets.add(ws);
     ws.on('close', () => this.#sockets.delete(ws));
@@ -394,7 +444,10 @@ export class FakeDiscord {
       for (const [field, value] of form) {
         if (typeof value === 'string') {
           if (field === 'payload_json') body = JSON.parse(value) as Record<string, unknown>;
-        } else files.push({ field, name: value.name, size: value.size });
+        } else {
+          const data = Buffer.from(await value.arrayBuffer());
+          files.push({ field, name: value.name, size: value.size, contentType: value.type, data });
+        }
       }
       return { body, files };
     }
@@ -405,8 +458,10 @@ export class FakeDiscord {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const path = decodeURIComponent(url.pathname.slice(API_PREFIX.length));
     const method = req.method ?? 'GET';
+    const at = Date.now();
     const { body, files } = await this.#read(req);
     const call: RecordedCall = {
+      at,
       seq: this.calls.length,
       method,
       path,
@@ -477,10 +532,9 @@ export class FakeDiscord {
       const token = callback[2] ?? '';
       const type = Number(body?.type);
       const data = (body?.data ?? {}) as Partial<FakeMessage>;
-      if (type === 4 || type === 5) {
-        this.#originals.set(token, this.#message(this.channelId, { ...data, flags: Number(data.flags ?? 0) }));
-      } else if (type === 7 || type === 6) {
-        this.#originals.set(token, this.#message(this.channelId, { ...data, flags: Number(data.flags ?? 0) }));
+      if (type === 4 || type === 5 || type === 7 || type === 6) {
+        const message = this.#message(this.channelId, { ...data, flags: Number(data.flags ?? 0) });
+        this.#originals.set(token, this.#withFiles(message, data, files, []));
       }
       return answer(204);
     }
@@ -493,11 +547,12 @@ export class FakeDiscord {
       }
       const current = this.#originals.get(token) ?? this.#message(this.channelId, {});
       const next = { ...current, ...(body ?? {}), edited_timestamp: new Date().toISOString() } as FakeMessage;
-      this.#originals.set(token, next);
+      this.#originals.set(token, this.#withFiles(next, body, files, current.attachments));
       return answer(200, next);
     }
     if (method === 'POST' && /^\/webhooks\/(\d+)\/([^/]+)$/.test(route)) {
-      return answer(200, this.#message(this.channelId, { ...(body ?? {}), flags: Number(body?.flags ?? 0) }));
+      const message = this.#message(this.channelId, { ...(body ?? {}), flags: Number(body?.flags ?? 0) });
+      return answer(200, this.#withFiles(message, body, files, []));
     }
     const channel = /^\/channels\/(\d+)\/messages(?:\/(\d+))?$/.exec(route);
     if (channel) {
@@ -515,17 +570,18 @@ export class FakeDiscord {
           content: typeof body?.content === 'string' ? body.content : '',
           embeds: (body?.embeds as unknown[]) ?? [],
           components: (body?.components as unknown[]) ?? [],
-          attachments: files.map((f) => ({ id: this.nextId(), filename: f.name, size: f.size })),
           ...(nonce ? { nonce } : {}),
         });
-        list.push(message);
+        list.push(this.#withFiles(message, body, files, []));
         return answer(200, message);
       }
       const found = list.find((x) => x.id === messageId);
       if (!found) return answer(404, { message: 'Unknown Message', code: 10008 });
       if (method === 'GET') return answer(200, found);
       if (method === 'PATCH') {
+        const kept = found.attachments;
         Object.assign(found, body ?? {}, { edited_timestamp: new Date().toISOString() });
+        this.#withFiles(found, body, files, kept);
         return answer(200, found);
       }
     }

@@ -247,6 +247,8 @@ export class FakeTelegram {
       case 'sendDocument': {
         if (!chatId) return error(400, 'Bad Request: chat_id is empty');
         if (chatId === '0') return error(400, 'Bad Request: chat not found');
+        const photo = method === 'sendPhoto' ? await this.#photo(p.photo) : undefined;
+        if (typeof photo === 'string') return error(400, photo);
         const id = Number(chatId);
         const message: StoredMessage = {
           message_id: this.#nextMessage++,
@@ -257,8 +259,8 @@ export class FakeTelegram {
         if (method === 'sendMessage') {
           if (!p.text) return error(400, 'Bad Request: message text is empty');
           message.text = String(p.text);
-        } else if (method === 'sendPhoto') {
-          message.photo = [{ file_id: `photo${message.message_id}`, file_unique_id: 'u', width: 512, height: 512 }];
+        } else if (photo) {
+          message.photo = [{ file_id: `photo${message.message_id}`, file_unique_id: 'u', ...photo }];
           if (p.caption !== undefined) message.caption = String(p.caption);
         } else {
           const file = p.document as UploadedFile | undefined;
@@ -311,7 +313,40 @@ export class FakeTelegram {
         return error(404, 'Not Found: method not found');
     }
   }
+
+  /**
+   * A photo as the Bot API takes it, with its size, or the API's refusal: an upload must be a PNG
+   * or JPEG file; an address is fetched (from here, so it must be reachable from the test) and
+   * must serve JPEG, PNG, GIF or WebP; anything else is the id of a photo sent before.
+   */
+  async #photo(photo: unknown): Promise<{ width: number; height: number } | string> {
+    if (typeof photo === 'object' && photo !== null && 'data' in photo) {
+      const data = (photo as UploadedFile).data;
+      if (data.subarray(0, 8).equals(PNG_SIGNATURE))
+        return { width: data.readUInt32BE(16), height: data.readUInt32BE(20) };
+      if (data.subarray(0, 3).equals(JPEG_SIGNATURE)) return { width: 512, height: 512 };
+      return 'Bad Request: IMAGE_PROCESS_FAILED';
+    }
+    const text = typeof photo === 'string' ? photo : '';
+    if (/^https?:\/\//i.test(text)) {
+      try {
+        const response = await fetch(text, { signal: AbortSignal.timeout(5_000) });
+        await response.body?.cancel();
+        if (!response.ok) return 'Bad Request: wrong file identifier/HTTP URL specified';
+        const type = response.headers.get('content-type') ?? '';
+        if (!/^image\/(jpeg|png|gif|webp)\b/i.test(type)) return 'Bad Request: wrong type of the web page content';
+        return { width: 512, height: 512 };
+      } catch {
+        return 'Bad Request: failed to get HTTP URL content';
+      }
+    }
+    const known = [...this.messages.values()].some((m) => m.photo?.some((size) => size.file_id === text));
+    return known ? { width: 512, height: 512 } : 'Bad Request: wrong file identifier/HTTP URL specified';
+  }
 }
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const JPEG_SIGNATURE = Buffer.from([0xff, 0xd8, 0xff]);
 
 /** JSON, urlencoded or multipart; multipart is parsed leniently and `attach://` references resolved. */
 function parseBody(contentType: string, body: Buffer): Record<string, unknown> {

@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, GatewayIntentBits } from 'discord.js';
 import pino from 'pino';
@@ -9,7 +9,9 @@ import { CommandEngine } from '../../src/bot/engine.ts';
 import { loadCommands } from '../../src/bot/registry.ts';
 import type { Reply } from '../../src/bot/reply.ts';
 import {
+  DEFER_AFTER_MS,
   type DiscordAdapter,
+  type DiscordAdapterOptions,
   type DiscordConfig,
   EXPIRED_BUTTON_TEXT,
   nonceOf,
@@ -17,10 +19,11 @@ import {
 } from '../../src/chat/discord/adapter.ts';
 import { EXTRA_OPTIONS, toApplicationCommands } from '../../src/chat/discord/commands.ts';
 import { DISCORD_LIMITS } from '../../src/chat/discord/render.ts';
+import { ChatImages } from '../../src/chat/images/images.ts';
 import { ChatStartError } from '../../src/chat/start-error.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { COMMANDS_DIR, nativeSymbolsOf } from '../../src/main.ts';
-import { FakeDiscord, type InteractionSpec, type RecordedCall } from '../fakes/discord.ts';
+import { FakeDiscord, type FakeMessage, type InteractionSpec, type RecordedCall } from '../fakes/discord.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { listedToken } from '../helpers/devnet-data.ts';
 
@@ -39,6 +42,10 @@ let engine: CommandEngine;
 let adapter: DiscordAdapter;
 let config: DiscordConfig;
 let moonCats: DevnetCollectionInfo;
+let images: ChatImages;
+/** Serves a PNG, an image type chats fetch themselves. */
+let pngServer: Server;
+let pngUrl: string;
 
 type Embed = {
   title?: string;
@@ -46,6 +53,8 @@ type Embed = {
   description?: string;
   fields?: Array<{ name: string; value: string }>;
   footer?: { text: string };
+  image?: { url: string };
+  thumbnail?: { url: string };
 };
 type Button = { type: number; style: number; label: string; custom_id?: string; url?: string };
 type MessageBody = {
@@ -62,21 +71,33 @@ interface Answer {
   message: MessageBody;
   ephemeral: boolean;
   files: RecordedCall['files'];
+  /** From the interaction's dispatch to its callback (answer or deferral). */
+  callbackMs: number;
+  /** The message as the stand-in keeps it (attachments, resolved image URLs). */
+  stored: () => FakeMessage | undefined;
 }
 
 /** Sends an interaction and returns what the bot answered, following a deferral to its edit. */
 async function interact(spec: InteractionSpec): Promise<Answer> {
+  const sent = Date.now();
   const { id, token } = fake.dispatchInteraction(spec);
   const callback = await fake.nextCall('POST', new RegExp(`^/interactions/${id}/`), 10_000);
   const type = Number(callback.body?.type);
+  const common = { type, callbackMs: callback.at - sent, stored: () => fake.original(token) };
   if (type !== 5 && type !== 6) {
     const message = (callback.body?.data ?? {}) as MessageBody;
-    return { type, message, ephemeral: ((message.flags ?? 0) & 64) !== 0, files: callback.files };
+    return { ...common, message, ephemeral: ((message.flags ?? 0) & 64) !== 0, files: callback.files };
   }
   const next = await fake.nextCall('*', new RegExp(`^/webhooks/\\d+/${token}`), 10_000);
   const final = next.method === 'DELETE' ? await fake.nextCall('POST', new RegExp(`^/webhooks/\\d+/${token}$`)) : next;
   const message = (final.body ?? {}) as MessageBody;
-  return { type, message, ephemeral: ((message.flags ?? 0) & 64) !== 0, files: final.files };
+  return { ...common, message, ephemeral: ((message.flags ?? 0) & 64) !== 0, files: final.files };
+}
+
+function isPng(file: RecordedCall['files'][number] | undefined, width: number, height: number): boolean {
+  if (!file) return false;
+  const header = [file.data.subarray(1, 4).toString(), file.data.readUInt32BE(16), file.data.readUInt32BE(20)];
+  return JSON.stringify(header) === JSON.stringify(['PNG', width, height]);
 }
 
 function withinLimits(message: MessageBody): void {
@@ -172,7 +193,19 @@ beforeAll(async () => {
     apiRoot: fake.api,
     managePermission: 'ManageGuild',
   };
-  adapter = await startDiscord({
+  images = new ChatImages({ logger: pino({ level: 'silent' }), allowHosts: ['127.0.0.1'] });
+  pngServer = createServer((_, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.alloc(64)));
+  await new Promise<void>((resolve) => pngServer.listen(0, '127.0.0.1', resolve));
+  pngUrl = `http://127.0.0.1:${(pngServer.address() as AddressInfo).port}/photo.png`;
+  adapter = await startDiscord(mainAdapterOptions());
+});
+
+/**
+ * The adapter most tests talk to. It defers only past 2.5 s, so that answers stay direct on a
+ * loaded machine; the deferral tests start one with the defaults.
+ */
+function mainAdapterOptions(): DiscordAdapterOptions {
+  return {
     config,
     engine,
     store: h.store,
@@ -180,12 +213,17 @@ beforeAll(async () => {
     networks: h.platform.networks.all.map((n) => n.name),
     defaultNetwork: 'devnet',
     clientOptions: { rest: { retries: 1, timeout: 5_000 } },
-  });
-});
+    deferAfterMs: 2_500,
+    images,
+  };
+}
 
 afterAll(async () => {
   await adapter?.stop();
   await fake?.close();
+  await images?.close();
+  pngServer?.closeAllConnections();
+  await new Promise((resolve) => pngServer?.close(resolve));
   await h?.close();
 });
 
@@ -324,7 +362,7 @@ describe('Discord interactions', () => {
       if (planned.has(label)) {
         expect((answer.message.embeds ?? [])[0]?.color, `${label}: ${text(answer.message)}`).not.toBe(ERROR_COLOR);
       }
-      if (label === 'buy') expect(answer.files.map((f) => f.name)).toEqual(['checkout-steps.json']);
+      if (label === 'buy') expect(answer.files.map((f) => f.name)).toContain('checkout-steps.json');
       if (label === 'unpublish') expect(answer.ephemeral).toBe(true);
     }
   });
@@ -404,7 +442,7 @@ describe('Discord interactions', () => {
       permissions: '8',
     });
     expect(refused.ephemeral).toBe(true);
-    expect(text(refused.message)).toContain('Only the bot operators may run this command');
+    expect(text(refused.message)).toMatch(/operators may run/);
     const done = await interact({ kind: 'button', customId: confirm?.custom_id ?? '', user: OPERATOR });
     expect(done.type).toBe(4);
     expect((done.message.embeds ?? [])[0]?.title).toBe('Collection unpublished');
@@ -478,7 +516,7 @@ describe('Discord interactions', () => {
 });
 
 /** A second adapter on the same stand-in, which then gets the interactions (the first one is paused). */
-async function startDiscordAgainst(extra: { deferAfterMs: number }): Promise<{ stop: () => Promise<void> }> {
+async function startDiscordAgainst(extra: { deferAfterMs?: number }): Promise<{ stop: () => Promise<void> }> {
   await adapter.stop();
   const second = await startDiscord({
     config,
@@ -486,24 +524,148 @@ async function startDiscordAgainst(extra: { deferAfterMs: number }): Promise<{ s
     store: h.store,
     logger: pino({ level: 'silent' }),
     registerCommands: false,
+    images,
     ...extra,
   });
   return {
     async stop() {
       await second.stop();
-      adapter = await startDiscord({
-        config,
-        engine,
-        store: h.store,
-        logger: pino({ level: 'silent' }),
-        networks: h.platform.networks.all.map((n) => n.name),
-        defaultNetwork: 'devnet',
-        registerCommands: false,
-        clientOptions: { rest: { retries: 1, timeout: 5_000 } },
-      });
+      adapter = await startDiscord({ ...mainAdapterOptions(), registerCommands: false });
     },
   };
 }
+
+describe('Discord deferral of slow answers', () => {
+  const floor = (createdAt?: number): InteractionSpec => ({
+    kind: 'command',
+    name: 'floor',
+    options: { collection: `devnet:${moonCats.address}`, count: 2 },
+    ...(createdAt === undefined ? {} : { createdAt }),
+  });
+
+  it('GIVEN a command slower than 1 s THEN it is deferred 1 s after Discord created it, and at once the next time until it is quick again; /help never', async () => {
+    const quick = await startDiscordAgainst({});
+    try {
+      expect(DEFER_AFTER_MS).toBe(1_000);
+      h.devnet.setFaults({ latencyMs: 1_300 });
+      const help = await interact({ kind: 'command', name: 'help' });
+      expect(help.type).toBe(4);
+      const first = await interact(floor());
+      expect(first.type).toBe(5);
+      expect(first.callbackMs).toBeGreaterThanOrEqual(900);
+      expect(first.callbackMs).toBeLessThan(1_800);
+      withinLimits(first.message);
+      // It was slow: the next run is deferred without waiting for a timer.
+      const second = await interact(floor());
+      expect(second.type).toBe(5);
+      expect(second.callbackMs).toBeLessThan(800);
+      h.devnet.clearFaults();
+      const third = await interact(floor());
+      expect(third.type).toBe(5);
+      // The third was quick: the fourth is answered directly.
+      const fourth = await interact(floor());
+      expect(fourth.type).toBe(4);
+      expect((await interact({ kind: 'command', name: 'help' })).type).toBe(4);
+    } finally {
+      h.devnet.clearFaults();
+      await quick.stop();
+    }
+  });
+
+  it('GIVEN an interaction that reaches the bot 900 ms after Discord created it THEN a slow answer is deferred within 100 ms or so', async () => {
+    const quick = await startDiscordAgainst({});
+    try {
+      h.devnet.setFaults({ latencyMs: 1_300 });
+      const late = await interact(floor(Date.now() - 900));
+      expect(late.type).toBe(5);
+      expect(late.callbackMs).toBeLessThan(800);
+      // Created now, a quick answer still goes directly.
+      h.devnet.clearFaults();
+      expect((await interact({ kind: 'command', name: 'settings' })).type).toBe(4);
+    } finally {
+      h.devnet.clearFaults();
+      await quick.stop();
+    }
+  });
+});
+
+describe('Discord images', () => {
+  const tokenImage = (tokenId: number) => `${h.devnet.url}/assets/devnet/${moonCats.address}/${tokenId}.svg`;
+
+  it('GIVEN a command whose answer has an SVG token image THEN it is uploaded as a PNG that the embed shows', async () => {
+    const answer = await interact({
+      kind: 'command',
+      name: 'floor',
+      options: { collection: `devnet:${moonCats.address}`, count: 2 },
+    });
+    const thumbnail = (answer.message.embeds ?? [])[0]?.thumbnail?.url ?? '';
+    expect(thumbnail).toMatch(/^attachment:\/\/image-[0-9a-f]{16}\.png$/);
+    const file = answer.files.find((f) => `attachment://${f.name}` === thumbnail);
+    expect(isPng(file, 512, 512)).toBe(true);
+    expect(answer.files.filter((f) => f.name.endsWith('.png'))).toHaveLength(1);
+    // Discord resolves the reference to the uploaded file.
+    const stored = answer.stored();
+    const uploaded = stored?.attachments.find((a) => a.filename === file?.name);
+    expect((stored?.embeds[0] as Embed | undefined)?.thumbnail?.url).toBe(uploaded?.url);
+  });
+
+  it('GIVEN an alert burst with SVG images THEN each is uploaded once and shown in its embed; an edit uploads them again in place of the old ones', async () => {
+    const alert = (title: string, image: string): Reply => ({ title, tone: 'sale', lines: ['Sold'], image });
+    const replies = [alert('Sold: G', tokenImage(1)), alert('Sold: H', tokenImage(2)), alert('Sold: I', tokenImage(1))];
+    const id = await adapter.sink.send(ALERTS_CHANNEL, replies, 'key-images');
+    const post = await fake.nextCall('POST', new RegExp(`^/channels/${ALERTS_CHANNEL}/messages$`));
+    expect(post.files.map((f) => f.name)).toHaveLength(2);
+    expect(post.files.every((f) => isPng(f, 512, 512))).toBe(true);
+    expect(post.body?.attachments).toEqual(post.files.map((f, i) => ({ id: i, filename: f.name })));
+    const posted = fake.messages.get(ALERTS_CHANNEL)?.find((m) => m.id === id);
+    const shown = ((posted?.embeds ?? []) as Embed[]).map((e) => e.image?.url);
+    const urls = posted?.attachments.map((a) => a.url) ?? [];
+    expect(shown).toEqual([urls[0], urls[1], urls[0]]);
+    expect(urls.every((u) => u.startsWith('https://cdn.discordapp.test/'))).toBe(true);
+
+    await adapter.sink.edit(ALERTS_CHANNEL, id, [{ ...alert('Reversed: Sold: G', tokenImage(1)), tone: 'warning' }]);
+    const patch = await fake.nextCall('PATCH', new RegExp(`^/channels/${ALERTS_CHANNEL}/messages/${id}$`));
+    expect(patch.files.map((f) => f.name)).toEqual([post.files[0]?.name]);
+    expect(posted?.attachments.map((a) => a.filename)).toEqual([post.files[0]?.name]);
+    expect(((posted?.embeds ?? []) as Embed[])[0]?.image?.url).toBe(posted?.attachments[0]?.url);
+  });
+
+  it('GIVEN ten alerts with an image and a thumbnail each THEN the ten files a message carries go to the images first', async () => {
+    const replies: Reply[] = Array.from({ length: 10 }, (_, i) => ({
+      title: `Sold: burst ${i}`,
+      tone: 'sale',
+      image: tokenImage(10 + i),
+      thumbnail: tokenImage(30 + i),
+    }));
+    const id = await adapter.sink.send(ALERTS_CHANNEL, replies, 'key-ten-images');
+    const post = await fake.nextCall('POST', new RegExp(`^/channels/${ALERTS_CHANNEL}/messages$`));
+    expect(post.files).toHaveLength(10);
+    const posted = fake.messages.get(ALERTS_CHANNEL)?.find((m) => m.id === id);
+    const embeds = (posted?.embeds ?? []) as Embed[];
+    expect(embeds.map((e) => e.image?.url)).toEqual(posted?.attachments.map((a) => a.url));
+    expect(embeds.every((e) => e.thumbnail === undefined)).toBe(true);
+  });
+
+  it('GIVEN a PNG image THEN it stays a link; GIVEN an image that cannot be shown THEN the alert goes without it', async () => {
+    const broken = `${h.devnet.url}/assets/devnet/${moonCats.address}/999999999.svg`;
+    const id = await adapter.sink.send(
+      ALERTS_CHANNEL,
+      [
+        { title: 'Sold: J', tone: 'sale', image: pngUrl },
+        { title: 'Sold: K', tone: 'sale', image: broken, thumbnail: 'http://127.0.0.1:9/unreachable.png' },
+      ],
+      'key-other-images',
+    );
+    const post = await fake.nextCall('POST', new RegExp(`^/channels/${ALERTS_CHANNEL}/messages$`));
+    expect(post.files).toEqual([]);
+    const posted = fake.messages.get(ALERTS_CHANNEL)?.find((m) => m.id === id);
+    const [png, none] = (posted?.embeds ?? []) as Embed[];
+    expect(png?.image?.url).toBe(pngUrl);
+    expect(none?.image).toBeUndefined();
+    expect(none?.thumbnail).toBeUndefined();
+    expect(none?.title).toBe('Sold: K');
+  });
+});
 
 describe('Discord alert delivery', () => {
   const alert = (title: string): Reply => ({

@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -7,6 +7,9 @@ import { DeliveryError, Dispatcher } from '../../src/alerts/delivery.ts';
 import { Enricher } from '../../src/alerts/enrich.ts';
 import { AlertPipeline } from '../../src/alerts/pipeline.ts';
 import { isGroup } from '../../src/bot/command.ts';
+import { CommandEngine } from '../../src/bot/engine.ts';
+import { loadCommands } from '../../src/bot/registry.ts';
+import { ChatImages } from '../../src/chat/images/images.ts';
 import { ChatStartError } from '../../src/chat/start-error.ts';
 import {
   EXPIRED_BUTTON,
@@ -14,8 +17,9 @@ import {
   type TelegramAdapter,
   type TelegramConfig,
 } from '../../src/chat/telegram/adapter.ts';
+import { COMMANDS_DIR, nativeSymbolsOf } from '../../src/main.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
-import { FakeTelegram, type StoredMessage, type TelegramCall } from '../fakes/telegram.ts';
+import { FakeTelegram, type StoredMessage, type TelegramCall, type UploadedFile } from '../fakes/telegram.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed, listedToken } from '../helpers/devnet-data.ts';
 
@@ -28,6 +32,10 @@ let adapter: TelegramAdapter;
 let journal: DeliveryJournal;
 let dispatcher: Dispatcher;
 let pipeline: AlertPipeline;
+let images: ChatImages;
+/** Serves a PNG, an image type Telegram fetches itself. */
+let pngServer: Server;
+let pngUrl: string;
 const logs: string[] = [];
 const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(line) });
 
@@ -101,9 +109,22 @@ function expectSafeHtml(html: string): void {
   expect(html).not.toMatch(/@(everyone|here)/);
 }
 
+/** The PNG a sendPhoto uploaded, with its size from the PNG header. */
+function uploadedPng(call: TelegramCall): { file: UploadedFile; width: number; height: number } | undefined {
+  const file = call.params.photo;
+  if (typeof file !== 'object' || file === null || !('data' in file)) return undefined;
+  const data = (file as UploadedFile).data;
+  if (data.subarray(1, 4).toString() !== 'PNG') return undefined;
+  return { file: file as UploadedFile, width: data.readUInt32BE(16), height: data.readUInt32BE(20) };
+}
+
 beforeAll(async () => {
   h = await startHarness();
   tg = await FakeTelegram.start();
+  images = new ChatImages({ logger, allowHosts: ['127.0.0.1'] });
+  pngServer = createServer((_, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.alloc(64)));
+  await new Promise<void>((resolve) => pngServer.listen(0, '127.0.0.1', resolve));
+  pngUrl = `http://127.0.0.1:${(pngServer.address() as AddressInfo).port}/photo.png`;
   adapter = await startTelegram({
     config: config(),
     engine: h.engine,
@@ -111,6 +132,7 @@ beforeAll(async () => {
     logger,
     botInfo: tg.botInfo(),
     groupIntervalMs: 50,
+    images,
   });
   journal = await DeliveryJournal.open(join(h.dataDir, 'deliveries.jsonl'), { fsync: false });
   dispatcher = new Dispatcher({
@@ -141,6 +163,9 @@ afterAll(async () => {
   await dispatcher?.stop();
   await journal?.close();
   await tg?.close();
+  await images?.close();
+  pngServer?.closeAllConnections();
+  await new Promise((resolve) => pngServer?.close(resolve));
   await h?.close();
 });
 
@@ -269,11 +294,31 @@ describe('commands in Telegram chats', () => {
     expect(tg.calls.slice(from).some((c) => c.method === 'answerCallbackQuery')).toBe(true);
   });
 
-  it('answers a button whose stored action is gone with a hint to run the command again', async () => {
+  it('answers a button whose stored action is gone with a popup that says to run the command again', async () => {
     const ask = await say(7004, 1, '/help');
     const answered = tg.nextCall('answerCallbackQuery');
     tg.pressButton(7004, 1, messageIdOf(7004, ask), '#notstoredanymore');
-    expect((await answered).params.text).toBe(EXPIRED_BUTTON);
+    expect((await answered).params).toMatchObject({ text: EXPIRED_BUTTON, show_alert: true });
+  });
+
+  it('GIVEN a member presses a button only operators may use in a group THEN a popup tells them, and the group reads nothing', async () => {
+    const target = h.devnet.collections['devnet-l2']?.at(-3);
+    if (!target) throw new Error('no collection on devnet-l2');
+    const chat = -100350;
+    const ask = await say(chat, OPERATOR_ID, `/unpublish ${target.id}`);
+    const confirm = buttonsOf(ask).find((b) => b.text === 'Confirm unpublish');
+    const from = tg.calls.length;
+    const answered = tg.nextCall('answerCallbackQuery');
+    tg.pressButton(chat, 8, messageIdOf(chat, ask), confirm?.callback_data ?? '');
+    const popup = (await answered).params;
+    expect(popup.show_alert).toBe(true);
+    expect(String(popup.text)).toMatch(/operators may run/);
+    // The press after it is answered in the chat: nothing was posted for the refusal in between.
+    const help = await say(chat, 8, '/help');
+    const posted = tg.calls
+      .slice(from)
+      .filter((c) => SENDS.includes(c.method) && String(c.params.chat_id) === String(chat));
+    expect(posted).toEqual([help]);
   });
 
   it('lets a group admin add a watch rule and refuses a member (getChatMember)', async () => {
@@ -281,7 +326,7 @@ describe('commands in Telegram chats', () => {
     tg.admins.set(String(chat), [5, 6]);
     const before = h.store.rules.length;
     const refused = await say(chat, 7, '/watch add glitch gardens sale min=2');
-    expect(htmlOf(refused)).toContain('Only people who can manage this chat may change its settings.');
+    expect(htmlOf(refused)).toMatch(/needs a chat admin/);
     expect(tg.callsOf('getChatMember').some((c) => c.params.user_id === 7)).toBe(true);
     expect(h.store.rules.length).toBe(before);
     const added = await say(chat, 6, '/watch add glitch gardens sale min=2');
@@ -302,6 +347,36 @@ describe('commands in Telegram chats', () => {
     expect(toChat).toHaveLength(1);
     const hint = await say(7005, 1, 'hello');
     expect(htmlOf(hint)).toContain('/help');
+  });
+});
+
+describe('images on Telegram', () => {
+  const tokenImage = (tokenId: number) =>
+    `${h.devnet.url}/assets/devnet/${collectionNamed(h.devnet, 'Moon Cats').address}/${tokenId}.svg`;
+
+  it('GIVEN a command whose answer has an SVG token image THEN the photo goes as an uploaded PNG', async () => {
+    const answer = await say(7500, 1, '/floor moon cats count=2');
+    expect(answer.method).toBe('sendPhoto');
+    const upload = uploadedPng(answer);
+    expect(upload).toMatchObject({ width: 512, height: 512 });
+    expect(upload?.file.filename).toMatch(/^image-[0-9a-f]{16}\.png$/);
+    expect(tg.messages.get(`7500:${messageIdOf(7500, answer)}`)?.photo?.[0]?.width).toBe(512);
+  });
+
+  it('GIVEN alerts with an SVG, a PNG and an unusable image THEN an uploaded photo, a photo by address and a text without preview', async () => {
+    const from = tg.calls.length;
+    await adapter.sink.send('7501', [{ title: 'Sold: svg', tone: 'sale', image: tokenImage(3) }], 'i1');
+    await adapter.sink.send('7501', [{ title: 'Sold: png', tone: 'sale', image: pngUrl }], 'i2');
+    await adapter.sink.send('7501', [{ title: 'Sold: gone', tone: 'sale', image: tokenImage(999_999_999) }], 'i3');
+    const sent = tg.calls.slice(from).filter((c) => SENDS.includes(c.method));
+    expect(sent.map((c) => [c.method, c.status])).toEqual([
+      ['sendPhoto', 200],
+      ['sendPhoto', 200],
+      ['sendMessage', 200],
+    ]);
+    expect(uploadedPng(sent[0] as TelegramCall)).toMatchObject({ width: 512, height: 512 });
+    expect(sent[1]?.params.photo).toBe(pngUrl);
+    expect(sent[2]?.params.link_preview_options).toEqual({ is_disabled: true });
   });
 });
 
@@ -389,6 +464,61 @@ describe('alerts through the Telegram sink', () => {
     expect(await adapter.sink.send('7201', [{ title: 'x' }], 'k3').catch((e: unknown) => e)).toMatchObject({
       permanent: false,
     });
+  });
+});
+
+describe('button presses over the rate limit', () => {
+  it('GIVEN a member who presses buttons too fast THEN a popup says to slow down, once, then presses are only acknowledged', async () => {
+    const fake = await FakeTelegram.start();
+    const engine = new CommandEngine({
+      platform: h.platform,
+      store: h.store,
+      logger: pino({ level: 'silent' }),
+      settings: {
+        operators: [],
+        projectId: h.devnet.projectId,
+        allowlistAudience: 1,
+        defaultNetwork: 'devnet',
+        version: 'test',
+      },
+      commands: await loadCommands(COMMANDS_DIR),
+      nativeSymbols: nativeSymbolsOf(h.devnet),
+      userLimit: { capacity: 2, refillPerSecond: 0.01 },
+      chatLimit: { capacity: 1_000, refillPerSecond: 1_000 },
+    });
+    const limited = await startTelegram({
+      config: { ...config(), token: fake.token, apiRoot: fake.url },
+      engine,
+      store: h.store,
+      logger,
+      botInfo: fake.botInfo(),
+      images,
+    });
+    try {
+      const chat = -100600;
+      fake.injectText(chat, 1, '/help');
+      await fake.nextCall('sendMessage');
+      const message = [...fake.messages.values()].find((m) => m.chat.id === chat) as StoredMessage;
+      const from = fake.calls.length;
+      for (let i = 0; i < 3; i++) {
+        const answered = fake.nextCall('answerCallbackQuery');
+        fake.pressButton(chat, 1, message.message_id, '/help');
+        await answered;
+      }
+      const answers = fake.callsOf('answerCallbackQuery').map((c) => c.params);
+      expect(answers[0]?.text).toBeUndefined();
+      expect(answers[1]).toMatchObject({ show_alert: true, text: expect.stringMatching(/Slow down/) });
+      expect(answers[2]?.text).toBeUndefined();
+      // Only the admitted press is answered in the group.
+      const toChat = () =>
+        fake.calls.slice(from).filter((c) => SENDS.includes(c.method) && String(c.params.chat_id) === String(chat));
+      await fake.waitFor(() => toChat()[0]);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(toChat().map((c) => htmlOf(c))).toEqual([expect.stringContaining('Floorwatch commands')]);
+    } finally {
+      await limited.stop();
+      await fake.close();
+    }
   });
 });
 

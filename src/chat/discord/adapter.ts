@@ -35,12 +35,14 @@ import { ButtonCodec } from '../../bot/buttons.ts';
 import { type Actor, type ChatRef, type CommandDefinition, isGroup } from '../../bot/command.ts';
 import type { CommandEngine, Invocation } from '../../bot/engine.ts';
 import { type OptionSpec, tokenize } from '../../bot/options.ts';
-import type { Reply, ReplyAttachment } from '../../bot/reply.ts';
+import type { Reply } from '../../bot/reply.ts';
 import type { Config } from '../../config.ts';
 import type { StateStore } from '../../store/state.ts';
+import { ChatImages, IMAGES_BY_URL, type ImageSource } from '../images/images.ts';
 import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
 import { EXTRA_OPTIONS, toApplicationCommands } from './commands.ts';
-import { DISCORD_LIMITS, type DiscordButton, type DiscordMessage, renderDiscord } from './render.ts';
+import { renderWithImages } from './media.ts';
+import { DISCORD_LIMITS, type DiscordButton, type DiscordMessage } from './render.ts';
 
 export type DiscordConfig = NonNullable<Config['discord']>;
 
@@ -56,8 +58,6 @@ const PERMANENT_CODES = new Set([
   50013, // Missing Permissions
 ]);
 
-/** Labels of buttons that show another view of the same answer: they replace the message. */
-
 /** Discord's message nonce is at most 25 characters. */
 const NONCE_LENGTH = 25;
 /** `u` or `r`, one base-36 digit that keeps ids unique in a message, and `:`. */
@@ -65,6 +65,12 @@ const CUSTOM_ID_PREFIX = 3;
 const AUTOCOMPLETE_CHOICES = 25;
 const READY_TIMEOUT_MS = 120_000;
 const CHOICE_TEXT = 100;
+/**
+ * When an interaction not yet answered is deferred. Discord allows 3 s from the interaction's
+ * creation to the answer's arrival; the gateway's delivery, a busy event loop and the callback's
+ * own trip eat into that, so the deferral leaves well over a second for them.
+ */
+export const DEFER_AFTER_MS = 1_000;
 
 export interface DiscordAdapterOptions {
   config: DiscordConfig;
@@ -77,8 +83,14 @@ export interface DiscordAdapterOptions {
   networks?: readonly string[];
   /** Network that collection autocomplete searches when neither the command nor the chat names one. */
   defaultNetwork?: string;
-  /** Answer-or-defer deadline of an interaction (Discord allows 3 s). */
+  /**
+   * How long after its creation an interaction may wait for its answer before it is deferred
+   * (default {@link DEFER_AFTER_MS}); commands that were slower than that the last time are
+   * deferred at once.
+   */
   deferAfterMs?: number;
+  /** Makes the images of answers and alerts showable (SVG drawn as PNG); default: one of its own. */
+  images?: ChatImages;
   /** Deadline of an autocomplete answer; an empty list is sent after it. */
   autocompleteTimeoutMs?: number;
   /** Register the application commands at start-up (default true). */
@@ -132,7 +144,8 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
     rest: { ...restOptions(config), ...extra.rest },
   });
   const codec = new ButtonCodec(store, DISCORD_LIMITS.customId - CUSTOM_ID_PREFIX);
-  const handler = new InteractionHandler(options, codec);
+  const images = options.images ?? new ChatImages({ logger });
+  const handler = new InteractionHandler(options, codec, images);
 
   client.on(Events.Error, (error) => logger.error({ err: scrub(error, config.token) }, 'discord client error'));
   client.on(Events.ShardDisconnect, (_event, shard) => logger.warn({ shard }, 'discord gateway disconnected'));
@@ -157,6 +170,7 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
     await Promise.race([connecting, late]);
   } catch (error) {
     await client.destroy();
+    if (!options.images) await images.close();
     throw startError(scrub(error, config.token), shownAddress(client.rest.options.api));
   } finally {
     clearTimeout(timer);
@@ -172,10 +186,11 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
   }
   return {
     client,
-    sink: new DiscordSink(client.rest, codec),
+    sink: new DiscordSink(client.rest, codec, images),
     ready: () => client.isReady(),
     async stop() {
       await client.destroy();
+      if (!options.images) await images.close();
     },
   };
 }
@@ -229,6 +244,8 @@ type Payload = {
   files: Array<{ attachment: Buffer; name: string }>;
 };
 
+type Ready = Payload & { ephemeral: boolean };
+
 const STYLES: Record<DiscordButton['style'], ButtonStyle> = {
   primary: ButtonStyle.Primary,
   secondary: ButtonStyle.Secondary,
@@ -261,21 +278,14 @@ async function componentsOf(
   return out;
 }
 
-function filesOf(attachments: readonly ReplyAttachment[]): Payload['files'] {
-  return attachments.slice(0, DISCORD_LIMITS.embedsPerMessage).map((a) => ({
-    attachment: Buffer.from(a.data),
-    name: a.name,
-  }));
-}
-
-async function payloadOf(replies: readonly Reply[], codec: ButtonCodec): Promise<Payload & { ephemeral: boolean }> {
-  const message = renderDiscord(replies);
+async function payloadOf(replies: readonly Reply[], codec: ButtonCodec, images: ImageSource): Promise<Ready> {
+  const { message, files } = await renderWithImages(replies, images);
   return {
     ...(message.content === undefined ? {} : { content: message.content }),
     embeds: message.embeds,
     components: await componentsOf(message.buttons, codec),
     allowedMentions: message.allowedMentions,
-    files: filesOf(replies.flatMap((r) => r.attachments ?? [])),
+    files: files.map((f) => ({ attachment: Buffer.from(f.data), name: f.name })),
     ephemeral: message.ephemeral,
   };
 }
@@ -294,10 +304,14 @@ type Answerable = ChatInputCommandInteraction | ButtonInteraction;
 class InteractionHandler {
   readonly #options: DiscordAdapterOptions;
   readonly #codec: ButtonCodec;
+  readonly #images: ChatImages;
+  /** Commands (`watch add`) whose last answer took longer than the deferral delay. */
+  readonly #slow = new Set<string>();
 
-  constructor(options: DiscordAdapterOptions, codec: ButtonCodec) {
+  constructor(options: DiscordAdapterOptions, codec: ButtonCodec, images: ChatImages) {
     this.#options = options;
     this.#codec = codec;
+    this.#images = images;
   }
 
   async handle(interaction: Interaction): Promise<void> {
@@ -327,7 +341,7 @@ class InteractionHandler {
   async #admitted(interaction: Answerable, command?: string): Promise<boolean> {
     const admission = this.#options.engine.admit(this.#chat(interaction), interaction.user, command);
     if (admission.status === 'ok') return true;
-    if (admission.status === 'notify') await this.#answer(interaction, Promise.resolve(admission.reply), 'reply');
+    if (admission.status === 'notify') await this.#answer(interaction, Promise.resolve(admission.reply), 'reply', '');
     else await this.#acknowledge(interaction);
     return false;
   }
@@ -355,7 +369,8 @@ class InteractionHandler {
       this.#chat(interaction),
       this.#actor(interaction),
     );
-    await this.#answer(interaction, this.#options.engine.run(invocation), 'reply');
+    const label = [invocation.command, invocation.subcommand].filter(Boolean).join(' ');
+    await this.#answer(interaction, this.#options.engine.run(invocation), 'reply', label);
   }
 
   async #button(interaction: ButtonInteraction): Promise<void> {
@@ -370,19 +385,30 @@ class InteractionHandler {
       interaction,
       work.then((reply) => reply ?? expired),
       match?.[1] === 'u' && action ? 'update' : 'reply',
+      action ? (/^\s*\/([\w-]+)/.exec(action)?.[1]?.toLowerCase() ?? '') : '',
     );
   }
 
-  /** Answers within Discord's 3 s: at once when the engine is quick, else defers and edits later. */
-  async #answer(interaction: Answerable, work: Promise<Reply>, mode: 'reply' | 'update'): Promise<void> {
-    const early = await within(work, this.#options.deferAfterMs ?? 2_000);
+  /**
+   * Answers within Discord's 3 s: directly when the answer (images included) is ready in time,
+   * else defers and edits later. `label` names the command for {@link #deferDelay}.
+   */
+  async #answer(interaction: Answerable, work: Promise<Reply>, mode: 'reply' | 'update', label: string): Promise<void> {
+    const started = performance.now();
+    const ready = work.then((reply) => payloadOf([reply], this.#codec, this.#images));
+    // Settles when the answer is ready, whether or not it was deferred.
+    void ready.then(
+      () => this.#timed(label, performance.now() - started),
+      () => undefined,
+    );
+    const delay = this.#deferDelay(interaction, label);
+    const early = delay > 0 ? await within(ready, delay) : undefined;
     const original = interaction.isButton() ? interaction.message.flags.has(MessageFlags.Ephemeral) : false;
     if (early) {
-      const payload = await payloadOf([early], this.#codec);
-      const { ephemeral, ...body } = payload;
+      const { ephemeral, ...body } = early;
       // An ephemeral answer (an error) to a paging button must not replace a message others see.
       if (mode === 'update' && interaction.isButton() && (!ephemeral || original)) {
-        await interaction.update(body);
+        await interaction.update({ ...body, attachments: [] });
       } else {
         await interaction.reply({ ...body, ...(ephemeral ? { flags: MessageFlags.Ephemeral } : {}) });
       }
@@ -390,14 +416,35 @@ class InteractionHandler {
     }
     if (mode === 'update' && interaction.isButton()) await interaction.deferUpdate();
     else await interaction.deferReply();
-    const { ephemeral, ...body } = await payloadOf([await work], this.#codec);
+    const { ephemeral, ...body } = await ready;
     if (mode === 'update' ? ephemeral && !original : ephemeral) {
       // A deferred answer is public; an answer meant for one person goes as an ephemeral follow-up.
       if (mode === 'reply') await interaction.deleteReply();
       await interaction.followUp({ ...body, flags: MessageFlags.Ephemeral });
     } else {
-      await interaction.editReply(body);
+      // Listing the new files only: an image of the message's former content must not linger.
+      await interaction.editReply({ ...body, attachments: [] });
     }
+  }
+
+  /**
+   * How long an interaction may wait for its answer before it is deferred: until
+   * `deferAfterMs` after Discord created it (its id says when; a clock ahead of Discord's only
+   * makes the deferral earlier) and never longer than that after it arrived. A command that was
+   * slower than that the last time it ran is deferred at once, so its deferral is not left to a
+   * timer on a busy event loop. Instant answers (help, settings) are never deferred.
+   */
+  #deferDelay(interaction: Answerable, label: string): number {
+    if (this.#slow.has(label)) return 0;
+    const limit = this.#options.deferAfterMs ?? DEFER_AFTER_MS;
+    return Math.max(0, Math.min(limit, interaction.createdTimestamp + limit - Date.now()));
+  }
+
+  #timed(label: string, ms: number): void {
+    // Only names of registered commands: the set stays as small as the registry.
+    if (!label || !this.#options.engine.find(label.split(' ')[0] ?? '')) return;
+    if (ms > (this.#options.deferAfterMs ?? DEFER_AFTER_MS)) this.#slow.add(label);
+    else this.#slow.delete(label);
   }
 
   async #autocomplete(interaction: AutocompleteInteraction): Promise<void> {
@@ -558,10 +605,13 @@ export class DiscordSink implements AlertSink {
   readonly minIntervalMs = 100;
   readonly #rest: REST;
   readonly #codec: ButtonCodec;
+  readonly #images: ImageSource;
 
-  constructor(rest: REST, codec: ButtonCodec) {
+  /** `images` defaults to showing every image by its address (no SVG drawn). */
+  constructor(rest: REST, codec: ButtonCodec, images: ImageSource = IMAGES_BY_URL) {
     this.#rest = rest;
     this.#codec = codec;
+    this.#images = images;
   }
 
   async send(chatId: string, replies: readonly Reply[], idempotencyKey: string): Promise<string> {
@@ -578,16 +628,20 @@ export class DiscordSink implements AlertSink {
   }
 
   async edit(chatId: string, messageId: string, replies: readonly Reply[]): Promise<void> {
-    const { body } = await this.#body(replies);
+    const { body, files } = await this.#body(replies);
     try {
-      await this.#rest.patch(Routes.channelMessage(chatId, messageId), { body });
+      await this.#rest.patch(Routes.channelMessage(chatId, messageId), { body, ...(files.length ? { files } : {}) });
     } catch (error) {
       throw deliveryErrorOf(error);
     }
   }
 
+  /**
+   * The message as REST data. `attachments` lists exactly the uploads: on an edit, Discord keeps
+   * the former files otherwise, and an image that the new embed no longer shows would hang below it.
+   */
   async #body(replies: readonly Reply[]) {
-    const payload = await payloadOf(replies, this.#codec);
+    const payload = await payloadOf(replies, this.#codec, this.#images);
     const mentions = payload.allowedMentions;
     return {
       body: {
@@ -595,6 +649,7 @@ export class DiscordSink implements AlertSink {
         embeds: payload.embeds,
         components: payload.components,
         allowed_mentions: { parse: mentions.parse, roles: mentions.roles, users: mentions.users },
+        attachments: payload.files.map((f, id) => ({ id, filename: f.name })),
       },
       files: payload.files.map((f) => ({ name: f.name, data: f.attachment })),
     };

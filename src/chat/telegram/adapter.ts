@@ -8,10 +8,12 @@ import type { AlertSink } from '../../alerts/delivery.ts';
 import { ButtonCodec } from '../../bot/buttons.ts';
 import type { Actor, ChatRef } from '../../bot/command.ts';
 import { isGroup } from '../../bot/command.ts';
-import type { CommandEngine } from '../../bot/engine.ts';
+import type { CommandEngine, Outcome } from '../../bot/engine.ts';
 import { plain, type Reply, truncate } from '../../bot/reply.ts';
 import type { Config } from '../../config.ts';
 import type { StateStore } from '../../store/state.ts';
+import { ChatImages } from '../images/images.ts';
+import { OutcomeProbe } from '../outcome-probe.ts';
 import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
 import { REPLACES_MARK, type SentKind, TelegramOutbox } from './outbox.ts';
 import { TELEGRAM_LIMITS } from './render.ts';
@@ -30,6 +32,8 @@ export interface TelegramAdapterOptions {
   botInfo?: UserFromGetMe;
   /** Least time between two alerts to one group (default 3 s; tests shorten it). */
   groupIntervalMs?: number;
+  /** Makes the images of answers and alerts showable (SVG drawn as PNG); default: one of its own. */
+  images?: ChatImages;
 }
 
 export interface TelegramAdapter {
@@ -120,7 +124,10 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
 
   // One byte of the callback data is kept for the in-place mark.
   const codec = new ButtonCodec(store, TELEGRAM_LIMITS.callbackData - REPLACES_MARK.length);
-  const outbox = new TelegramOutbox(bot.api, codec, logger);
+  const images = options.images ?? new ChatImages({ logger });
+  const ownImages = options.images === undefined;
+  const outbox = new TelegramOutbox(bot.api, codec, logger, images);
+  const probe = new OutcomeProbe(engine);
   const sink = new TelegramSink(
     outbox,
     options.groupIntervalMs === undefined ? {} : { groupIntervalMs: options.groupIntervalMs },
@@ -211,20 +218,25 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
       { id: String(query.from.id) },
     );
     if (admission.status !== 'ok') {
-      // The toast is seen by the presser alone: a group is not told about one person's flood.
-      await ctx.answerCallbackQuery(admission.status === 'notify' ? { text: toastOf(admission.reply) } : undefined);
+      await ctx.answerCallbackQuery(admission.status === 'notify' ? popup(admission.reply) : undefined);
       return;
     }
     const replaces = query.data.startsWith(REPLACES_MARK);
     const action = codec.decode(replaces ? query.data.slice(REPLACES_MARK.length) : query.data);
     if (!action || !message) {
-      await ctx.answerCallbackQuery({ text: EXPIRED_BUTTON });
+      await ctx.answerCallbackQuery({ text: EXPIRED_BUTTON, show_alert: true });
       return;
     }
     let answered = false;
     try {
       const chat = chatRef(message.chat);
-      const reply = await engine.runLine(action, chat, await actorOf(message.chat, query.from));
+      const actor = await actorOf(message.chat, query.from);
+      const { value: reply, outcome } = await probe.observe(() => engine.runLine(action, chat, actor));
+      if (reply && REFUSALS.has(outcome)) {
+        answered = true;
+        await ctx.answerCallbackQuery(popup(reply));
+        return;
+      }
       await ctx.answerCallbackQuery();
       answered = true;
       if (!reply) return;
@@ -302,6 +314,7 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
         server.closeIdleConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         await drain();
+        if (ownImages) await images.close();
       },
     };
   }
@@ -335,6 +348,7 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
       if (bot.isRunning()) await bot.stop();
       await polling.catch(() => undefined);
       await drain();
+      if (ownImages) await images.close();
     },
   };
 }
@@ -353,9 +367,21 @@ export function menuOf(engine: Pick<CommandEngine, 'commands'>): BotCommand[] {
   return menu.slice(0, 100);
 }
 
-/** A reply as the short plain notice of a button press. */
-function toastOf(reply: Reply): string {
-  return truncate((reply.lines ?? []).map(plain).join('\n'), TELEGRAM_LIMITS.callbackAnswer);
+/**
+ * Verdicts on a button press that concern the presser alone: they answer it with a popup and post
+ * nothing, so a group does not read that one member may not do something, or pressed too fast.
+ * (An expired button and a flood are refused before the engine runs; the same popup answers them.)
+ * Other failures (the platform down, a listing gone) stay messages: they may carry a reference to
+ * report, are often longer than a popup holds, and say something about the message's content.
+ */
+const REFUSALS: ReadonlySet<Outcome | undefined> = new Set<Outcome>(['denied', 'rate_limited']);
+
+/** A reply as the popup answering a button press (seen by the presser alone, until dismissed). */
+function popup(reply: Reply): { text: string; show_alert: true } {
+  return {
+    text: truncate((reply.lines ?? []).map(plain).join('\n'), TELEGRAM_LIMITS.callbackAnswer),
+    show_alert: true,
+  };
 }
 
 /** An error for logs: name and message with the token removed, the Bot API's code where there is one. */

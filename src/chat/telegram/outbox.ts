@@ -3,6 +3,7 @@ import type { InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions } f
 import type { Logger } from 'pino';
 import type { ButtonCodec } from '../../bot/buttons.ts';
 import type { Reply } from '../../bot/reply.ts';
+import { type ChatImage, IMAGES_BY_URL, type ImageSource } from '../images/images.ts';
 import { renderTelegram, TELEGRAM_LIMITS, type TelegramButton } from './render.ts';
 
 /** How a message was sent, which decides how it is edited. */
@@ -23,28 +24,32 @@ function withoutImage(reply: Reply): Reply {
   return rest;
 }
 
+/** Prefix of callback data whose answer edits the message in place. */
+export const REPLACES_MARK = '~';
+
 /**
  * Sends and edits rendered Replies: a photo with an HTML caption when the reply has an image and
  * its text fits a caption, else an HTML message (with the image as a large link preview); buttons
  * as an inline keyboard whose callback data the codec fits into 64 bytes; attachments as documents.
+ * `images` decides how an image goes: by its address (Telegram fetches it), uploaded (an SVG drawn
+ * as PNG: Telegram takes no SVG photo), or not at all.
  */
-/** Prefix of callback data whose answer edits the message in place. */
-export const REPLACES_MARK = '~';
-
 export class TelegramOutbox {
   readonly #api: Api;
   readonly #codec: ButtonCodec;
   readonly #logger: Logger;
+  readonly #images: ImageSource;
 
-  constructor(api: Api, codec: ButtonCodec, logger: Logger) {
+  constructor(api: Api, codec: ButtonCodec, logger: Logger, images: ImageSource = IMAGES_BY_URL) {
     this.#api = api;
     this.#codec = codec;
     this.#logger = logger;
+    this.#images = images;
   }
 
   async send(chatId: string, reply: Reply, replyTo?: number): Promise<SentMessage> {
     const text = renderTelegram(withoutImage(reply));
-    const photo = renderTelegram(reply).photo;
+    const image = await this.#images.show(renderTelegram(reply).photo);
     const reply_markup = await this.#keyboard(text.keyboard);
     const common = {
       parse_mode: 'HTML' as const,
@@ -54,7 +59,8 @@ export class TelegramOutbox {
         : { reply_parameters: { message_id: replyTo, allow_sending_without_reply: true } }),
     };
     let sent: SentMessage | undefined;
-    if (photo && text.html.length <= TELEGRAM_LIMITS.caption) {
+    if (image && text.html.length <= TELEGRAM_LIMITS.caption) {
+      const photo = image.kind === 'png' ? new InputFile(image.data, image.name) : image.url;
       try {
         const message = await this.#api.sendPhoto(chatId, photo, { ...common, caption: text.html });
         sent = { messageId: message.message_id, kind: 'photo' };
@@ -67,7 +73,7 @@ export class TelegramOutbox {
     if (!sent) {
       const message = await this.#api.sendMessage(chatId, text.html || '…', {
         ...common,
-        link_preview_options: preview(photo),
+        link_preview_options: preview(image),
       });
       sent = { messageId: message.message_id, kind: 'text' };
     }
@@ -100,7 +106,7 @@ export class TelegramOutbox {
         const reply_markup = await this.#keyboard(text.keyboard);
         await this.#api.editMessageText(chatId, messageId, text.html || '…', {
           parse_mode: 'HTML',
-          link_preview_options: preview(renderTelegram(reply).photo),
+          link_preview_options: preview(await this.#images.show(renderTelegram(reply).photo)),
           ...(reply_markup ? { reply_markup } : {}),
         });
       }
@@ -127,6 +133,7 @@ export class TelegramOutbox {
   }
 }
 
-function preview(photo: string | undefined): LinkPreviewOptions {
-  return photo ? { url: photo, prefer_large_media: true } : { is_disabled: true };
+/** A large preview of an image Telegram can fetch; none for a drawn one (its address is an SVG). */
+function preview(image: ChatImage | undefined): LinkPreviewOptions {
+  return image?.kind === 'url' ? { url: image.url, prefer_large_media: true } : { is_disabled: true };
 }
