@@ -16,14 +16,33 @@ const OWN_MARKETPLACE: MarketplaceKind = 'sequence_marketplace_v2';
 /** Tokens of a sweep or batch whose metadata is fetched; the rest are listed by id. */
 const MAX_TOKENS_FETCHED = 10;
 
+/** A collection's cheapest listings are fetched again once older than this. */
+const BOOK_FRESH_MS = 30_000;
+/**
+ * How old a floor may be to set an alert in context ("63% below floor") when no rule depends on it:
+ * such an alert does not wait for a fresher one (it is fetched for the next alerts).
+ */
+const BOOK_CONTEXT_MS = 5 * 60_000;
+
 export interface EnrichOptions {
-  /** Fetch the collection's floor too (some candidate rule has a floor percentage). */
+  /**
+   * Wait for a floor at most 30 s old: some candidate rule has a floor percentage. Without it, sale
+   * and listing alerts still get the floor for context, from a lookup up to 5 minutes old.
+   */
   floor?: boolean;
+}
+
+/** The cheapest listings of a collection (order id, USD per token) as fetched at `at`. */
+interface Book {
+  at: number;
+  entries: Array<{ orderId: string; usd: number }>;
 }
 
 /** An event with its details, and the price as a decimal for minimum-price filters. */
 export interface EnrichedEvent {
   details: AlertDetails;
+  /** The collection's floor as looked up (its cheapest listing, USD per token, and when), for the market history. */
+  floorSample?: { usd: number; at: number };
   /** Total price in currency units (decimal string) and in USD, per token in USD, and the floor, when known. */
   price: PriceInfo | undefined;
   /** Traits per token (for trait filters), in token order; undefined where unknown. */
@@ -42,8 +61,9 @@ export class Enricher {
   readonly #currencies: CurrencyDirectory;
   readonly #logger: Logger;
   readonly #tokens = new LRUCache<string, TokenMetadata>({ max: 5_000, ttl: 10 * 60_000 });
-  /** The cheapest listings of a collection (order id, USD per token), briefly: floors move. */
-  readonly #books = new LRUCache<string, Array<{ orderId: string; usd: number }>>({ max: 1_000, ttl: 30_000 });
+  /** The cheapest listings of a collection, briefly: floors move. */
+  readonly #books = new LRUCache<string, Book>({ max: 1_000, ttl: BOOK_CONTEXT_MS });
+  readonly #fetchingBooks = new Map<string, Promise<Book>>();
 
   readonly #links: Links | undefined;
 
@@ -114,8 +134,8 @@ export class Enricher {
 
   async enrich(event: ChainEvent, collectionName: string, options: EnrichOptions = {}): Promise<EnrichedEvent> {
     const missing: string[] = [];
-    const wantsFloor = options.floor === true && (event.kind === 'sale' || event.kind === 'listing');
-    const [orders, metadata, floorUsd] = await Promise.all([
+    const wantsFloor = event.kind === 'sale' || event.kind === 'listing';
+    const [orders, metadata, book] = await Promise.all([
       this.#orders(event).catch((error: unknown) => {
         missing.push('orders');
         this.#logger.warn({ event: event.id, err: error }, 'could not fetch the orders of an event');
@@ -133,13 +153,17 @@ export class Enricher {
         ),
       ),
       wantsFloor
-        ? this.#floorUsd(event).catch((error: unknown) => {
-            missing.push('floor');
-            this.#logger.warn({ event: event.id, err: error }, 'could not fetch the floor of a collection');
+        ? this.#book(event, options.floor === true ? BOOK_FRESH_MS : BOOK_CONTEXT_MS).catch((error: unknown) => {
+            // Only a rule makes the floor a detail that is missing; for context it is a nicety.
+            if (options.floor) {
+              missing.push('floor');
+              this.#logger.warn({ event: event.id, err: error }, 'could not fetch the floor of a collection');
+            }
             return undefined;
           })
         : Promise.resolve(undefined),
     ]);
+    const floorUsd = book && floorOf(book, event.orderIds);
 
     const tokens: TokenDetails[] = event.tokens.map((token, index) => {
       const meta = metadata[index];
@@ -150,6 +174,7 @@ export class Enricher {
       return details;
     });
     const details: AlertDetails = { event, collectionName, tokens };
+    if (floorUsd !== undefined) details.floorUsd = floorUsd;
     const links = this.#linksOf(event, orders);
     if (links) details.links = links;
     let price: EnrichedEvent['price'];
@@ -173,33 +198,55 @@ export class Enricher {
     if (first) details.marketplace = marketplaceName(first);
     // Request events come from the platform's own marketplace contract.
     else if (this.#pricedByChain(event)) details.marketplace = marketplaceName({ marketplace: OWN_MARKETPLACE });
-    return { details, price, traits: tokens.map((t) => t.traits), missing };
+    const sample = book && floorOf(book, []);
+    return {
+      details,
+      price,
+      traits: tokens.map((t) => t.traits),
+      missing,
+      ...(book && sample !== undefined ? { floorSample: { usd: sample, at: book.at } } : {}),
+    };
   }
 
-  /** The floor in USD per token: the cheapest listing of the collection that is not one of this event's orders. */
-  async #floorUsd(event: ChainEvent): Promise<number | undefined> {
+  /**
+   * The cheapest listings of the event's collection, fetched at most `maxAgeMs` ago. One older than
+   * 30 s but young enough is returned at once and fetched again for the next events.
+   */
+  async #book(event: ChainEvent, maxAgeMs: number): Promise<Book> {
     const key = `${event.network}:${event.collection}`;
-    let book = this.#books.get(key);
-    if (!book) {
-      const { collectibles } = await this.#platform.marketplace.listCollectibles({
-        network: event.network,
-        side: 'listing',
-        contractAddress: event.collection,
-        filter: { includeEmpty: false },
-        page: { pageSize: 20 },
-      });
-      book = collectibles
-        .map((c) => c.order)
-        .filter((o): o is Order => o !== undefined && o.priceUSD > 0)
-        .map((o) => ({ orderId: o.orderId, usd: o.priceUSD }));
-      this.#books.set(key, book);
+    const cached = this.#books.get(key);
+    const age = cached ? Date.now() - cached.at : Number.POSITIVE_INFINITY;
+    if (cached && age < BOOK_FRESH_MS) return cached;
+    let fetching = this.#fetchingBooks.get(key);
+    if (!fetching) {
+      fetching = this.#fetchBook(event).finally(() => this.#fetchingBooks.delete(key));
+      this.#fetchingBooks.set(key, fetching);
     }
-    let floor: number | undefined;
-    for (const entry of book) {
-      if (event.orderIds.includes(entry.orderId)) continue;
-      if (floor === undefined || entry.usd < floor) floor = entry.usd;
+    if (cached && age < maxAgeMs) {
+      fetching.catch((error: unknown) =>
+        this.#logger.debug({ event: event.id, err: error }, 'could not fetch the floor of a collection'),
+      );
+      return cached;
     }
-    return floor;
+    return fetching;
+  }
+
+  async #fetchBook(event: ChainEvent): Promise<Book> {
+    const at = Date.now();
+    const { collectibles } = await this.#platform.marketplace.listCollectibles({
+      network: event.network,
+      side: 'listing',
+      contractAddress: event.collection,
+      filter: { includeEmpty: false },
+      page: { pageSize: 20 },
+    });
+    const entries = collectibles
+      .map((c) => c.order)
+      .filter((o): o is Order => o !== undefined && o.priceUSD > 0)
+      .map((o) => ({ orderId: o.orderId, usd: o.priceUSD }));
+    const book = { at, entries };
+    this.#books.set(`${event.network}:${event.collection}`, book);
+    return book;
   }
 
   async #orders(event: ChainEvent): Promise<Order[]> {
@@ -309,6 +356,16 @@ export class Enricher {
     }
     return undefined;
   }
+}
+
+/** The floor in USD per token: the cheapest listing that is not one of `orderIds` (the event's own). */
+function floorOf(book: Book, orderIds: readonly string[]): number | undefined {
+  let floor: number | undefined;
+  for (const entry of book.entries) {
+    if (orderIds.includes(entry.orderId)) continue;
+    if (floor === undefined || entry.usd < floor) floor = entry.usd;
+  }
+  return floor;
 }
 
 /** `1.230000` -> `1.23`, and at most 6 decimals for display. */

@@ -23,6 +23,13 @@ export interface AlertDetails {
    */
   price?: { amount: string; symbol: string; usd?: number; more?: Array<{ amount: string; symbol: string }> };
   marketplace?: string;
+  /**
+   * The collection's floor in USD per token (its cheapest listing other than this event's own), for
+   * sales and listings: the alert says how its price per token compares.
+   */
+  floorUsd?: number;
+  /** The token's previous sale as the bot recorded it (sales of one token), with its USD per unit when known. */
+  lastSale?: { at: string; usd?: number };
   /** The token's page (one token), the transaction's page, and where a listing can be bought. */
   links?: { token?: string; transaction?: string; buy?: { label: string; url: string } };
 }
@@ -75,7 +82,10 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
   if (details.price) {
     const usd = formatUsd(details.price.usd);
     fields.push({ name: many ? 'Total' : 'Price', value: usd ? `${price} (${usd})` : (price ?? ''), inline: true });
+    const floor = floorContext(details, count);
+    if (floor) fields.push({ name: 'Floor', value: floor, inline: true });
   }
+  if (event.kind === 'sale' && details.lastSale) fields.push(lastSaleField(details.lastSale, event.ts));
   const party = (label: string, address: string | undefined) => {
     if (address) fields.push({ name: label, value: [code(shortAddress(address))], inline: true });
   };
@@ -126,6 +136,49 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
   if (page) reply.url = page;
   if (options.mentionRole) reply.mentionRoles = [options.mentionRole];
   return reply;
+}
+
+/**
+ * How a price per token compares with the floor: `63% below floor`, `at floor`, `12% above floor`,
+ * `2.1× floor`. Prices within half a percent of the floor are at it.
+ */
+export function floorRelation(perTokenUsd: number, floorUsd: number): string {
+  const ratio = perTokenUsd / floorUsd;
+  if (ratio < 0.995) return `${Math.min(99, Math.max(1, Math.round((1 - ratio) * 100)))}% below floor`;
+  if (ratio <= 1.005) return 'at floor';
+  if (ratio < 2) return `${Math.max(1, Math.round((ratio - 1) * 100))}% above floor`;
+  return `${ratio < 100 ? ratio.toFixed(1) : Math.round(ratio).toLocaleString('en-US')}× floor`;
+}
+
+/** `$9,931.00 · 63% below floor` */
+function floorContext(details: AlertDetails, units: number): string | undefined {
+  const { event, price, floorUsd } = details;
+  const floor = formatUsd(floorUsd);
+  if ((event.kind !== 'sale' && event.kind !== 'listing') || !floor || !floorUsd || !price?.usd || units <= 0) {
+    return undefined;
+  }
+  const relation = floorRelation(price.usd / units, floorUsd);
+  return `${floor} · ${units > 1 ? `${relation} per token` : relation}`;
+}
+
+const SPANS: ReadonlyArray<[string, number]> = [
+  ['day', 86_400_000],
+  ['hour', 3_600_000],
+  ['minute', 60_000],
+];
+
+/** `Last sale: $2,940.00, 3 days earlier` (than this sale). */
+function lastSaleField(last: NonNullable<AlertDetails['lastSale']>, ts: string): ReplyField {
+  const gap = Date.parse(ts) - Date.parse(last.at);
+  let when = Number.isFinite(gap) ? 'moments earlier' : `on ${last.at.slice(0, 10)}`;
+  for (const [unit, size] of SPANS) {
+    if (!Number.isFinite(gap) || gap < size) continue;
+    const n = Math.floor(gap / size);
+    when = `${n} ${unit}${n === 1 ? '' : 's'} earlier`;
+    break;
+  }
+  const usd = formatUsd(last.usd);
+  return { name: 'Last sale', value: usd ? `${usd}, ${when}` : `${when} (price unknown)`, inline: true };
 }
 
 /**
