@@ -13,6 +13,7 @@ import type { StateStore } from '../store/state.ts';
 import { classifyTransaction, TransactionAssembler } from './classify.ts';
 import type { Dispatcher } from './delivery.ts';
 import type { EnrichedEvent, Enricher } from './enrich.ts';
+import type { MarketRecorder } from './market-history.ts';
 import { alertsFor } from './render.ts';
 import { matchDestinations, RuleIndex } from './rule-index.ts';
 import { NetworkStreams, type StreamHealth, type StreamOptionsForAlerts } from './streams.ts';
@@ -40,6 +41,11 @@ export interface AlertPipelineOptions {
   onRecorded?: (event: ChainEvent, destinations: number) => void;
   /** What is done with alerts while the journal cannot be written. */
   journalRetry?: JournalRetryOptions;
+  /**
+   * The market history: it is told every sale the streams show (a rule matched it or not), the
+   * floors enrichment looks up and the reorgs, and gives sale alerts the token's last sale.
+   */
+  market?: MarketRecorder;
 }
 
 /**
@@ -342,9 +348,12 @@ export class AlertPipeline {
       ...(marketplaces.size ? { isMarketplace: (address: string) => marketplaces.has(address) } : {}),
     });
     for (const bad of skipped) this.#options.logger.warn({ network, ...bad }, 'skipped a log');
+    const market = this.#options.market;
     for (const event of events) {
       this.counters.events++;
       let rules = this.#index.candidates(event);
+      const lastSale = rules.length > 0 ? this.#lastSale(event) : undefined;
+      if (market && event.kind === 'sale') market.sale(event);
       if (rules.length === 0) continue;
       if (this.#isRelist(event)) {
         this.counters.relists++;
@@ -365,10 +374,22 @@ export class AlertPipeline {
           return this.#options.enricher.bare(event, collectionName);
         })
         .then((enriched) => {
-          slot.enriched = enriched;
+          const sample = enriched.floorSample;
+          if (market && sample) market.floor(event.network, event.collection, sample.usd, sample.at);
+          slot.enriched = lastSale ? { ...enriched, details: { ...enriched.details, lastSale } } : enriched;
           this.#drain(state);
         });
     }
+  }
+
+  /** The previous recorded sale of the token a one-token sale sold. */
+  #lastSale(event: ChainEvent): { at: string; usd?: number } | undefined {
+    const token = event.tokens.length === 1 ? event.tokens[0] : undefined;
+    const found =
+      token && event.kind === 'sale' && this.#options.market?.lastSale(event.network, event.collection, token.tokenId);
+    if (!found) return undefined;
+    const at = new Date(found.at).toISOString();
+    return found.usd === undefined ? { at } : { at, usd: found.usd };
   }
 
   /**
@@ -595,6 +616,7 @@ export class AlertPipeline {
   #receipt(network: string, receipt: TransactionReceipt): void {
     const { journal, logger } = this.#options;
     if (receipt.reorged) {
+      this.#options.market?.reorged(network, receipt.txnHash);
       // In the queue, after the events before it: a reorg cannot overtake the alert it reverses.
       const state = this.#state(network);
       state.slots.push({ kind: 'reorg', txnHash: receipt.txnHash });

@@ -1,0 +1,146 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FLOOR_SAMPLE_INTERVAL_MS, MarketHistory } from '../../../src/alerts/market-history.ts';
+import { COLLECTION, chainEvent, hash, OTHER_COLLECTION } from './fixtures.ts';
+
+const DAY = 24 * 60 * 60 * 1000;
+const NOW = Date.parse('2026-11-21T12:00:00Z');
+const logger = pino({ level: 'silent' });
+
+let dir: string;
+let file: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'floorwatch-history-'));
+  file = join(dir, 'market-history.jsonl');
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const open = (now = NOW) => MarketHistory.open(file, { logger, now: () => now, flushMs: 60_000 });
+const jsonl = (lines: readonly object[]) => lines.map((l) => `${JSON.stringify(l)}\n`).join('');
+const sale = (at: number, tx: string, tokens: Array<[string, string, number | null]>, c = COLLECTION) => ({
+  k: 'sale',
+  n: 'polygon',
+  c,
+  at,
+  tx,
+  t: tokens,
+});
+
+describe('market history on disk', () => {
+  it('GIVEN a week-old file with a reorganised sale and a torn last line WHEN opened THEN old sales are gone, the windows count the rest and the file is compacted', async () => {
+    await writeFile(
+      file,
+      `${jsonl([
+        { k: 'history', v: 1, since: NOW - 12 * DAY },
+        sale(NOW - 10 * DAY, hash(1), [['1', '1', 500]]),
+        { k: 'floor', n: 'polygon', c: COLLECTION, at: NOW - 9 * DAY, usd: 80 },
+        { k: 'floor', n: 'polygon', c: COLLECTION, at: NOW - 8 * DAY, usd: 100 },
+        sale(NOW - 3 * DAY, hash(2), [
+          ['2', '1', 120],
+          ['3', '1', null],
+        ]),
+        { k: 'floor', n: 'polygon', c: COLLECTION, at: NOW - 2 * DAY, usd: 110 },
+        sale(NOW - 2 * 60 * 60 * 1000, hash(3), [['4', '1', 150]]),
+        sale(NOW - 60 * 60 * 1000, hash(4), [['5', '1', 999]]),
+        { k: 'reorg', n: 'polygon', tx: hash(4) },
+      ])}{"k":"sale","n":"pol`,
+    );
+    const history = await open();
+    try {
+      expect(history.since()).toBe(NOW - 12 * DAY);
+      const day = history.activity('polygon', COLLECTION, DAY, NOW);
+      expect(day).toMatchObject({ complete: true, sales: 1, priced: 1, volumeUsd: 150 });
+      // The last floor before the window began.
+      expect(day.floorThen).toEqual({ at: NOW - 2 * DAY, usd: 110 });
+      const week = history.activity('polygon', COLLECTION, 7 * DAY, NOW);
+      expect(week).toMatchObject({ complete: true, sales: 3, priced: 2, volumeUsd: 270 });
+      // The floor when the week began is kept although older than the week.
+      expect(week.floorThen).toEqual({ at: NOW - 8 * DAY, usd: 100 });
+      expect(history.activity('polygon', OTHER_COLLECTION, 7 * DAY, NOW).sales).toBe(0);
+      expect(history.lastSale('polygon', COLLECTION, '5')).toBeUndefined();
+      expect(history.lastSale('polygon', COLLECTION, '2')).toEqual({ at: NOW - 3 * DAY, usd: 120 });
+    } finally {
+      await history.close();
+    }
+    const lines = (await readFile(file, 'utf8')).trim().split('\n');
+    expect(JSON.parse(lines[0] ?? '')).toEqual({ k: 'history', v: 1, since: NOW - 12 * DAY });
+    expect(lines).toHaveLength(1 + 2 + 2);
+    const text = lines.join('\n');
+    for (const gone of [hash(1), hash(4), '"reorg"', '"usd":80']) expect(text).not.toContain(gone);
+  });
+
+  it('GIVEN no file WHEN sales and floors are recorded THEN they survive a restart, recording starts now, and a sale seen twice counts once', async () => {
+    const history = await open();
+    expect(history.since()).toBe(NOW);
+    const event = chainEvent({
+      ts: new Date(NOW - 1_000).toISOString(),
+      tokens: [{ tokenId: '7', amount: '2' }],
+    });
+    history.sale(event);
+    history.sale(event);
+    history.floor('polygon', COLLECTION, 42, NOW - 500);
+    // Too close to the last sample: the same floor for the history.
+    history.floor('polygon', COLLECTION, 43, NOW - 500 + FLOOR_SAMPLE_INTERVAL_MS / 2);
+    await history.close();
+
+    const again = await open(NOW + 1_000);
+    try {
+      expect(again.since()).toBe(NOW);
+      const day = again.activity('polygon', COLLECTION, DAY, NOW + 1_000);
+      // Without a platform a sale is counted, not priced.
+      expect(day).toMatchObject({ complete: false, from: NOW, sales: 1, priced: 0, volumeUsd: 0 });
+      expect(day.floorThen).toEqual({ at: NOW - 500, usd: 42 });
+      expect(again.lastSale('polygon', COLLECTION, '7')).toEqual({ at: NOW - 1_000 });
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('GIVEN sales waiting for their price or recorded WHEN their transaction is reorganised away THEN they are forgotten, on disk too', async () => {
+    await writeFile(
+      file,
+      jsonl([{ k: 'history', v: 1, since: NOW - DAY }, sale(NOW - 60_000, hash(9), [['8', '1', 10]])]),
+    );
+    const history = await open();
+    history.reorged('polygon', hash(9));
+    expect(history.activity('polygon', COLLECTION, DAY, NOW).sales).toBe(0);
+    await history.close();
+    const reopened = await open();
+    try {
+      expect(reopened.activity('polygon', COLLECTION, DAY, NOW).sales).toBe(0);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it('GIVEN a file that cannot be written THEN the bot still starts and the history lives in memory', async () => {
+    const history = await MarketHistory.open(join(dir, 'no-such-dir', 'market-history.jsonl'), {
+      logger,
+      now: () => NOW,
+    });
+    try {
+      history.sale(chainEvent({ ts: new Date(NOW).toISOString() }));
+      expect(history.since()).toBe(NOW);
+      expect(history.activity('polygon', COLLECTION, DAY, NOW).sales).toBe(1);
+    } finally {
+      await history.close();
+    }
+  });
+
+  it('GIVEN a file of a newer format THEN it is left untouched and the history lives in memory', async () => {
+    const content = jsonl([
+      { k: 'history', v: 99, since: NOW - DAY },
+      { k: 'something', new: true },
+    ]);
+    await writeFile(file, content);
+    const history = await open();
+    history.sale(chainEvent({ ts: new Date(NOW).toISOString() }));
+    await history.close();
+    expect(await readFile(file, 'utf8')).toBe(content);
+  });
+});
