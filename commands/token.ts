@@ -1,6 +1,6 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { byPriceAscending, byPriceDescending, tokenName, traitsOf } from '../src/bot/format.ts';
-import { describeOrder, fetchToken, firstItems, footerOf } from '../src/bot/market.ts';
+import { describeOrder, fetchToken, firstItems, footerOf, formatShare, rarityPending } from '../src/bot/market.ts';
 import { type Reply, type ReplyField, safeUrl, truncate } from '../src/bot/reply.ts';
 
 const MAX_TRAIT_FIELDS = 12;
@@ -35,9 +35,31 @@ export default defineCommand({
       }),
     ]);
     const traits = traitsOf(metadata);
-    const fields: ReplyField[] = traits
-      .slice(0, MAX_TRAIT_FIELDS)
-      .map((t) => ({ name: truncate(t.name, 60), value: truncate(t.value, 100), inline: true }));
+    // Never waits: the first ask starts counting the collection, a later one shows the result.
+    const rarity = ctx.market?.rarity?.lookup(collection.network, collection.address);
+    const table = rarity?.status === 'ready' ? rarity.table : undefined;
+    const fields: ReplyField[] = [];
+    if (rarity?.status === 'ready') {
+      const ranked = rarity.table.rank(metadata.tokenId || token);
+      fields.push({
+        name: 'Rarity',
+        value: ranked
+          ? `rank ${ranked.rank.toLocaleString('en-US')} of ${ranked.of.toLocaleString('en-US')}`
+          : 'not ranked: the token is newer than the count',
+        inline: true,
+      });
+    } else if (rarity) {
+      fields.push({ name: 'Rarity', value: rarityPending(rarity), inline: true });
+    }
+    for (const t of traits.slice(0, MAX_TRAIT_FIELDS)) {
+      const share = table?.share(t.name, t.value);
+      const value = truncate(t.value, 90);
+      fields.push({
+        name: truncate(t.name, 60),
+        value: share === undefined ? value : `${value} · ${formatShare(share)}`,
+        inline: true,
+      });
+    }
     if (traits.length > MAX_TRAIT_FIELDS) {
       fields.push({ name: 'More traits', value: `${traits.length - MAX_TRAIT_FIELDS} more`, inline: true });
     }

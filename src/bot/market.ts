@@ -1,9 +1,22 @@
+import type { MarketHistoryView } from '../alerts/market-history.ts';
 import { PlatformApiError } from '../platform/errors.ts';
 import type { Order, PropertyFilter, TokenMetadata } from '../platform/types.ts';
 import type { CommandContext, ResolvedCollection } from './command.ts';
 import { ArgumentError, UserError } from './errors.ts';
 import { formatPrice, marketplaceName, relativeTime, tokenName } from './format.ts';
+import type { RarityIndex, RarityLookup } from './rarity.ts';
 import { bold, code, type Inline, type Reply, type ReplyButton } from './reply.ts';
+
+/**
+ * What market commands know beyond the platform's answers. Each part is absent where the bot runs
+ * without it (no alert pipeline: no history).
+ */
+export interface MarketContext {
+  /** The bot's own record of sales and floors, for /collection's 24 h and 7 d figures. */
+  history?: MarketHistoryView;
+  /** Trait shares and rarity ranks, computed per collection in the background (/token, /traits). */
+  rarity?: RarityIndex;
+}
 
 /**
  * The `trait=value` words of a command, checked against the collection's traits: each becomes the
@@ -161,4 +174,26 @@ export async function bookPage(
   }
   if (nav.length) reply.buttons = [nav];
   return reply;
+}
+
+/** `4.1%`, `0.05%`, `50%`: one decimal, two significant digits below 1%. */
+export function formatShare(share: number): string {
+  const percent = share * 100;
+  if (percent >= 1) return `${Number(percent.toFixed(1))}%`;
+  if (percent <= 0) return '0%';
+  return `${Number(percent.toPrecision(2))}%`;
+}
+
+/** What to say when a collection's rarity is not ready: why, and whether asking again helps. */
+export function rarityPending(lookup: Exclude<RarityLookup, { status: 'ready' }>): string {
+  switch (lookup.status) {
+    case 'computing':
+      return 'computing, ask again in a minute';
+    case 'too_many_tokens':
+      return `not available: the collection has more than ${lookup.limit.toLocaleString('en-US')} tokens`;
+    case 'busy':
+      return 'not available right now: other collections are being counted, ask again in a few minutes';
+    case 'failed':
+      return 'not available right now: the tokens could not be read, ask again in a minute';
+  }
 }
