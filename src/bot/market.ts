@@ -1,9 +1,9 @@
 import type { MarketHistoryView } from '../alerts/market-history.ts';
 import { PlatformApiError } from '../platform/errors.ts';
-import type { Order, PropertyFilter, TokenMetadata } from '../platform/types.ts';
+import type { CollectibleOrder, Order, PropertyFilter, TokenMetadata } from '../platform/types.ts';
 import type { CommandContext, ResolvedCollection } from './command.ts';
 import { ArgumentError, UserError } from './errors.ts';
-import { formatPrice, marketplaceName, relativeTime, tokenName } from './format.ts';
+import { byPriceAscending, formatPrice, marketplaceName, relativeTime, tokenName } from './format.ts';
 import type { RarityIndex, RarityLookup } from './rarity.ts';
 import { bold, code, type Inline, type Reply, type ReplyButton } from './reply.ts';
 
@@ -196,4 +196,82 @@ export function rarityPending(lookup: Exclude<RarityLookup, { status: 'ready' }>
     case 'failed':
       return 'not available right now: the tokens could not be read, ask again in a minute';
   }
+}
+
+/** `1,234`, or `at least 2,000` when counting stopped at a bound. */
+export function countText(count: number | bigint, capped: boolean): string {
+  const text = count.toLocaleString('en-US');
+  return capped ? `at least ${text}` : text;
+}
+
+/** Bounded reading: at most this many listed tokens are counted. */
+const LISTED_PAGE_SIZE = 250;
+const LISTED_MAX_PAGES = 8;
+
+/** A collection's listed tokens, counted up to a bound, and its cheapest listing. */
+export async function listedSummary(
+  ctx: CommandContext,
+  collection: ResolvedCollection,
+): Promise<{ count: number; capped: boolean; cheapest: CollectibleOrder | undefined }> {
+  const seen = new Set<string>();
+  let cheapest: CollectibleOrder | undefined;
+  let page: number | undefined;
+  let more = true;
+  for (let pages = 0; more && pages < LISTED_MAX_PAGES; pages++) {
+    const result = await ctx.platform.marketplace.listCollectibles({
+      network: collection.network,
+      side: 'listing',
+      contractAddress: collection.address,
+      filter: { includeEmpty: false },
+      page: page === undefined ? { pageSize: LISTED_PAGE_SIZE } : { page, pageSize: LISTED_PAGE_SIZE },
+    });
+    for (const item of result.collectibles) {
+      const order = item.order ?? item.listing;
+      if (!order) continue;
+      seen.add(item.metadata.tokenId);
+      const best = cheapest?.order ?? cheapest?.listing;
+      if (!best || byPriceAscending(order, best) < 0) cheapest = { ...item, order };
+    }
+    more = result.page.more === true && result.collectibles.length > 0;
+    page = nextPage(result.page, page);
+  }
+  return { count: seen.size, capped: more, cheapest };
+}
+
+/** Bounded reading: at most this many balance records are read (as /holders does). */
+const BALANCES_PAGE_SIZE = 1_000;
+const BALANCES_MAX_PAGES = 10;
+const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000';
+
+/** A collection's holders and supply from its token balances, counted up to a bound. */
+export async function holdersSummary(
+  ctx: CommandContext,
+  collection: ResolvedCollection,
+): Promise<{ holders: number; supply: bigint; capped: boolean }> {
+  const byAccount = new Map<string, bigint>();
+  let page: number | undefined;
+  let more = true;
+  for (let pages = 0; more && pages < BALANCES_MAX_PAGES; pages++) {
+    const result = await ctx.platform.indexer.getTokenBalancesByContract({
+      network: collection.network,
+      filter: { contractAddresses: [collection.address], contractStatus: 'ALL' },
+      omitMetadata: true,
+      page: page === undefined ? { pageSize: BALANCES_PAGE_SIZE } : { page, pageSize: BALANCES_PAGE_SIZE },
+    });
+    for (const balance of result.balances) {
+      const account = balance.accountAddress.toLowerCase();
+      if (account === ZERO_ADDRESS || !/^\d+$/.test(balance.balance)) continue;
+      byAccount.set(account, (byAccount.get(account) ?? 0n) + BigInt(balance.balance));
+    }
+    more = result.page.more === true && result.balances.length > 0;
+    page = nextPage(result.page, page);
+  }
+  let holders = 0;
+  let supply = 0n;
+  for (const amount of byAccount.values()) {
+    if (amount <= 0n) continue;
+    holders++;
+    supply += amount;
+  }
+  return { holders, supply, capped: more };
 }

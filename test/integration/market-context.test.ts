@@ -1,0 +1,337 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Dispatcher } from '../../src/alerts/delivery.ts';
+import { Enricher } from '../../src/alerts/enrich.ts';
+import { MarketHistory } from '../../src/alerts/market-history.ts';
+import { AlertPipeline } from '../../src/alerts/pipeline.ts';
+import { CommandEngine } from '../../src/bot/engine.ts';
+import { formatUsd } from '../../src/bot/format.ts';
+import { formatShare, type MarketContext, nextPage } from '../../src/bot/market.ts';
+import { RarityIndex } from '../../src/bot/rarity.ts';
+import type { Reply } from '../../src/bot/reply.ts';
+import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
+import { nativeSymbolsOf } from '../../src/main.ts';
+import type { CollectibleOrder, CollectiblesFilter } from '../../src/platform/types.ts';
+import { DeliveryJournal } from '../../src/store/journal.ts';
+import { ADMIN, CONSOLE, type Harness, startHarness } from '../helpers/bot-harness.ts';
+import { collectionNamed } from '../helpers/devnet-data.ts';
+import { RecordingSink } from '../helpers/recording-sink.ts';
+
+/*
+ * Issue 15, market context: /collection from the platform and from what the bot recorded, sale and
+ * listing alerts set against the floor and the token's last sale, rarity in /token and /traits.
+ * Everything runs through the real engine, pipeline and files against the local platform.
+ */
+
+const DAY = 24 * 60 * 60 * 1000;
+const logger = pino({ level: 'silent' });
+
+let h: Harness;
+let moonCats: DevnetCollectionInfo;
+let rescue: DevnetCollectionInfo;
+
+beforeAll(async () => {
+  h = await startHarness({ blockIntervalMs: 0 });
+  moonCats = collectionNamed(h.devnet, 'Moon Cats');
+  rescue = collectionNamed(h.devnet, 'Moon Cats Rescue');
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+/** An engine as the bot wires it, with the market context given. */
+function engineWith(market: MarketContext): CommandEngine {
+  return new CommandEngine({
+    platform: h.platform,
+    store: h.store,
+    logger,
+    settings: {
+      operators: [],
+      projectId: h.devnet.projectId,
+      allowlistAudience: 1,
+      defaultNetwork: 'devnet',
+      version: 'test',
+    },
+    commands: h.engine.commands,
+    nativeSymbols: nativeSymbolsOf(h.devnet),
+    market,
+    userLimit: { capacity: 1_000, refillPerSecond: 1_000 },
+    chatLimit: { capacity: 1_000, refillPerSecond: 1_000 },
+  });
+}
+
+async function run(engine: CommandEngine, line: string): Promise<Reply> {
+  const reply = await engine.runLine(line, CONSOLE, ADMIN);
+  if (!reply) throw new Error(`not a command: ${line}`);
+  return reply;
+}
+
+function field(reply: Reply, name: string): string | undefined {
+  const value = reply.fields?.find((f) => f.name === name)?.value;
+  return value === undefined ? undefined : typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** Every collectible of a collection that the filter selects, read page by page from the platform. */
+async function everything(address: string, filter: CollectiblesFilter): Promise<CollectibleOrder[]> {
+  const out: CollectibleOrder[] = [];
+  let page: number | undefined;
+  for (let more = true; more; ) {
+    const result = await h.platform.marketplace.listCollectibles({
+      network: 'devnet',
+      side: 'listing',
+      contractAddress: address,
+      filter,
+      page: page === undefined ? { pageSize: 100 } : { page, pageSize: 100 },
+    });
+    out.push(...result.collectibles);
+    more = result.page.more === true;
+    page = nextPage(result.page, page);
+  }
+  return out;
+}
+
+/** The cheapest listing of a collection in USD, with its token. */
+async function floorOf(address: string): Promise<{ usd: number; tokenId: string }> {
+  const listed = (await everything(address, { includeEmpty: false }))
+    .map((c) => ({ usd: c.order?.priceUSD ?? 0, tokenId: c.metadata.tokenId }))
+    .filter((c) => c.usd > 0)
+    .sort((a, b) => a.usd - b.usd);
+  if (!listed[0]) throw new Error('nothing listed');
+  return listed[0];
+}
+
+describe('/collection', () => {
+  it('GIVEN a week recorded WHEN asked THEN it shows the floor, listed, holders and supply from the platform, and sales, volume and floor change over 24 h and 7 days from the record', async () => {
+    const now = Date.now();
+    const floor = await floorOf(moonCats.address);
+    const file = join(h.dataDir, 'recorded-week.jsonl');
+    const line = (value: object) => `${JSON.stringify(value)}\n`;
+    const c = moonCats.address;
+    await writeFile(
+      file,
+      [
+        line({ k: 'history', v: 1, since: now - 9 * DAY }),
+        line({ k: 'floor', n: 'devnet', c, at: now - 8 * DAY, usd: floor.usd / 2 }),
+        line({
+          k: 'sale',
+          n: 'devnet',
+          c,
+          at: now - 3 * DAY,
+          tx: '0xa1',
+          t: [
+            ['1', '1', 1000],
+            ['2', '1', null],
+          ],
+        }),
+        line({ k: 'floor', n: 'devnet', c, at: now - 25 * 60 * 60 * 1000, usd: floor.usd * 2 }),
+        line({ k: 'sale', n: 'devnet', c, at: now - 2 * 60 * 60 * 1000, tx: '0xa2', t: [['3', '1', 500]] }),
+      ].join(''),
+    );
+    const history = await MarketHistory.open(file, { logger, flushMs: 60_000 });
+    try {
+      const engine = engineWith({ history });
+      const reply = await run(engine, `/collection devnet:${moonCats.address}`);
+      expect(reply.title).toBe('Moon Cats');
+      expect(field(reply, 'Floor')).toContain(`(${formatUsd(floor.usd)})`);
+      const listed = await everything(moonCats.address, { includeEmpty: false });
+      expect(field(reply, 'Listed')).toBe(listed.length.toLocaleString('en-US'));
+      const holders = /([\d,]+) holders in all/.exec(
+        h.text(await run(engine, `/holders devnet:${moonCats.address}`)),
+      )?.[1];
+      expect(field(reply, 'Holders')).toBe(holders);
+      expect(field(reply, 'Supply')).toBe(moonCats.tokenCount.toLocaleString('en-US'));
+      expect(field(reply, 'Last 24 hours')).toBe('1 sale · $500.00 volume · floor -50%');
+      expect(field(reply, 'Last 7 days')).toBe('3 sales · $1,500.00 volume (2 of them priced) · floor +100%');
+      expect(h.text(reply)).not.toContain('since the bot started recording');
+      expect(reply.thumbnail).toMatch(/\/logo\.svg$/);
+      // The floor it looked up is recorded: the next answers compare with it.
+      expect(history.activity('devnet', c, 60_000, Date.now() + 60_000).floorThen?.usd).toBe(floor.usd);
+    } finally {
+      await history.close();
+    }
+  });
+
+  it('GIVEN a bot that began recording today THEN the figures say since when; GIVEN no record at all THEN it says so', async () => {
+    const history = await MarketHistory.open(join(h.dataDir, 'new-history.jsonl'), { logger, flushMs: 60_000 });
+    try {
+      const reply = await run(engineWith({ history }), `/collection devnet:${rescue.address}`);
+      expect(field(reply, 'Last 24 hours')).toBe('0 sales');
+      expect(h.text(reply)).toContain(
+        `since the bot started recording on ${new Date(history.since() ?? 0).toISOString().slice(0, 10)}`,
+      );
+    } finally {
+      await history.close();
+    }
+    const bare = await run(engineWith({}), `/collection devnet:${rescue.address}`);
+    expect(h.text(bare)).toContain('not recorded');
+    expect(field(bare, 'Last 24 hours')).toBeUndefined();
+  });
+});
+
+describe('rarity in /token and /traits', () => {
+  it('GIVEN a collection not counted yet THEN /token answers at once without rarity, and once counted shows the rank and each trait share as the platform counts them', async () => {
+    const rarity = new RarityIndex(h.platform);
+    const engine = engineWith({ rarity });
+    const tokenId = (await floorOf(moonCats.address)).tokenId;
+    const first = await run(engine, `/token devnet:${moonCats.address} ${tokenId}`);
+    expect(field(first, 'Rarity')).toBe('computing, ask again in a minute');
+    expect(field(first, 'Fur')).not.toContain('%');
+
+    expect((await rarity.settled('devnet', moonCats.address)).status).toBe('ready');
+    const second = await run(engine, `/token devnet:${moonCats.address} ${tokenId}`);
+    const rank = /^rank ([\d,]+) of ([\d,]+)$/.exec(field(second, 'Rarity') ?? '');
+    expect(rank?.[2]).toBe(moonCats.tokenCount.toLocaleString('en-US'));
+    expect(Number(rank?.[1]?.replace(/,/g, ''))).toBeGreaterThanOrEqual(1);
+    expect(Number(rank?.[1]?.replace(/,/g, ''))).toBeLessThanOrEqual(moonCats.tokenCount);
+
+    const token = await h.platform.marketplace.getCollectible({
+      network: 'devnet',
+      contractAddress: moonCats.address,
+      tokenId,
+    });
+    const fur = String(token.attributes.find((a) => a.trait_type === 'Fur')?.value);
+    const withFur = await everything(moonCats.address, {
+      includeEmpty: true,
+      properties: [{ name: 'Fur', values: [fur] }],
+    });
+    const share = formatShare(withFur.length / moonCats.tokenCount);
+    expect(field(second, 'Fur')).toBe(`${fur} · ${share}`);
+
+    const traits = await run(engine, `/traits devnet:${moonCats.address}`);
+    expect(field(traits, 'Fur')).toContain(`${fur} ${share}`);
+    expect(h.text(traits)).toContain(`Shares of the ${moonCats.tokenCount.toLocaleString('en-US')} tokens`);
+  });
+
+  it('GIVEN a collection larger than the bound THEN rarity is not available, and says why', async () => {
+    const rarity = new RarityIndex(h.platform, { maxTokens: 100 });
+    const engine = engineWith({ rarity });
+    const traits = await run(engine, `/traits devnet:${moonCats.address}`);
+    expect(h.text(traits)).toContain('Shares of each value: computing, ask again in a minute.');
+    expect((await rarity.settled('devnet', moonCats.address)).status).toBe('too_many_tokens');
+    const reply = await run(engine, `/token devnet:${moonCats.address} 1`);
+    expect(field(reply, 'Rarity')).toBe('not available: the collection has more than 100 tokens');
+  });
+});
+
+describe('alerts in market context, and what the pipeline records', () => {
+  let history: MarketHistory;
+  let journal: DeliveryJournal;
+  let dispatcher: Dispatcher;
+  let pipeline: AlertPipeline;
+  let engine: CommandEngine;
+  const sink = new RecordingSink('console', 10);
+  /** The Moon Cat the first test sells. */
+  let soldToken = '';
+
+  beforeAll(async () => {
+    history = await MarketHistory.open(join(h.dataDir, 'market-history.jsonl'), {
+      platform: h.platform,
+      logger,
+      flushMs: 60_000,
+    });
+    engine = engineWith({ history });
+    journal = await DeliveryJournal.open(join(h.dataDir, 'deliveries.jsonl'), { fsync: false });
+    dispatcher = new Dispatcher({ journal, sinks: new Map([['console', sink]]), logger, retryDelayMs: 20 });
+    pipeline = new AlertPipeline({
+      platform: h.platform,
+      store: h.store,
+      journal,
+      dispatcher,
+      enricher: new Enricher(h.platform, engine.currencies, logger),
+      logger,
+      marketplaceContracts: Object.fromEntries(h.devnet.info().networks.map((n) => [n.name, [n.marketplaceContract]])),
+      replanDelayMs: 20,
+      flushDelayMs: 5,
+      market: history,
+    });
+    await pipeline.start();
+  });
+  afterAll(async () => {
+    await pipeline?.stop();
+    await dispatcher?.stop();
+    await journal?.close();
+    await history?.close();
+  });
+
+  async function planned(): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    while (!pipeline.health().some((s) => s.network === 'devnet' && s.events === 'connected' && s.contracts > 0)) {
+      if (Date.now() > deadline) throw new Error('streams not planned');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  async function alertsAfter(before: number, count: number): Promise<Reply[]> {
+    await sink.until(() => sink.alerts(CONSOLE.id).length >= before + count);
+    await pipeline.settled();
+    await dispatcher.drained();
+    await history.flush();
+    return sink.alerts(CONSOLE.id).slice(before);
+  }
+
+  it('GIVEN sales of a watched and an unwatched collection THEN the alert compares the price with the floor and both sales are recorded with their price', async () => {
+    expect((await run(engine, `/watch add ${moonCats.address} sale,listing`)).title).toBe('Watching');
+    await planned();
+    const cat = await floorOf(moonCats.address);
+    soldToken = cat.tokenId;
+    const rescued = await floorOf(rescue.address);
+    const before = sink.alerts(CONSOLE.id).length;
+    await h.devnet.mine('devnet', [
+      { kind: 'sale', collection: moonCats.address, tokenId: cat.tokenId },
+      { kind: 'sale', collection: rescue.address, tokenId: rescued.tokenId },
+    ]);
+    const [sold, ...others] = await alertsAfter(before, 1);
+    expect(others).toEqual([]);
+    // The cheapest listing was bought: the floor left is the next one.
+    expect(field(sold ?? {}, 'Floor')).toMatch(/^\$[\d,.]+ · (\d+% below floor|at floor)$/);
+    expect(field(sold ?? {}, 'Last sale')).toBeUndefined();
+
+    const cats = history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000);
+    expect(cats).toMatchObject({ sales: 1, priced: 1 });
+    expect(cats.volumeUsd).toBeCloseTo(cat.usd, 2);
+    const unwatched = history.activity('devnet', rescue.address, DAY, Date.now() + 60_000);
+    expect(unwatched).toMatchObject({ sales: 1, priced: 1 });
+    expect(unwatched.volumeUsd).toBeCloseTo(rescued.usd, 2);
+    // The floor enrichment looked up is a sample of the record.
+    expect(history.activity('devnet', moonCats.address, 1, Date.now() + 60_000).floorThen?.usd).toBeGreaterThan(0);
+  });
+
+  it('GIVEN a token sold before WHEN it is listed far above the floor and sold again THEN the listing says how far, and the sale shows the last sale', async () => {
+    const tokenId = soldToken;
+    const sold = history.lastSale('devnet', moonCats.address, tokenId);
+    expect(sold?.usd).toBeGreaterThan(0);
+    const floor = await floorOf(moonCats.address);
+    const dev = h.devnet.info().networks[0]?.currencies.find((c) => c.symbol === 'DEV')?.usd ?? 0;
+    const before = sink.alerts(CONSOLE.id).length;
+    await h.devnet.mine('devnet', [
+      {
+        kind: 'listing',
+        collection: moonCats.address,
+        tokenId,
+        price: ((floor.usd * 3) / dev).toFixed(4),
+        currency: 'DEV',
+      },
+    ]);
+    await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address, tokenId }]);
+    const [listing, sale] = await alertsAfter(before, 2);
+    expect(listing?.title).toMatch(/^Listed: /);
+    expect(field(listing ?? {}, 'Floor')).toMatch(/^\$[\d,.]+ · \d+(\.\d)?× floor$/);
+    expect(sale?.title).toMatch(/^Sold: /);
+    expect(field(sale ?? {}, 'Last sale')).toBe(`${formatUsd(sold?.usd)}, moments earlier`);
+    expect(history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000).sales).toBe(2);
+  });
+
+  it('GIVEN a recorded sale WHEN its block is reorganised away THEN the record forgets it', async () => {
+    const count = () => history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000).sales;
+    const before = sink.alerts(CONSOLE.id).length;
+    await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address }]);
+    await alertsAfter(before, 1);
+    expect(count()).toBe(3);
+    const edits = sink.edits.length;
+    await h.devnet.reorg('devnet', 1);
+    await sink.until(() => sink.edits.length > edits);
+    expect(count()).toBe(2);
+  });
+});
