@@ -15,6 +15,7 @@ import { Links, type LinkTemplates } from './bot/links.ts';
 import { loadCommands } from './bot/registry.ts';
 import { ConsoleChat } from './chat/console/console-chat.ts';
 import { ConsoleSink } from './chat/console/console-sink.ts';
+import type { ChatImages } from './chat/images/images.ts';
 import { ChatStartError } from './chat/start-error.ts';
 import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
 import type { Devnet } from './devnet/index.ts';
@@ -270,6 +271,17 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       finished = chat.run();
     }
     // Chat platforms load only when configured: their libraries cost start-up time.
+    let images: ChatImages | undefined;
+    if (config.discord || config.telegram) {
+      const chatImages = await import('./chat/images/images.ts');
+      // Token images come from the platform's own hosts, which may be internal (the local platform).
+      const created = new chatImages.ChatImages({
+        logger: logger.child({ component: 'images' }),
+        allowHosts: chatImages.imageHostsOf(Object.values(endpoints)),
+      });
+      images = created;
+      stops.push(() => created.close());
+    }
     if (config.discord) {
       const { startDiscord } = await import('./chat/discord/adapter.ts');
       const discord = await startDiscord({
@@ -279,6 +291,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         logger: logger.child({ component: 'discord' }),
         networks: platform.networks.all.map((n) => n.name),
         defaultNetwork,
+        ...(images ? { images } : {}),
       });
       stops.push(() => discord.stop());
       sinks.set('discord', discord.sink);
@@ -291,6 +304,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         engine,
         store,
         logger: logger.child({ component: 'telegram' }),
+        ...(images ? { images } : {}),
       });
       stops.push(() => telegram.stop());
       sinks.set('telegram', telegram.sink);

@@ -17,6 +17,7 @@ import {
   type ClientOptions,
   type CommandInteractionOption,
   ComponentType,
+  DefaultRestOptions,
   DiscordAPIError,
   Events,
   GatewayIntentBits,
@@ -112,8 +113,23 @@ export interface DiscordAdapter {
 
 /** The REST base of a configuration: the stand-in's or Discord's. */
 function restOptions(config: DiscordConfig): Partial<RESTOptions> {
-  return config.apiRoot ? { api: config.apiRoot } : {};
+  return { makeRequest: requestWithEncodedForm, ...(config.apiRoot ? { api: config.apiRoot } : {}) };
 }
+
+/**
+ * discord.js's REST sends uploads as a FormData body through undici's global dispatcher. The
+ * global dispatcher is whichever undici loaded first: when it is the platform client's undici 7,
+ * it cannot read a FormData made by discord.js's undici 6 ("action is not a function"), and every
+ * message with a file fails. Encoding the form to bytes first works with either.
+ */
+const requestWithEncodedForm: RESTOptions['makeRequest'] = async (url, init) => {
+  if (!(init.body instanceof FormData)) return DefaultRestOptions.makeRequest(url, init);
+  const encoded = new Response(init.body);
+  const headers = new Headers(init.headers as ConstructorParameters<typeof Headers>[0]);
+  headers.set('content-type', encoded.headers.get('content-type') ?? 'multipart/form-data');
+  const body = new Uint8Array(await encoded.arrayBuffer());
+  return DefaultRestOptions.makeRequest(url, { ...init, body, headers: Object.fromEntries(headers) });
+};
 
 /**
  * Replaces the bot's application commands with the registry's: in one guild when `guildId` is set
