@@ -9,9 +9,11 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { type AlertSink, Dispatcher } from './alerts/delivery.ts';
 import { Enricher } from './alerts/enrich.ts';
+import { MarketHistory } from './alerts/market-history.ts';
 import { AlertPipeline } from './alerts/pipeline.ts';
 import { CommandEngine } from './bot/engine.ts';
 import { Links, type LinkTemplates } from './bot/links.ts';
+import { RarityIndex } from './bot/rarity.ts';
 import { loadCommands } from './bot/registry.ts';
 import { ConsoleChat } from './chat/console/console-chat.ts';
 import { ConsoleSink } from './chat/console/console-sink.ts';
@@ -169,6 +171,11 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       onCompactionError: (error) => logger.error({ err: error }, 'journal compaction failed'),
     });
     stops.push(() => journal.close());
+    const marketHistory = await MarketHistory.open(join(config.dataDir, 'market-history.jsonl'), {
+      platform,
+      logger: logger.child({ component: 'market-history' }),
+    });
+    stops.push(() => marketHistory.close());
     const sinks = new Map<AlertSink['platform'], AlertSink>();
     let pipeline: AlertPipeline | undefined;
     const deliveryLogger = logger.child({ component: 'delivery' });
@@ -201,6 +208,10 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       },
       commands,
       links,
+      market: {
+        history: marketHistory,
+        rarity: new RarityIndex(platform, { logger: logger.child({ component: 'rarity' }) }),
+      },
       nativeSymbols,
       digests: {
         preview: async (chatKey, digest) => {
@@ -229,6 +240,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       logger: logger.child({ component: 'alerts' }),
       marketplaceContracts,
       relistWindowMs: config.relistWindowHours * 60 * 60 * 1000,
+      market: marketHistory,
     });
     pipeline = alertPipeline;
     // Closed after the digest scheduler has stopped (stops run in reverse), so a run in progress keeps its charts.

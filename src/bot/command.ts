@@ -6,6 +6,7 @@ import type { DigestSettings, StateStore } from '../store/state.ts';
 import type { CollectionResolver } from './collections.ts';
 import type { CurrencyDirectory } from './currencies.ts';
 import type { Links } from './links.ts';
+import type { MarketContext } from './market.ts';
 import type { OptionSpec, OptionValues } from './options.ts';
 import type { Reply } from './reply.ts';
 
@@ -113,6 +114,8 @@ export interface CommandContext {
   collections: CollectionResolver;
   /** Web pages of tokens, transactions and orders (none when the bot has no templates). */
   links: Links | undefined;
+  /** The bot's market history and rarity index, when it has them (/collection, /token, /traits). */
+  market: MarketContext | undefined;
   /** Registry of all commands (for /help). */
   commands: readonly CommandDefinition[];
 }

@@ -19,6 +19,7 @@ import {
 import { CurrencyDirectory } from './currencies.ts';
 import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from './errors.ts';
 import type { Links } from './links.ts';
+import type { MarketContext } from './market.ts';
 import {
   type CollectionRef,
   looksLike,
@@ -54,6 +55,8 @@ export interface EngineOptions {
   digests?: DigestPort;
   /** Web pages of tokens, transactions and orders, for answers that link to them. */
   links?: Links;
+  /** The market history and rarity index, for /collection, /token and /traits. */
+  market?: MarketContext;
   /** Symbol of the native coin per network, where it is not ETH or a well-known one. */
   nativeSymbols?: Readonly<Record<string, string>>;
   /** Messages a person may send in a burst, and how fast they may send more (see {@link CommandEngine.admit}). */
@@ -347,6 +350,7 @@ export class CommandEngine {
       currencies: this.currencies,
       collections: this.resolver,
       links: this.#options.links,
+      market: this.#options.market,
     };
     return spec.run(context, values as never);
   }
