@@ -17,6 +17,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { PlatformClient } from '../platform/client.ts';
+import { PlatformAbortedError } from '../platform/errors.ts';
 import { traitsOf } from './format.ts';
 import { nextPage } from './market.ts';
 
@@ -194,7 +195,13 @@ export class RarityIndex {
     this.#queue = run.catch(() => undefined);
     const settled = run
       .catch((error: unknown): Settled => {
-        this.#options.logger?.warn({ network, collection, err: error }, 'could not compute the rarity of a collection');
+        // The bot is stopping (its platform client closed): nothing to report.
+        if (!(error instanceof PlatformAbortedError)) {
+          this.#options.logger?.warn(
+            { network, collection, err: error },
+            'could not compute the rarity of a collection',
+          );
+        }
         return { status: 'failed' };
       })
       .then((result) => {
