@@ -255,6 +255,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       logger: logger.child({ component: 'digests' }),
       projectId: platformOptions.projectId,
       charts,
+      market: marketHistory,
     });
     const digestService = digests;
     const digestScheduler = new DigestScheduler({

@@ -46,7 +46,7 @@
 import { type FileHandle, open, readFile, rename, rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { PlatformClient } from '../platform/client.ts';
-import type { Order } from '../platform/types.ts';
+import type { ChartPoint, Order } from '../platform/types.ts';
 import type { ChainEvent } from './types.ts';
 
 const HOUR_MS = 60 * 60 * 1000;
@@ -105,6 +105,14 @@ export interface WindowActivity {
   floorThen: FloorSample | undefined;
 }
 
+/** A collection's market day by day, for charts: days as their labels (the caller's time zone). */
+export interface DailyMarket {
+  /** The floor at the end of each day that has one (the last sample of the day, else the day before's). */
+  floor: ChartPoint[];
+  /** USD of the priced sales of each day (0 on a day without any). */
+  volume: ChartPoint[];
+}
+
 /**
  * What the alert pipeline tells the history, and asks of it. Every call is synchronous and cheap
  * (memory only): it runs on the alert path.
@@ -125,6 +133,7 @@ export interface MarketHistoryView {
   /** When the bot began recording (ms), or undefined when it has not yet. */
   since(): number | undefined;
   activity(network: string, collection: string, windowMs: number, now: number): WindowActivity;
+  daily(network: string, collection: string, days: readonly string[], dayOf: (at: number) => string): DailyMarket;
   floor(network: string, collection: string, usd: number, at: number): void;
   lastSale(network: string, collection: string, tokenId: string): TokenSale | undefined;
 }
@@ -323,6 +332,31 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
     }
     out.floorThen = before ?? after;
     return out;
+  }
+
+  daily(network: string, collection: string, days: readonly string[], dayOf: (at: number) => string): DailyMarket {
+    const history = this.#collections.get(keyOf(network, collection));
+    const volume = new Map<string, number>(days.map((day) => [day, 0]));
+    const closing = new Map<string, number>();
+    for (const sale of history?.sales ?? []) {
+      const day = dayOf(sale.at);
+      const sum = volume.get(day);
+      if (sum === undefined) continue;
+      volume.set(day, sum + sale.tokens.reduce((usd, token) => usd + (token.usd ?? 0), 0));
+    }
+    const first = days[0];
+    let carried: number | undefined;
+    for (const sample of history?.floors ?? []) {
+      const day = dayOf(sample.at);
+      if (first !== undefined && day < first) carried = sample.usd;
+      else closing.set(day, sample.usd);
+    }
+    const floor: ChartPoint[] = [];
+    for (const day of days) {
+      carried = closing.get(day) ?? carried;
+      if (carried !== undefined) floor.push({ label: day, value: carried });
+    }
+    return { floor, volume: days.map((day) => ({ label: day, value: volume.get(day) ?? 0 })) };
   }
 
   /** Prices the sales gathered so far and writes them (the timer calls it; tests and shutdown too). */

@@ -10,6 +10,11 @@ export interface ChartSeries {
   /** Formats axis and last-value labels. */
   format: (value: number) => string;
   color: string;
+  /**
+   * Several lines on this panel's scale (one per collection), each named in a legend; when given,
+   * `points` and `color` are not drawn.
+   */
+  lines?: ReadonlyArray<{ name: string; points: readonly ChartPoint[]; color: string }>;
 }
 
 export const CHART_WIDTH = 960;
@@ -31,16 +36,32 @@ export function chartSvg(title: string, series: readonly ChartSeries[]): string 
   ];
   series.forEach((s, index) => {
     const top = MARGIN.top + index * (PANEL_HEIGHT + MARGIN.bottom);
-    const values = s.points.map((p) => p.value);
+    const lines = s.lines ?? [{ name: s.name, points: s.points, color: s.color }];
+    const values = lines.flatMap((line) => line.points.map((p) => p.value));
     const min = Math.min(0, ...values);
     const max = Math.max(...values, min + 1e-9);
     const span = max - min || 1;
-    const x = (i: number) =>
-      MARGIN.left + (s.points.length <= 1 ? plotWidth / 2 : (i / (s.points.length - 1)) * plotWidth);
+    // Lines share the x axis: the longest one's labels.
+    const axis = lines.reduce<readonly ChartPoint[]>(
+      (longest, line) => (line.points.length > longest.length ? line.points : longest),
+      [],
+    );
+    const slot = new Map(axis.map((p, i) => [p.label, i]));
+    const x = (i: number) => MARGIN.left + (axis.length <= 1 ? plotWidth / 2 : (i / (axis.length - 1)) * plotWidth);
     const y = (v: number) => top + 24 + (1 - (v - min) / span) * (PANEL_HEIGHT - 36);
     out.push(
-      `<text x="${MARGIN.left}" y="${top + 12}" fill="${s.color}" font-size="16" font-weight="bold">${escapeXml(s.name)}</text>`,
+      `<text x="${MARGIN.left}" y="${top + 12}" fill="${s.lines ? '#f2f4f8' : s.color}" font-size="16" font-weight="bold">${escapeXml(s.name)}</text>`,
     );
+    if (s.lines) {
+      let legendX = width - MARGIN.right;
+      for (const line of [...s.lines].reverse()) {
+        const name = escapeXml(line.name.length > 24 ? `${line.name.slice(0, 23)}…` : line.name);
+        out.push(
+          `<text x="${legendX}" y="${top + 12}" fill="${line.color}" font-size="13" text-anchor="end">● ${name}</text>`,
+        );
+        legendX -= 28 + Math.min(24, line.name.length) * 7.5;
+      }
+    }
     for (let g = 0; g <= 3; g++) {
       const v = min + (span * g) / 3;
       const gy = y(v);
@@ -51,20 +72,32 @@ export function chartSvg(title: string, series: readonly ChartSeries[]): string 
         `<text x="${MARGIN.left - 8}" y="${(gy + 4).toFixed(1)}" fill="#aab2c5" font-size="12" text-anchor="end">${escapeXml(s.format(v))}</text>`,
       );
     }
-    if (s.points.length === 0) {
+    if (values.length === 0) {
       out.push(
         `<text x="${MARGIN.left + plotWidth / 2}" y="${top + PANEL_HEIGHT / 2}" fill="#aab2c5" font-size="16" text-anchor="middle">no data</text>`,
       );
       return;
     }
-    const path = s.points.map((p, i) => `${i === 0 ? 'M' : 'L'}${x(i).toFixed(1)},${y(p.value).toFixed(1)}`).join(' ');
-    const area = `${path} L${x(s.points.length - 1).toFixed(1)},${y(min).toFixed(1)} L${x(0).toFixed(1)},${y(min).toFixed(1)} Z`;
-    out.push(`<path d="${area}" fill="${s.color}" fill-opacity="0.15"/>`);
-    out.push(`<path d="${path}" fill="none" stroke="${s.color}" stroke-width="3" stroke-linejoin="round"/>`);
-    s.points.forEach((p, i) => {
-      out.push(`<circle cx="${x(i).toFixed(1)}" cy="${y(p.value).toFixed(1)}" r="3.5" fill="${s.color}"/>`);
-      const every = Math.max(1, Math.ceil(s.points.length / 8));
-      if (i % every === 0 || i === s.points.length - 1) {
+    for (const line of lines) {
+      if (line.points.length === 0) continue;
+      const at = (p: ChartPoint, i: number) => x(slot.get(p.label) ?? i);
+      const path = line.points
+        .map((p, i) => `${i === 0 ? 'M' : 'L'}${at(p, i).toFixed(1)},${y(p.value).toFixed(1)}`)
+        .join(' ');
+      const first = line.points[0] as ChartPoint;
+      const last = line.points[line.points.length - 1] as ChartPoint;
+      if (lines.length === 1) {
+        const area = `${path} L${at(last, line.points.length - 1).toFixed(1)},${y(min).toFixed(1)} L${at(first, 0).toFixed(1)},${y(min).toFixed(1)} Z`;
+        out.push(`<path d="${area}" fill="${line.color}" fill-opacity="0.15"/>`);
+      }
+      out.push(`<path d="${path}" fill="none" stroke="${line.color}" stroke-width="3" stroke-linejoin="round"/>`);
+      line.points.forEach((p, i) => {
+        out.push(`<circle cx="${at(p, i).toFixed(1)}" cy="${y(p.value).toFixed(1)}" r="3.5" fill="${line.color}"/>`);
+      });
+    }
+    const every = Math.max(1, Math.ceil(axis.length / 8));
+    axis.forEach((p, i) => {
+      if (i % every === 0 || i === axis.length - 1) {
         out.push(
           `<text x="${x(i).toFixed(1)}" y="${top + PANEL_HEIGHT + 8}" fill="#aab2c5" font-size="12" text-anchor="middle">${escapeXml(shortLabel(p.label))}</text>`,
         );

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { type Dispatcher, encodePayload } from '../alerts/delivery.ts';
+import type { MarketHistoryView } from '../alerts/market-history.ts';
 import type { AlertKind, Destination } from '../alerts/types.ts';
 import type { CurrencyDirectory } from '../bot/currencies.ts';
 import { byPriceAscending, byPriceDescending, formatPrice, formatUsd } from '../bot/format.ts';
@@ -29,6 +30,8 @@ export interface DigestServiceOptions {
   projectId: number | undefined;
   /** Where charts are drawn; default: on the event loop ({@link chartsInThread}). The bot passes a ChartPool. */
   charts?: ChartRenderer;
+  /** The bot's record of sales and floors: the chart plots the collections' floor and volume day by day. */
+  market?: Pick<MarketHistoryView, 'daily'>;
   /** Called after each digest is recorded for posting, with where its time went (metrics, benchmarks). */
   onTiming?: (chatKey: string, timing: DigestTiming) => void;
 }
@@ -80,6 +83,8 @@ function reason(error: unknown): string {
 }
 
 const count = (v: number) => Math.round(v).toLocaleString('en-US');
+/** One color per collection on the market panels (a digest has at most five). */
+const LINE_COLORS = ['#7ee0a1', '#ff8fa3', '#c3a6ff', '#ffd166', '#64d2ff'];
 const percent = (v: number) => `${(v <= 1 ? v * 100 : v).toFixed(1)}%`;
 
 function isoDay(at: Date): string {
@@ -263,6 +268,7 @@ export class DigestService {
     let pending = cache.charts.get(key);
     if (!pending) {
       const series: ChartSeries[] = [
+        ...this.#marketSeries(digest, dueAt),
         { name: 'Wallets that sent transactions', points: wallets.points ?? [], format: count, color: '#5aa9ff' },
         { name: 'Conversion rate', points: conversion.points ?? [], format: percent, color: '#f5a524' },
       ];
@@ -273,6 +279,38 @@ export class DigestService {
       cache.charts.set(key, pending);
     }
     return pending;
+  }
+
+  /** Floor and sales volume of the digest's collections, a line each, over its days (what the bot recorded). */
+  #marketSeries(digest: DigestSettings, dueAt: Date): ChartSeries[] {
+    const market = this.#o.market;
+    if (!market || digest.collections.length === 0) return [];
+    const days = Array.from({ length: digest.days }, (_, i) =>
+      zonedDay(new Date(dueAt.getTime() - (digest.days - 1 - i) * 86_400_000), digest.timeZone),
+    );
+    const dayOf = (at: number) => zonedDay(new Date(at), digest.timeZone);
+    const lines = digest.collections.map((collection, i) => ({
+      name: collection.name ?? collection.address,
+      color: LINE_COLORS[i % LINE_COLORS.length] as string,
+      ...market.daily(collection.network, collection.address, days, dayOf),
+    }));
+    const usd = (v: number) => formatUsd(v) ?? String(v);
+    return [
+      {
+        name: 'Floor (USD)',
+        points: [],
+        color: '#f2f4f8',
+        format: usd,
+        lines: lines.map((l) => ({ ...l, points: l.floor })),
+      },
+      {
+        name: 'Sales volume (USD)',
+        points: [],
+        color: '#f2f4f8',
+        format: usd,
+        lines: lines.map((l) => ({ ...l, points: l.volume })),
+      },
+    ];
   }
 
   #filter(digest: DigestSettings, start: Date, end: Date): AnalyticsFilter {

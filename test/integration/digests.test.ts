@@ -1,5 +1,10 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { MarketHistory } from '../../src/alerts/market-history.ts';
+import { type ChartSeries, chartSvg, chartsInThread } from '../../src/digests/chart.ts';
 import { ChartPool } from '../../src/digests/chart-pool.ts';
 import { DigestService } from '../../src/digests/digest-service.ts';
 import { DigestScheduler } from '../../src/digests/scheduler.ts';
@@ -251,5 +256,56 @@ describe('digest content and posting', () => {
     } finally {
       h.devnet.clearFaults();
     }
+  });
+});
+
+describe('digest charts of the market', () => {
+  it("GIVEN the bot's record of a collection's sales and floors THEN the digest chart adds its floor and sales volume panels, one line per collection", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'floorwatch-digest-market-'));
+    const history = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
+    const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
+    const gardens = h.devnet.collections.devnet?.find((c) => c.name === 'Glitch Gardens');
+    if (!moonCats || !gardens) throw new Error('no collections');
+    const now = Date.now();
+    history.floor('devnet', moonCats.address, 110, now - 2 * 86_400_000);
+    history.floor('devnet', moonCats.address, 125, now - 60_000);
+    history.floor('devnet', gardens.address, 40, now - 60_000);
+    const drawn: string[] = [];
+    const recording = {
+      render: async (title: string, series: readonly ChartSeries[]) => {
+        drawn.push(chartSvg(title, series));
+        return chartsInThread.render(title, series);
+      },
+    };
+    const service = new DigestService({
+      platform: h.platform,
+      store: h.store,
+      journal: h.journal,
+      dispatcher: h.dispatcher,
+      currencies: h.engine.currencies,
+      logger: silent,
+      projectId: h.devnet.projectId,
+      charts: recording,
+      market: history,
+    });
+    const collections = [moonCats, gardens].map((c) => ({ network: 'devnet', address: c.address, name: c.name }));
+    const due = new Date();
+    const built = await service.build(
+      'console:market-chart',
+      { hour: 9, minute: 0, timeZone: 'UTC', days: 3, collections, setAt: new Date(now - 86_400_000).toISOString() },
+      due,
+    );
+    await history.close();
+    await rm(dir, { recursive: true, force: true });
+    const svg = drawn.at(-1) ?? '';
+    expect(svg).toContain('Floor (USD)');
+    expect(svg).toContain('Sales volume (USD)');
+    expect(svg).toContain('● Moon Cats');
+    expect(svg).toContain('● Glitch Gardens');
+    const png = built.reply.attachments?.[0]?.data;
+    if (!png) throw new Error('no chart');
+    // Four panels (floor, volume, wallets, conversion): the PNG is taller than the two-panel chart.
+    const height = Buffer.from(png).readUInt32BE(20);
+    expect(height).toBeGreaterThan(4 * 220);
   });
 });

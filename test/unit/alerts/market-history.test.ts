@@ -144,3 +144,39 @@ describe('market history on disk', () => {
     expect(await readFile(file, 'utf8')).toBe(content);
   });
 });
+
+describe('market history day by day', () => {
+  it('GIVEN sales and floor samples over days THEN each day has its volume and its closing floor, carried over days without a sample', async () => {
+    await writeFile(
+      file,
+      jsonl([
+        { k: 'history', v: 1, since: NOW - 6 * DAY },
+        { k: 'floor', n: 'polygon', c: COLLECTION, at: NOW - 5 * DAY, usd: 70 },
+        { k: 'floor', n: 'polygon', c: COLLECTION, at: NOW - 3 * DAY, usd: 90 },
+        { k: 'floor', n: 'polygon', c: COLLECTION, at: NOW - 3 * DAY + 60 * 60 * 1000, usd: 95 },
+        sale(NOW - 3 * DAY, hash(1), [
+          ['1', '1', 120],
+          ['2', '1', null],
+        ]),
+        sale(NOW - 3 * DAY + 1_000, hash(2), [['3', '1', 30]]),
+        sale(NOW - DAY, hash(3), [['4', '1', 200]]),
+      ]),
+    );
+    const history = await open();
+    const dayOf = (at: number) => new Date(at).toISOString().slice(0, 10);
+    const days = [3, 2, 1, 0].map((n) => dayOf(NOW - n * DAY));
+    const daily = history.daily('polygon', COLLECTION, days, dayOf);
+    expect(daily.volume.map((p) => p.value)).toEqual([150, 0, 200, 0]);
+    expect(daily.floor.map((p) => [p.label, p.value])).toEqual([
+      [days[0], 95],
+      [days[1], 95],
+      [days[2], 95],
+      [days[3], 95],
+    ]);
+    expect(history.daily('polygon', OTHER_COLLECTION, days, dayOf)).toEqual({
+      floor: [],
+      volume: days.map((label) => ({ label, value: 0 })),
+    });
+    await history.close();
+  });
+});
