@@ -1,8 +1,8 @@
-// bot-memory: the real bot (the entry point as `npm start` runs it, with the local platform in-process)
+// bot-memory: the real bot (the build `npm start` runs, with the local platform in-process)
 // holding 100,000 watch rules in 10,000 chats (100 of the chats watch the local platform's collections, the
 // others collections elsewhere), while the local chain mines activity that reaches those 100 chats.
 // Prints the resident memory after start-up and after a minute of alerts. Goal (issue 15): < 250 MB.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,19 +55,25 @@ for (let chat = 0; chat < CHATS; chat++) {
 const dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-memory-'));
 await writeFile(
   join(dataDir, 'state.json'),
-  JSON.stringify({ version: 2, chats: {}, buttons: {}, rules, nextRuleNumber: id }, null, 2),
+  JSON.stringify({ version: 2, chats: {}, buttons: {}, rules, nextRuleNumber: id }),
 );
 
-const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-  cwd: ROOT,
-  env: {
-    PATH: process.env.PATH ?? '',
-    FLOORWATCH_DATA_DIR: dataDir,
-    FLOORWATCH_DEVNET_BLOCK_MS: '1000',
-    LOG_LEVEL: 'warn',
+// The bot as `npm start` runs it: built first.
+execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+const child = spawn(
+  process.execPath,
+  [...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), '--enable-source-maps', 'dist/src/main.js'],
+  {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      FLOORWATCH_DATA_DIR: dataDir,
+      FLOORWATCH_DEVNET_BLOCK_MS: '1000',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['pipe', 'ignore', 'pipe'],
   },
-  stdio: ['pipe', 'ignore', 'pipe'],
-});
+);
 let stderr = '';
 child.stderr.on('data', (chunk: Buffer) => {
   stderr += chunk.toString();
