@@ -215,8 +215,16 @@ export function step(value: unknown, what: string): Step {
   return out as unknown as Step;
 }
 
+/**
+ * A stream log. Real servers send logs that already have the typed shape; those are returned as they
+ * are (see {@link isTypedLog}), so that a busy stream costs no copy per log, which is why the value
+ * must be one nobody else holds (a freshly parsed line). Others are copied with `null` dropped,
+ * numbers in text fields turned to text, a missing `uid` filled and `event` reduced to its five fields.
+ */
 export function eventLog(value: unknown): EventLog {
-  const out = compact(object(value, 'log'));
+  const src = object(value, 'log');
+  if (isTypedLog(src)) return src as unknown as EventLog;
+  const out = compact(src);
   requireString(out, 'txnHash', 'log');
   requireString(out, 'contractAddress', 'log');
   if (typeof out.blockNumber !== 'number') throw new ShapeError('log.blockNumber is not a number');
@@ -236,12 +244,77 @@ export function eventLog(value: unknown): EventLog {
   return out as unknown as EventLog;
 }
 
+/**
+ * A stream receipt. One that already has the typed shape is returned as it is (see
+ * {@link isTypedReceipt}), so, as for {@link eventLog}, the value must be a freshly parsed one.
+ */
 export function receipt(value: unknown): TransactionReceipt {
-  const out = compact(object(value, 'receipt'));
+  const src = object(value, 'receipt');
+  if (isTypedReceipt(src)) return src as unknown as TransactionReceipt;
+  const out = compact(src);
   requireString(out, 'txnHash', 'receipt');
   if (typeof out.blockNumber !== 'number') throw new ShapeError('receipt.blockNumber is not a number');
   out.logs = list(out.logs, 'receipt.logs', (v, w) => object(v, w));
   out.final = out.final === true;
   out.reorged = out.reorged === true;
   return out as unknown as TransactionReceipt;
+}
+
+/** No `null` value (which the copy would drop) and no `__proto__` key (which it would skip) at the top. */
+function isCompact(src: Json): boolean {
+  for (const key in src) {
+    if (src[key] === null || key === '__proto__') return false;
+  }
+  return true;
+}
+
+/**
+ * Whether {@link eventLog} may return a parsed log unchanged: the copy would equal it. Required text
+ * fields are text, `blockNumber` a number, `uid` present, nothing `null`, and `event` (when present)
+ * has exactly its five fields, with lists where lists belong and text values only.
+ */
+function isTypedLog(src: Json): boolean {
+  if (
+    typeof src.uid !== 'string' ||
+    typeof src.txnHash !== 'string' ||
+    typeof src.contractAddress !== 'string' ||
+    typeof src.blockNumber !== 'number' ||
+    !isCompact(src)
+  ) {
+    return false;
+  }
+  const event = src.event;
+  if (event === undefined) return true;
+  if (typeof event !== 'object' || Array.isArray(event)) return false;
+  const e = event as Json;
+  if (
+    typeof e.topicHash !== 'string' ||
+    typeof e.eventSig !== 'string' ||
+    !Array.isArray(e.types) ||
+    !Array.isArray(e.names) ||
+    !Array.isArray(e.values)
+  ) {
+    return false;
+  }
+  let keys = 0;
+  for (const _ in e) keys++;
+  if (keys !== 5) return false;
+  for (const v of e.values) if (typeof v !== 'string') return false;
+  return true;
+}
+
+/** Whether {@link receipt} may return a parsed receipt unchanged: the copy would equal it. */
+function isTypedReceipt(src: Json): boolean {
+  if (
+    typeof src.txnHash !== 'string' ||
+    typeof src.blockNumber !== 'number' ||
+    typeof src.final !== 'boolean' ||
+    typeof src.reorged !== 'boolean' ||
+    !Array.isArray(src.logs) ||
+    !isCompact(src)
+  ) {
+    return false;
+  }
+  for (const log of src.logs) if (log === null || typeof log !== 'object' || Array.isArray(log)) return false;
+  return true;
 }

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import {
   isTransient,
   PlatformAbortedError,
@@ -84,9 +85,11 @@ export interface StreamOptions {
  * back-off and jitter (each delay between half its ceiling and the ceiling), at least a 429's
  * `Retry-After` up to the cap; the back-off restarts once a record arrives. Final failures
  * (authentication, bad arguments) end the iterator with the error. Breaking out of the loop or
- * aborting the signal closes the connection.
+ * aborting the signal closes the connection. A consumer slower than the stream is not a lost stream:
+ * the heartbeat timeout runs only while it waits for records, and at most {@link QUEUE_HIGH_BYTES} are
+ * read ahead of it before the socket is paused.
  */
-export async function* streamRpc<T>(
+export function streamRpc<T>(
   transport: Transport,
   request: RpcRequest,
   outputKey: string,
@@ -94,6 +97,18 @@ export async function* streamRpc<T>(
   options: StreamOptions = {},
 ): AsyncGenerator<T, void, undefined> {
   const signal = options.signal ?? new AbortController().signal;
+  return new RecordIterator(streamBatches(transport, request, outputKey, normalize, options, signal), signal);
+}
+
+/** {@link streamRpc} one chunk at a time: each batch holds the records of one chunk, never none. */
+async function* streamBatches<T>(
+  transport: Transport,
+  request: RpcRequest,
+  outputKey: string,
+  normalize: (value: unknown) => T,
+  options: StreamOptions,
+  signal: AbortSignal,
+): AsyncGenerator<T[], void, undefined> {
   const heartbeatMs = options.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS;
   const policy = options.reconnect === false ? undefined : { ...DEFAULT_RECONNECT, ...options.reconnect };
   const maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
@@ -110,58 +125,60 @@ export async function* streamRpc<T>(
       emit({ kind: 'connecting', attempt });
       let reason: PlatformError | undefined;
       let abortConnection: (() => void) | undefined;
-      let timer: NodeJS.Timeout | undefined;
+      let chunks: ChunkQueue | undefined;
       let heartbeatMissed = false;
-      const armHeartbeat = () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => {
-          heartbeatMissed = true;
-          abortConnection?.();
-        }, heartbeatMs);
-      };
+      const watchdog = new Watchdog(heartbeatMs, () => {
+        heartbeatMissed = true;
+        abortConnection?.();
+      });
       try {
         const stream = await transport.openStream(request, signal);
         abortConnection = stream.abort;
         emit({ kind: 'connected', attempt });
+        chunks = new ChunkQueue(stream.body);
         const splitter = new LineSplitter();
-        armHeartbeat();
-        for await (const chunk of stream.body) {
+        watchdog.arm();
+        for (;;) {
+          const chunk = chunks.take();
+          if (chunk === undefined) {
+            if (chunks.failed) throw chunks.failure;
+            if (chunks.ended) break;
+            await chunks.more();
+            continue;
+          }
           const lines = splitter.push(chunk);
           if (splitter.pendingBytes > maxLineBytes) {
             throw new PlatformBadResponseError(operation, host, `stream line longer than ${maxLineBytes} bytes`);
           }
           if (lines.length === 0) continue;
-          clearTimeout(timer);
+          watchdog.disarm();
+          let batch: T[] = [];
           for (const line of lines) {
             if (line.length === 0 || line === '\r') continue;
-            const item = parseLine(line, outputKey, operation, host, transport);
-            if (item instanceof PlatformApiError) throw item;
-            if (item instanceof PlatformBadResponseError) {
-              badLines.add(item);
+            const item = readLine(line, outputKey, operation, host, transport, normalize);
+            if (item instanceof Skipped) {
+              badLines.add(item.error);
               continue;
             }
-            let value: T;
-            try {
-              value = normalize(item);
-            } catch (cause) {
-              badLines.add(
-                new PlatformBadResponseError(
-                  operation,
-                  host,
-                  `stream record has the wrong shape: ${cause instanceof Error ? cause.message : String(cause)}`,
-                  undefined,
-                  { cause },
-                ),
-              );
-              continue;
+            if (item instanceof PlatformApiError) {
+              if (batch.length > 0) {
+                failures = 0;
+                yield batch;
+                if (signal.aborted) return;
+              }
+              throw item;
             }
+            batch.push(item);
+          }
+          if (batch.length > 0) {
             // Only a delivered record counts as recovery: real servers send a heartbeat at open even when
             // they fail right after, and the back-off must still grow then.
             failures = 0;
-            yield value;
+            yield batch;
+            batch = [];
             if (signal.aborted) return;
           }
-          armHeartbeat();
+          watchdog.arm();
         }
         reason = new PlatformApiError(operation, host, {
           errorName: 'WebrpcStreamFinished',
@@ -183,7 +200,8 @@ export async function* streamRpc<T>(
           });
         }
       } finally {
-        clearTimeout(timer);
+        watchdog.stop();
+        chunks?.close();
         abortConnection?.();
       }
 
@@ -210,6 +228,83 @@ export async function* streamRpc<T>(
     }
   } finally {
     badLines.close();
+  }
+}
+
+/**
+ * The iterator {@link streamRpc} returns. It hands out the records of a chunk one by one, each with an
+ * already settled promise, and steps the generator underneath once per chunk: a generator step per
+ * record (a resumption and a chain of promises) was, after JSON.parse, one of the larger costs of
+ * reading a busy stream. Calls are served in order, as a generator serves them; aborting the signal
+ * ends it at the next record, and `return()` closes the connection.
+ */
+class RecordIterator<T> implements AsyncGenerator<T, void, undefined> {
+  readonly #batches: AsyncGenerator<T[], void, undefined>;
+  readonly #signal: AbortSignal;
+  #batch: T[] = [];
+  #index = 0;
+  #finished = false;
+  #pending: Promise<IteratorResult<T, void>> | undefined;
+
+  constructor(batches: AsyncGenerator<T[], void, undefined>, signal: AbortSignal) {
+    this.#batches = batches;
+    this.#signal = signal;
+  }
+
+  next(): Promise<IteratorResult<T, void>> {
+    if (this.#pending !== undefined) {
+      const after = () => this.next();
+      return this.#pending.then(after, after);
+    }
+    if (this.#finished) return Promise.resolve({ value: undefined, done: true });
+    if (this.#index < this.#batch.length) {
+      if (this.#signal.aborted) return this.return();
+      return Promise.resolve({ value: this.#batch[this.#index++] as T, done: false });
+    }
+    this.#pending = this.#step(this.#batches.next());
+    return this.#pending;
+  }
+
+  async return(): Promise<IteratorResult<T, void>> {
+    this.#finish();
+    await this.#batches.return(undefined);
+    return { value: undefined, done: true };
+  }
+
+  throw(error: unknown): Promise<IteratorResult<T, void>> {
+    this.#batch = [];
+    this.#index = 0;
+    this.#pending = this.#step(this.#batches.throw(error));
+    return this.#pending;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async #step(step: Promise<IteratorResult<T[], void>>): Promise<IteratorResult<T, void>> {
+    try {
+      const result = await step;
+      if (result.done) {
+        this.#finish();
+        return { value: undefined, done: true };
+      }
+      // A return() during the step ends the iterator after this record, as it would a generator.
+      if (!this.#finished) this.#batch = result.value;
+      this.#index = 1;
+      return { value: result.value[0] as T, done: false };
+    } catch (error) {
+      this.#finish();
+      throw error;
+    } finally {
+      this.#pending = undefined;
+    }
+  }
+
+  #finish(): void {
+    this.#finished = true;
+    this.#batch = [];
+    this.#index = 0;
   }
 }
 
@@ -264,29 +359,34 @@ class BadLineReporter {
   }
 }
 
-function parseLine(
+/** A line that could not be used: reported through {@link BadLineReporter}, and the stream goes on. */
+class Skipped {
+  constructor(readonly error: PlatformBadResponseError) {}
+}
+
+/** One line into a record, a skipped line, or the in-stream error that ends the connection. */
+function readLine<T>(
   line: string,
   outputKey: string,
   operation: string,
   host: string,
   transport: Transport,
-): unknown | PlatformApiError | PlatformBadResponseError {
+  normalize: (value: unknown) => T,
+): T | Skipped | PlatformApiError {
   let parsed: unknown;
   try {
     parsed = JSON.parse(line);
   } catch (cause) {
     const scrubbed = transport.scrub(line);
     const preview = scrubbed.length > 80 ? `${scrubbed.slice(0, 80)}…` : scrubbed;
-    return new PlatformBadResponseError(
-      operation,
-      host,
-      `stream line is not JSON: ${JSON.stringify(preview)}`,
-      undefined,
-      { cause },
+    return new Skipped(
+      new PlatformBadResponseError(operation, host, `stream line is not JSON: ${JSON.stringify(preview)}`, undefined, {
+        cause,
+      }),
     );
   }
   if (parsed === null || typeof parsed !== 'object') {
-    return new PlatformBadResponseError(operation, host, 'stream line is not a JSON object');
+    return new Skipped(new PlatformBadResponseError(operation, host, 'stream line is not a JSON object'));
   }
   const record = parsed as Record<string, unknown>;
   if (Object.hasOwn(record, 'webrpcError')) {
@@ -302,9 +402,154 @@ function parseLine(
   }
   const item = record[outputKey];
   if (item === undefined || item === null) {
-    return new PlatformBadResponseError(operation, host, `stream line has no "${outputKey}"`);
+    return new Skipped(new PlatformBadResponseError(operation, host, `stream line has no "${outputKey}"`));
   }
-  return item;
+  try {
+    return normalize(item);
+  } catch (cause) {
+    return new Skipped(
+      new PlatformBadResponseError(
+        operation,
+        host,
+        `stream record has the wrong shape: ${cause instanceof Error ? cause.message : String(cause)}`,
+        undefined,
+        { cause },
+      ),
+    );
+  }
+}
+
+/**
+ * The heartbeat timeout of one connection. It is armed and disarmed once per chunk, so arming only
+ * moves a deadline: the timer is set when none is pending and set again when it fires before the
+ * deadline, which keeps timer operations off a busy stream's path.
+ */
+class Watchdog {
+  readonly #ms: number;
+  readonly #expired: () => void;
+  #deadline = Number.POSITIVE_INFINITY;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(ms: number, expired: () => void) {
+    this.#ms = ms;
+    this.#expired = expired;
+  }
+
+  arm(): void {
+    this.#deadline = performance.now() + this.#ms;
+    this.#timer ??= setTimeout(this.#check, this.#ms);
+  }
+
+  disarm(): void {
+    this.#deadline = Number.POSITIVE_INFINITY;
+  }
+
+  stop(): void {
+    this.disarm();
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  readonly #check = (): void => {
+    this.#timer = undefined;
+    if (this.#deadline === Number.POSITIVE_INFINITY) return;
+    const left = this.#deadline - performance.now();
+    if (left > 0) this.#timer = setTimeout(this.#check, left);
+    else this.#expired();
+  };
+}
+
+/** Bytes received ahead of the consumer before the connection is paused, and the level that resumes it. */
+const QUEUE_HIGH_BYTES = 256 * 1024;
+const QUEUE_LOW_BYTES = 64 * 1024;
+
+/**
+ * One connection's body in flowing mode: chunks are queued as the socket delivers them, each as it
+ * came (a Readable's async iterator concatenates whatever is buffered into one new Buffer per read,
+ * a copy of every byte). Past {@link QUEUE_HIGH_BYTES} waiting the body is paused, which pauses the
+ * socket (TCP back-pressure), until the consumer is down to {@link QUEUE_LOW_BYTES}.
+ */
+class ChunkQueue {
+  failed = false;
+  failure: unknown;
+  ended = false;
+  readonly #body: Readable;
+  #chunks: Buffer[] = [];
+  #head = 0;
+  #bytes = 0;
+  #paused = false;
+  #closed = false;
+  #wake: (() => void) | undefined;
+
+  constructor(body: Readable) {
+    this.#body = body;
+    body.on('data', (chunk: Buffer) => {
+      if (this.#closed) return;
+      this.#chunks.push(chunk);
+      this.#bytes += chunk.length;
+      if (!this.#paused && this.#bytes > QUEUE_HIGH_BYTES) {
+        this.#paused = true;
+        body.pause();
+      }
+      this.#notify();
+    });
+    body.on('end', () => {
+      this.ended = true;
+      this.#notify();
+    });
+    body.on('error', (error: unknown) => this.#fail(error));
+    body.on('close', () => this.#fail(new Error('the stream closed before its end')));
+  }
+
+  /** The oldest chunk not taken yet, if any. */
+  take(): Buffer | undefined {
+    if (this.#head === this.#chunks.length) return undefined;
+    const chunk = this.#chunks[this.#head] as Buffer;
+    this.#head++;
+    if (this.#head === this.#chunks.length) {
+      this.#chunks.length = 0;
+      this.#head = 0;
+    } else if (this.#head >= 1024) {
+      // A consumer that never quite catches up never empties the list: drop the taken ones now and then.
+      this.#chunks.splice(0, this.#head);
+      this.#head = 0;
+    }
+    this.#bytes -= chunk.length;
+    if (this.#paused && this.#bytes <= QUEUE_LOW_BYTES) {
+      this.#paused = false;
+      this.#body.resume();
+    }
+    return chunk;
+  }
+
+  /** Resolves when a chunk arrives or the body ends or fails. */
+  more(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#wake = resolve;
+    });
+  }
+
+  /** Drops what is queued and ignores what still comes until the connection is aborted. */
+  close(): void {
+    this.#closed = true;
+    this.#chunks.length = 0;
+    this.#head = 0;
+    this.#wake = undefined;
+  }
+
+  #fail(error: unknown): void {
+    if (this.failed || this.ended) return;
+    this.failed = true;
+    this.failure = error;
+    this.#notify();
+  }
+
+  #notify(): void {
+    const wake = this.#wake;
+    if (wake === undefined) return;
+    this.#wake = undefined;
+    wake();
+  }
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

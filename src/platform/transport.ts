@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import { type BodyRead, type ReadableBody, readBody } from './body.ts';
 import {
@@ -104,7 +105,8 @@ export interface RpcRequest {
 }
 
 export interface OpenStream {
-  body: AsyncIterable<Buffer>;
+  /** Read in flowing mode ('data' events): chunks come as the socket delivers them, never concatenated. */
+  body: Readable;
   /** Aborts the underlying request. */
   abort: () => void;
 }

@@ -163,6 +163,18 @@ describe('framing', () => {
     expect(server.requestsTo(EVENTS)).toHaveLength(1);
   });
 
+  it('GIVEN several next() calls made without waiting WHEN records arrive THEN they resolve in order, one record each', async () => {
+    const events = subscribe();
+    const calls = [events.next(), events.next(), events.next()];
+    const stream = await server.nextStream(EVENTS);
+    await stream.send({ log: wireEventLog(1) });
+    await stream.write([2, 3].map((i) => `${JSON.stringify({ log: wireEventLog(i) })}\n`).join(''));
+
+    const results = await Promise.all(calls);
+    expect(results.map((r) => r.value)).toEqual([typedLog(1), typedLog(2), typedLog(3)]);
+    await events.return(undefined);
+  });
+
   it('GIVEN receipts WHEN streamed THEN each {"receipt": ...} line becomes a typed receipt', async () => {
     const receipts = client.indexer.subscribeReceipts(
       { network: 'polygon', filter: { contractAddress: ADDR.collection } },
@@ -267,6 +279,60 @@ describe('heartbeat timeout and reconnects', () => {
 
     expect(await pending).toEqual([typedLog(1)]);
     expect(server.requestsTo(EVENTS)).toHaveLength(1);
+  });
+
+  it('GIVEN a consumer that takes longer than the heartbeat timeout per record WHEN records are waiting for it THEN the stream is not reported lost', async () => {
+    const states: StreamState[] = [];
+    const events = subscribe({ heartbeatTimeoutMs: 300, onState: (s) => states.push(s) });
+    const first = events.next();
+    const stream = await server.nextStream(EVENTS);
+    await stream.write([1, 2, 3].map((i) => `${JSON.stringify({ log: wireEventLog(i) })}\n`).join(''));
+
+    const seen = [(await first).value];
+    for (let i = 0; i < 2; i++) {
+      await pause(700);
+      seen.push((await events.next()).value);
+    }
+    const fourth = events.next();
+    await stream.send({ log: wireEventLog(4) });
+    seen.push((await fourth).value);
+
+    expect(seen).toEqual([typedLog(1), typedLog(2), typedLog(3), typedLog(4)]);
+    expect(kinds(states)).toEqual(['connecting:1', 'connected:1']);
+    expect(server.requestsTo(EVENTS)).toHaveLength(1);
+    await events.return(undefined);
+  });
+
+  it('GIVEN a consumer that stops asking WHEN the server keeps sending THEN the client stops reading (the server waits) and later every record arrives in order', async () => {
+    const events = subscribe({ heartbeatTimeoutMs: 60_000 });
+    const first = events.next();
+    const stream = await server.nextStream(EVENTS);
+    await stream.send({ log: wireEventLog(0) });
+    expect((await first).value).toEqual(typedLog(0));
+
+    // Writes until one is not taken by the socket for a while: the client has stopped reading.
+    const cap = 64 * 1024 * 1024;
+    const batch = 200;
+    let sent = 1;
+    let written = 0;
+    let blocked = false;
+    while (!blocked && written < cap) {
+      const text = Array.from({ length: batch }, (_, i) => `${JSON.stringify({ log: wireEventLog(sent + i) })}\n`).join(
+        '',
+      );
+      const write = stream.write(text);
+      sent += batch;
+      written += text.length;
+      blocked = (await Promise.race([write.then(() => false), pause(500).then(() => true)])) === true;
+    }
+    expect(written).toBeLessThan(cap);
+
+    for (let i = 1; i < sent; i++) {
+      const next = await events.next();
+      expect(next.value?.blockNumber).toBe(61000000 + i);
+    }
+    expect(server.requestsTo(EVENTS)).toHaveLength(1);
+    await events.return(undefined);
   });
 
   it('GIVEN the server ends the stream WHEN it closes THEN the client reconnects and goes on', async () => {
@@ -460,6 +526,24 @@ describe('errors', () => {
     await stream.closed;
   });
 
+  it('GIVEN records and a final webrpcError in one chunk WHEN read THEN the records arrive first and then the error ends the iterator', async () => {
+    const seen: EventLog[] = [];
+    const consumer = (async () => {
+      for await (const log of subscribe()) seen.push(log);
+    })();
+    const stream = await server.nextStream(EVENTS);
+    const error = { webrpcError: { error: 'Unauthorized', code: 1000, msg: 'Unauthorized access', status: 401 } };
+    await stream.write(
+      [{ log: wireEventLog(1) }, { log: wireEventLog(2) }, error, { log: wireEventLog(3) }]
+        .map((line) => `${JSON.stringify(line)}\n`)
+        .join(''),
+    );
+
+    await expect(consumer).rejects.toMatchObject({ errorName: 'Unauthorized', code: 1000 });
+    expect(seen).toEqual([typedLog(1), typedLog(2)]);
+    expect(server.requestsTo(EVENTS)).toHaveLength(1);
+  });
+
   it('GIVEN a webrpcError line with message instead of msg WHEN it arrives THEN the message is read', async () => {
     const ending = endingError(subscribe());
     const stream = await server.nextStream(EVENTS);
@@ -519,6 +603,26 @@ describe('ending a subscription', () => {
     expect(stream.isClosed).toBe(true);
   });
 
+  it('GIVEN many records in one chunk WHEN the consumer aborts after the second THEN it gets no more and the connection closes', async () => {
+    const events = subscribe();
+    const seen: EventLog[] = [];
+    const consumer = (async () => {
+      for await (const log of events) {
+        seen.push(log);
+        if (seen.length === 2) controller.abort();
+      }
+    })();
+    const stream = await server.nextStream(EVENTS);
+    await stream.write(
+      Array.from({ length: 50 }, (_, i) => `${JSON.stringify({ log: wireEventLog(i + 1) })}\n`).join(''),
+    );
+
+    await expect(consumer).resolves.toBeUndefined();
+    expect(seen).toEqual([typedLog(1), typedLog(2)]);
+    await stream.closed;
+    expect(stream.isClosed).toBe(true);
+  });
+
   it('GIVEN a consumer waiting for the next record WHEN the signal aborts THEN the pending next() resolves as done', async () => {
     const events = subscribe();
     const next = events.next();
@@ -541,6 +645,20 @@ describe('ending a subscription', () => {
     const stream = await server.nextStream(EVENTS);
     await stream.end();
     await expect(next).resolves.toEqual({ done: true, value: undefined });
+    expect(server.requestsTo(EVENTS)).toHaveLength(1);
+  });
+
+  it('GIVEN a pending next() WHEN return() is called THEN that next() still gets its record, later calls are done and the connection closes', async () => {
+    const events = subscribe();
+    const pending = events.next();
+    const stream = await server.nextStream(EVENTS);
+    const returned = events.return(undefined);
+    await stream.write([1, 2, 3].map((i) => `${JSON.stringify({ log: wireEventLog(i) })}\n`).join(''));
+
+    expect(await pending).toEqual({ done: false, value: typedLog(1) });
+    expect(await returned).toEqual({ done: true, value: undefined });
+    expect(await events.next()).toEqual({ done: true, value: undefined });
+    await stream.closed;
     expect(server.requestsTo(EVENTS)).toHaveLength(1);
   });
 
