@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { type AlertSink, Dispatcher } from '../src/alerts/delivery.ts';
+import { MarketHistory } from '../src/alerts/market-history.ts';
 import { CurrencyDirectory } from '../src/bot/currencies.ts';
 import { startDevnet } from '../src/devnet/index.ts';
 import type { ChartRenderer } from '../src/digests/chart.ts';
@@ -109,7 +110,16 @@ async function runCase(label: string, digestOf: (i: number) => ChatDigest): Prom
       return png;
     },
   };
+  // The bot's market record, as the running bot has it: a floor a day for every collection, so that the
+  // charts carry their floor and volume panels.
+  const market = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger });
+  for (const collection of collections) {
+    for (let day = 6; day >= 0; day--) {
+      market.floor(collection.network, collection.address, 50 + day * 3, Date.now() - day * 86_400_000);
+    }
+  }
   const service = new DigestService({
+    market,
     platform,
     store,
     journal,
@@ -150,6 +160,7 @@ async function runCase(label: string, digestOf: (i: number) => ChatDigest): Prom
   console.log(
     `  platform calls: WalletsTxnSentTotal ${calls.get('Analytics/WalletsTxnSentTotal') ?? 0}, DailyWalletTxnConversionRate ${calls.get('Analytics/DailyWalletTxnConversionRate') ?? 0}; ListCollectibles ${calls.get('Marketplace/ListCollectibles') ?? 0} for ${collections.length} collections`,
   );
+  await market.close();
   await dispatcher.stop();
   await journal.close();
   await rm(dir, { recursive: true, force: true });

@@ -34,6 +34,7 @@ export function chartSvg(title: string, series: readonly ChartSeries[]): string 
     `<rect width="${width}" height="${height}" rx="16" fill="#1e2230"/>`,
     `<text x="${MARGIN.left}" y="36" fill="#f2f4f8" font-size="22" font-weight="bold">${escapeXml(title)}</text>`,
   ];
+  const axes = series.map((s) => axisOf(s.lines ?? [{ points: s.points }]));
   series.forEach((s, index) => {
     const top = MARGIN.top + index * (PANEL_HEIGHT + MARGIN.bottom);
     const lines = s.lines ?? [{ name: s.name, points: s.points, color: s.color }];
@@ -41,11 +42,7 @@ export function chartSvg(title: string, series: readonly ChartSeries[]): string 
     const min = Math.min(0, ...values);
     const max = Math.max(...values, min + 1e-9);
     const span = max - min || 1;
-    // Lines share the x axis: the longest one's labels.
-    const axis = lines.reduce<readonly ChartPoint[]>(
-      (longest, line) => (line.points.length > longest.length ? line.points : longest),
-      [],
-    );
+    const axis = axes[index] ?? [];
     const slot = new Map(axis.map((p, i) => [p.label, i]));
     const x = (i: number) => MARGIN.left + (axis.length <= 1 ? plotWidth / 2 : (i / (axis.length - 1)) * plotWidth);
     const y = (v: number) => top + 24 + (1 - (v - min) / span) * (PANEL_HEIGHT - 36);
@@ -95,6 +92,9 @@ export function chartSvg(title: string, series: readonly ChartSeries[]): string 
         out.push(`<circle cx="${at(p, i).toFixed(1)}" cy="${y(p.value).toFixed(1)}" r="3.5" fill="${line.color}"/>`);
       });
     }
+    // Panels over the same days share the labels of the lowest one (text is most of a chart's drawing time).
+    const next = axes[index + 1];
+    if (next && sameLabels(axis, next)) return;
     const every = Math.max(1, Math.ceil(axis.length / 8));
     axis.forEach((p, i) => {
       if (i % every === 0 || i === axis.length - 1) {
@@ -189,6 +189,18 @@ export function renderSvgPng(svg: string, font: ChartFonts = chartFonts()): Uint
 /** The chart as a PNG image, drawn on the calling thread. */
 export function renderChartPng(title: string, series: readonly ChartSeries[]): Uint8Array {
   return renderSvgPng(chartSvg(title, series));
+}
+
+/** The x axis of a panel: the labels of its longest line. */
+function axisOf(lines: ReadonlyArray<{ points: readonly ChartPoint[] }>): readonly ChartPoint[] {
+  return lines.reduce<readonly ChartPoint[]>(
+    (longest, line) => (line.points.length > longest.length ? line.points : longest),
+    [],
+  );
+}
+
+function sameLabels(a: readonly ChartPoint[], b: readonly ChartPoint[]): boolean {
+  return a.length === b.length && a.every((p, i) => p.label === b[i]?.label);
 }
 
 /** `2026-11-21` -> `11-21`. */

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ChartSeries, chartsInThread, findFontFiles, renderChartPng } from '../../../src/digests/chart.ts';
-import { ChartPool, ChartRenderError } from '../../../src/digests/chart-pool.ts';
+import { ChartPool, ChartRenderError, defaultChartThreads } from '../../../src/digests/chart-pool.ts';
 import type { ChartPoint } from '../../../src/platform/types.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -51,8 +51,9 @@ describe('ChartPool', () => {
     expect(Buffer.from(inThread).equals(Buffer.from(drawn[0] ?? []))).toBe(true);
   });
 
-  it('GIVEN no size THEN it keeps a core for the event loop, and uses at least one thread', () => {
-    expect(pool().size).toBe(Math.max(1, availableParallelism() - 1));
+  it('GIVEN no size THEN it keeps a core for the event loop beyond two cores, uses both of two, and at least one thread', () => {
+    expect(pool().size).toBe(defaultChartThreads(availableParallelism()));
+    expect([1, 2, 3, 4, 8].map((cores) => defaultChartThreads(cores))).toEqual([1, 2, 2, 3, 7]);
     expect(pool({ size: 0 }).size).toBe(1);
   });
 
