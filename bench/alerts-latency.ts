@@ -51,6 +51,7 @@ import { PlatformClient } from '../src/platform/client.ts';
 import type { EventLog } from '../src/platform/types.ts';
 import { DeliveryJournal, type NewDelivery } from '../src/store/journal.ts';
 import { StateStore } from '../src/store/state.ts';
+import { prng } from './_prng.ts';
 
 const PER_BLOCK = 10;
 const WARM_UP_SECONDS = 1;
@@ -232,17 +233,6 @@ function timePlatform(platform: PlatformClient): void {
 // Set-up
 
 const sleep = (msToWait: number) => new Promise<void>((resolve) => setTimeout(resolve, msToWait));
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Watched {
   network: string;

@@ -43,20 +43,10 @@ import {
 import { renderDiscord } from '../src/chat/discord/render.ts';
 import { renderTelegram } from '../src/chat/telegram/render.ts';
 import type { EventLog } from '../src/platform/types.ts';
+import { prng } from './_prng.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Deterministic data
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // Swappable so that the memory warm-up draws from its own sequence and leaves the bench's data as it was.
 let source = prng(20261121);

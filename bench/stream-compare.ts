@@ -22,6 +22,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { SequenceIndexer } from '@0xsequence/indexer';
 import { PlatformClient } from '../src/platform/index.ts';
+import { prng } from './_prng.ts';
 
 const GOAL = 2;
 /** A run that takes longer than this is aborted, and the benchmark fails. */
@@ -57,18 +58,6 @@ const ONLY = ((): 'ours' | 'official' | undefined => {
   console.error('--only takes ours or official');
   process.exit(2);
 })();
-
-/** Small deterministic PRNG (mulberry32), so every run streams the same bytes. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // The server (child process)

@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PlatformClient } from '../src/platform/index.ts';
+import { prng } from './_prng.ts';
 
 const TOTAL = 200_000;
 const TARGET_PER_SECOND = 50_000;
@@ -16,18 +17,6 @@ const MAX_CHUNK = 256 * 1024;
 const MAX_LINE = 900;
 /** Distinct line bodies; each line still gets its own id. */
 const POOL = 8_192;
-
-/** Small deterministic PRNG (mulberry32), so every run streams the same bytes. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const random = prng(20250101);
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
