@@ -116,6 +116,7 @@ try {
     '',
     'Base addresses:',
     ...Object.entries(devnet.endpoints).map(([name, url]) => `  ${name.padEnd(15)} ${url}`),
+    `  ${'chain JSON-RPC'.padEnd(15)} ${devnet.chainRpcUrl}  (FLOORWATCH_RPC_URL)`,
     '',
     `Access key (X-Access-Key):      ${devnet.accessKey}`,
     `Bearer token (Authorization):   ${devnet.secretToken}`,

@@ -17,6 +17,7 @@ export const DEFAULT_PROJECT_ID = 16815;
 export class DevnetInstance implements Devnet {
   readonly url: string;
   readonly endpoints: PlatformEndpoints;
+  readonly chainRpcUrl: string;
   readonly networks: Network[];
   readonly accessKey: string;
   readonly secretToken: string;
@@ -56,6 +57,7 @@ export class DevnetInstance implements Devnet {
       relayerUrl: `${this.url}/relayer/{network}`,
       apiUrl: `${this.url}/api`,
     };
+    this.chainRpcUrl = `${this.url}/chain/{network}`;
   }
 
   static async start(options: DevnetOptions = {}): Promise<DevnetInstance> {
@@ -73,6 +75,10 @@ export class DevnetInstance implements Devnet {
       secretToken: options.secretToken ?? dataset.secretToken,
       projectId,
       clock: Date.now,
+      history: {
+        ...(options.historyBlocks !== undefined ? { blocks: options.historyBlocks } : {}),
+        ...(options.historyLogs !== undefined ? { logs: options.historyLogs } : {}),
+      },
     });
     const hub = new StreamHub(resolved.heartbeatIntervalMs);
     for (const network of state.networks) hub.attach(network);
@@ -132,6 +138,7 @@ export class DevnetInstance implements Devnet {
     return {
       url: this.url,
       endpoints: this.endpoints,
+      chainRpcUrl: this.chainRpcUrl,
       networks: this.#state.networks.map((n) => ({
         name: n.name,
         chainId: n.chainId,

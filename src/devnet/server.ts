@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serveAsset } from './assets.ts';
+import { CHAIN_RPC_PREFIX, serveChainRpc } from './chain-rpc.ts';
 import type { CollectiblesIndex } from './collectibles.ts';
 import { errors, type RpcError } from './errors.ts';
 import type { Faults } from './faults.ts';
@@ -62,7 +63,8 @@ interface Route {
  * The devnet's HTTP server: the spec's operations under per-service base paths with the real wire
  * conventions (route before method, POST only with `Allow: POST`, JSON only, webrpc error bodies,
  * credentials), plus token images under `/assets/`, web pages under `/market/` and `/explorer/`
- * (see pages.ts), and the control API under `/devnet/`.
+ * (see pages.ts), Ethereum JSON-RPC per network under `/chain/<network>` (see chain-rpc.ts), and the
+ * control API under `/devnet/`.
  */
 export class RpcServer {
   readonly http: Server;
@@ -107,6 +109,10 @@ export class RpcServer {
       path = new URL(path, 'http://devnet').pathname;
       if (path === '/devnet' || path.startsWith('/devnet/')) {
         await this.#deps.control(req, res, path);
+        return;
+      }
+      if (path.startsWith(CHAIN_RPC_PREFIX)) {
+        await serveChainRpc(this.#deps.state, req, res, path);
         return;
       }
       if (path.startsWith('/assets/')) {

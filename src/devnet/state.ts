@@ -1,6 +1,7 @@
 import { Chain } from './chain.ts';
 import type { CollectionState } from './collection.ts';
 import { type Dataset, type NetworkData, TraitDrawer } from './dataset.ts';
+import { ChainHistory, type HistoryLimits } from './history.ts';
 import type { Accounts, Currency } from './model.ts';
 import { Prng } from './prng.ts';
 import type { ProjectData } from './project.ts';
@@ -8,6 +9,8 @@ import type { ProjectData } from './project.ts';
 /** A network of the devnet: its dataset part, its chain and its own random source for activity. */
 export interface NetworkState extends NetworkData {
   chain: Chain;
+  /** The canonical blocks since the start, for the JSON-RPC endpoint. */
+  history: ChainHistory;
   prng: Prng;
   drawers: Map<string, TraitDrawer>;
 }
@@ -18,6 +21,7 @@ export interface StateOptions {
   secretToken: string;
   projectId: number;
   clock: () => number;
+  history?: HistoryLimits;
 }
 
 /** Everything the handlers read and the miner changes. */
@@ -40,18 +44,24 @@ export class DevnetState {
     this.secretToken = options.secretToken;
     this.projectId = options.projectId;
     this.finalityDepth = options.finalityDepth;
-    this.networks = dataset.networks.map((data) => ({
-      ...data,
-      chain: new Chain({
+    this.networks = dataset.networks.map((data) => {
+      const chain = new Chain({
         chainId: data.chainId,
         headNumber: data.headBlock,
         seed: dataset.seed,
         finalityDepth: options.finalityDepth,
         clock: options.clock,
-      }),
-      prng: new Prng(`floorwatch-devnet:${dataset.seed}:activity:${data.chainId}`),
-      drawers: new Map(data.collections.map((c) => [c.address, new TraitDrawer(c.blueprint)])),
-    }));
+      });
+      // Listens first: a log a stream delivers is already served by the JSON-RPC endpoint.
+      const history = new ChainHistory(chain, options.history);
+      return {
+        ...data,
+        chain,
+        history,
+        prng: new Prng(`floorwatch-devnet:${dataset.seed}:activity:${data.chainId}`),
+        drawers: new Map(data.collections.map((c) => [c.address, new TraitDrawer(c.blueprint)])),
+      };
+    });
     for (const network of this.networks) {
       this.#byRef.set(network.name.toLowerCase(), network);
       this.#byRef.set(String(network.chainId), network);

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { BlockRecord, TxnRecord } from './chain.ts';
+import type { BlockRecord, LogRecord, TxnRecord } from './chain.ts';
 import { errors } from './errors.ts';
 import type { StreamDrop } from './faults.ts';
 import { type EventFilterSpec, matchLog, matchReceipt, type ReceiptFilterSpec } from './filters.ts';
@@ -27,8 +27,9 @@ interface Subscriber {
 /**
  * The open SubscribeEvents and SubscribeReceipts streams. Each mined block is matched against
  * every subscriber's filter and written as NDJSON (one `{"log":…}` or `{"receipt":…}` per line),
- * each log or receipt rendered once however many subscribers get it. A blank line is sent at
- * open and then every heartbeat interval.
+ * each log or receipt rendered once however many subscribers get it. A reorganisation sends the
+ * removed blocks' logs again with `type: BLOCK_REMOVED` and their receipts with `reorged: true`.
+ * A blank line is sent at open and then every heartbeat interval.
  */
 export class StreamHub {
   readonly #subscribers = new Map<NetworkState, Set<Subscriber>>();
@@ -151,8 +152,27 @@ export class StreamHub {
     const subscribers = this.#subscribers.get(network);
     if (!subscribers) return;
     const lines = new Map<TxnRecord, string>();
+    const removedLogs = new Map<LogRecord, string>();
     for (const sub of [...subscribers]) {
-      if (sub.subscription.kind !== 'receipts') continue;
+      if (sub.subscription.kind === 'events') {
+        // The logs of the removed blocks again, newest block first, as BLOCK_REMOVED.
+        const out: string[] = [];
+        for (const block of removed) {
+          for (const txn of block.txns) {
+            for (const log of txn.logs) {
+              if (!matchLog(sub.subscription.filter, log, txn)) continue;
+              let line = removedLogs.get(log);
+              if (line === undefined) {
+                line = eventLogLine(log, txn, block, network.chainId, 'BLOCK_REMOVED');
+                removedLogs.set(log, line);
+              }
+              out.push(line);
+            }
+          }
+        }
+        if (out.length > 0) this.#write(sub, out);
+        continue;
+      }
       const out: string[] = [];
       for (const block of removed) {
         for (const txn of block.txns) {

@@ -33,6 +33,10 @@ export interface DevnetOptions {
   /** Default 16815. */
   projectId?: number;
   logger?: DevnetLogger;
+  /** Blocks the JSON-RPC endpoint (`/chain/<network>`) keeps for eth_getLogs; older ones are pruned. Default 20,000. */
+  historyBlocks?: number;
+  /** Logs it keeps in those blocks at most; a busy chain keeps fewer blocks. Default 200,000. */
+  historyLogs?: number;
   /** `small` shrinks the large collections twentyfold (but for the ERC-1155 ones). Default `full`. */
   scale?: 'full' | 'small';
 }
@@ -70,6 +74,8 @@ export interface DevnetNetworkInfo extends Network {
 export interface DevnetInfo {
   url: string;
   endpoints: PlatformEndpoints;
+  /** Ethereum JSON-RPC of each network, `{network}` standing for its name. */
+  chainRpcUrl: string;
   networks: DevnetNetworkInfo[];
   /** Per network name. */
   collections: Record<string, DevnetCollectionInfo[]>;
@@ -91,6 +97,8 @@ export interface Devnet {
   readonly url: string;
   /** Base addresses to give a PlatformClient. */
   readonly endpoints: PlatformEndpoints;
+  /** Ethereum JSON-RPC of each network (eth_getLogs and friends), `{network}` standing for its name. */
+  readonly chainRpcUrl: string;
   readonly networks: Network[];
   readonly accessKey: string;
   readonly secretToken: string;

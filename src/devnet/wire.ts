@@ -209,17 +209,28 @@ function eventJsonPart(def: EventDef): string {
   return part;
 }
 
+/** The indexer's id of a log: chain id, the first 8 bytes of the transaction hash, the log's index in its block. */
+export function logUid(chainId: number, txn: TxnRecord, log: LogRecord): string {
+  return `${chainId}-${txn.hash.slice(2, 18)}-${log.logIndex}`;
+}
+
 /**
  * One `{"log": EventLog}` line. Written as a template because it is the streams' hot path: every
  * field but the decoded values and the signature is a number or hex text, which needs no escaping.
  * `rawLog` carries the topics and data only (the topic count tells an ERC-20 from an ERC-721
  * Transfer); the rest of a raw log is in the record already.
  */
-export function eventLogLine(log: LogRecord, txn: TxnRecord, block: BlockRecord, chainId: number): string {
+export function eventLogLine(
+  log: LogRecord,
+  txn: TxnRecord,
+  block: BlockRecord,
+  chainId: number,
+  type: 'BLOCK_ADDED' | 'BLOCK_REMOVED' = 'BLOCK_ADDED',
+): string {
   const dataType = log.def.name.startsWith('Transfer') ? 'TOKEN_TRANSFER' : 'EVENT';
   const topics = `["${log.encoded.topics.join('","')}"]`;
   return (
-    `{"log":{"id":${log.id},"uid":"${chainId}-${txn.hash.slice(2, 18)}-${log.logIndex}","type":"BLOCK_ADDED",` +
+    `{"log":{"id":${log.id},"uid":"${logUid(chainId, txn, log)}","type":"${type}",` +
     `"blockNumber":${block.number},"blockHash":"${block.hash}","parentBlockHash":"${block.parentHash}",` +
     `"contractAddress":"${log.contractAddress}","contractType":"${log.contractType}","txnHash":"${txn.hash}",` +
     `"txnIndex":${txn.index},"txnLogIndex":${log.logIndex},"logDataType":"${dataType}","ts":"${block.iso}",` +
