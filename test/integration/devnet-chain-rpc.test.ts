@@ -28,7 +28,7 @@ async function call(body: unknown, url = rpcUrl): Promise<{ status: number; json
   return { status: response.status, json: text === '' ? undefined : JSON.parse(text) };
 }
 
-const hex = (n: number) => `0x${n.toString(16)}`;
+const hex = (n: number): `0x${string}` => `0x${n.toString(16)}`;
 
 describe('devnet chain JSON-RPC', () => {
   it('GIVEN the devnet network WHEN asked its chain id and head THEN they are the devnet chain id and head', async () => {
