@@ -33,15 +33,10 @@ import {
   RuleIndex,
   type TokenTrait,
 } from '../src/alerts/rule-index.ts';
-import {
-  type AlertKind,
-  type ChainEvent,
-  type Destination,
-  destinationKey,
-  type WatchRule,
-} from '../src/alerts/types.ts';
+import type { ChainEvent } from '../src/alerts/types.ts';
 import { renderDiscord } from '../src/chat/discord/render.ts';
 import { renderTelegram } from '../src/chat/telegram/render.ts';
+import { type AlertKind, type Destination, destinationKey, type WatchRule } from '../src/core/types.ts';
 import type { EventLog } from '../src/platform/types.ts';
 import { prng } from './_prng.ts';
 

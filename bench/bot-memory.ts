@@ -6,7 +6,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ALERT_KINDS } from '../src/alerts/types.ts';
+import { ALERT_KINDS } from '../src/core/types.ts';
 import { startDevnet } from '../src/devnet/index.ts';
 
 const CHATS = Number(process.argv[3] ?? 10_000);

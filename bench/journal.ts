@@ -3,7 +3,8 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DeliveryJournal, type NewDelivery } from '../src/store/journal.ts';
+import type { NewDelivery } from '../src/core/deliveries.ts';
+import { DeliveryJournal } from '../src/store/journal.ts';
 
 const TOTAL = 20_000;
 const BATCH = 10;

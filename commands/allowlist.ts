@@ -1,7 +1,7 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
 import { shortAddress } from '../src/bot/format.ts';
-import { code, truncate } from '../src/bot/reply.ts';
+import { code, truncate } from '../src/core/reply.ts';
 
 export default defineCommand({
   name: 'allowlist',

@@ -2,7 +2,7 @@ import { defineCommand } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
 import { byPriceAscending, formatPrice, shortAddress, tokenName } from '../src/bot/format.ts';
 import { fetchToken, firstItems, footerOf } from '../src/bot/market.ts';
-import { bold, code, type ReplyField, type Rich, truncate } from '../src/bot/reply.ts';
+import { bold, code, type ReplyField, type Rich, truncate } from '../src/core/reply.ts';
 import type { Step } from '../src/platform/types.ts';
 
 /** What each step asks of the buyer, in words. */

@@ -1,8 +1,8 @@
 import { type CommandContext, defineCommand, defineGroup, type ResolvedCollection } from '../src/bot/command.ts';
 import { ArgumentError, UserError } from '../src/bot/errors.ts';
 import { parseCollection } from '../src/bot/options.ts';
-import type { Rich } from '../src/bot/reply.ts';
-import type { DigestSettings } from '../src/store/state.ts';
+import type { Rich } from '../src/core/reply.ts';
+import type { DigestSettings } from '../src/core/settings.ts';
 
 /** Collections one digest may cover. */
 const MAX_COLLECTIONS = 5;

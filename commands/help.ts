@@ -1,7 +1,7 @@
 import { type CommandDefinition, type CommandSpec, defineCommand, isGroup } from '../src/bot/command.ts';
 import { usageOf } from '../src/bot/engine.ts';
 import { UserError } from '../src/bot/errors.ts';
-import type { Rich } from '../src/bot/reply.ts';
+import type { Rich } from '../src/core/reply.ts';
 
 function lineOf(spec: CommandSpec, label: string): Rich {
   return [{ code: usageOf(spec, label) }, ` · ${spec.description}`];

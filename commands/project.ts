@@ -1,7 +1,7 @@
 import { defineCommand, defineGroup } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
 import { shortAddress } from '../src/bot/format.ts';
-import { code, type Reply, truncate } from '../src/bot/reply.ts';
+import { code, type Reply, truncate } from '../src/core/reply.ts';
 
 const SHOWN = 20;
 

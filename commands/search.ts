@@ -1,6 +1,6 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { shortAddress } from '../src/bot/format.ts';
-import { code, type Reply, truncate } from '../src/bot/reply.ts';
+import { code, type Reply, truncate } from '../src/core/reply.ts';
 
 const MAX_RESULTS = 8;
 

@@ -2,7 +2,7 @@ import { defineCommand } from '../src/bot/command.ts';
 import { ArgumentError, permissionError } from '../src/bot/errors.ts';
 import { shortAddress } from '../src/bot/format.ts';
 import { parseCollection } from '../src/bot/options.ts';
-import { code, type Rich } from '../src/bot/reply.ts';
+import { code, type Rich } from '../src/core/reply.ts';
 
 const CLEAR = ['none', 'off', 'clear'];
 

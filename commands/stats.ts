@@ -1,6 +1,6 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
-import type { Reply } from '../src/bot/reply.ts';
+import type { Reply } from '../src/core/reply.ts';
 import { PlatformError } from '../src/platform/errors.ts';
 import type { ChartPoint } from '../src/platform/types.ts';
 

@@ -1,5 +1,5 @@
 import { defineCommand } from '../src/bot/command.ts';
-import type { Rich } from '../src/bot/reply.ts';
+import type { Rich } from '../src/core/reply.ts';
 import { PlatformApiError, PlatformError } from '../src/platform/errors.ts';
 
 const PROBE_TIMEOUT_MS = 4_000;

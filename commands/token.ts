@@ -1,7 +1,7 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { byPriceAscending, byPriceDescending, tokenName, traitsOf } from '../src/bot/format.ts';
 import { describeOrder, fetchToken, firstItems, footerOf, formatShare, rarityPending } from '../src/bot/market.ts';
-import { type Reply, type ReplyField, safeUrl, truncate } from '../src/bot/reply.ts';
+import { type Reply, type ReplyField, safeUrl, truncate } from '../src/core/reply.ts';
 
 const MAX_TRAIT_FIELDS = 12;
 /** Orders read to find the best of each side. */

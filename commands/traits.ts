@@ -1,6 +1,6 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { footerOf, formatShare, rarityPending } from '../src/bot/market.ts';
-import { type Reply, truncate } from '../src/bot/reply.ts';
+import { type Reply, truncate } from '../src/core/reply.ts';
 
 const MAX_VALUES = 20;
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { defineCommand } from '../src/bot/command.ts';
-import { bold, truncate } from '../src/bot/reply.ts';
+import { bold, truncate } from '../src/core/reply.ts';
 
 /**
  * The confirmation code is derived from the collection and the operator, so the button survives a

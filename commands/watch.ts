@@ -1,12 +1,12 @@
 import { renderAlert } from '../src/alerts/render.ts';
-import { ALERT_KINDS, type AlertKind, type TraitCondition, type WatchRule } from '../src/alerts/types.ts';
 import { type CommandContext, defineCommand, defineGroup } from '../src/bot/command.ts';
 import { ArgumentError, UserError } from '../src/bot/errors.ts';
 import { marketplaceName, shortAddress, traitsOf } from '../src/bot/format.ts';
 import { traitConditions } from '../src/bot/market.ts';
 import { parseAddress, parsePercent, parseTokenId } from '../src/bot/options.ts';
-import { code, type Rich } from '../src/bot/reply.ts';
 import { echo } from '../src/bot/user-text.ts';
+import { code, type Rich } from '../src/core/reply.ts';
+import { ALERT_KINDS, type AlertKind, type TraitCondition, type WatchRule } from '../src/core/types.ts';
 
 /** Rules one chat may have: bounds the work of every event. */
 export const MAX_RULES_PER_CHAT = 50;

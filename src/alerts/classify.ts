@@ -3,8 +3,10 @@
  * listing, offer, sale, cancel), one per (transaction, collection, kind). Pure and synchronous.
  * See shared/reference/chain-events.md.
  */
+
+import type { AlertKind } from '../core/types.ts';
 import type { EventLog } from '../platform/types.ts';
-import type { AlertKind, ChainEvent, EventToken } from './types.ts';
+import type { ChainEvent, EventToken } from './types.ts';
 
 /** keccak256 of the canonical signatures (asserted against viem in the tests). */
 export const TOPICS = {

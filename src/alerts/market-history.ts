@@ -45,6 +45,7 @@
  */
 import { type FileHandle, open, readFile, rename, rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
+import type { DailyMarket, FloorSample, MarketHistoryView, TokenSale, WindowActivity } from '../core/market.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { ChartPoint, Order } from '../platform/types.ts';
 import type { ChainEvent } from './types.ts';
@@ -76,43 +77,6 @@ export interface RecordedSale {
   tokens: Array<{ tokenId: string; amount: string; usd?: number }>;
 }
 
-/** The last recorded sale of one token. */
-export interface TokenSale {
-  at: number;
-  /** Price per unit in USD, when known. */
-  usd?: number;
-}
-
-/** A floor as the bot looked it up: the cheapest listing of the collection, per token in USD. */
-export interface FloorSample {
-  at: number;
-  usd: number;
-}
-
-/** What the bot recorded of a collection over a window ending now. */
-export interface WindowActivity {
-  /** Start of the window, or when recording began if that is later. */
-  from: number;
-  /** Whether the bot was recording when the window began. */
-  complete: boolean;
-  /** Tokens sold (a sweep of three is three sales). */
-  sales: number;
-  /** Of those, how many have a price in USD. */
-  priced: number;
-  /** Total USD of the priced sales. */
-  volumeUsd: number;
-  /** The floor when the window began: the last sample before it, else the first one in it. */
-  floorThen: FloorSample | undefined;
-}
-
-/** A collection's market day by day, for charts: days as their labels (the caller's time zone). */
-export interface DailyMarket {
-  /** The floor at the end of each day that has one (the last sample of the day, else the day before's). */
-  floor: ChartPoint[];
-  /** USD of the priced sales of each day (0 on a day without any). */
-  volume: ChartPoint[];
-}
-
 /**
  * What the alert pipeline tells the history, and asks of it. Every call is synchronous and cheap
  * (memory only): it runs on the alert path.
@@ -125,16 +89,6 @@ export interface MarketRecorder {
   /** A transaction reorganised away: its sales did not happen. */
   reorged(network: string, txnHash: string): void;
   /** The last recorded sale of a token, when the history has one. */
-  lastSale(network: string, collection: string, tokenId: string): TokenSale | undefined;
-}
-
-/** What commands read of the history (and the floors they look up, which they record). */
-export interface MarketHistoryView {
-  /** When the bot began recording (ms), or undefined when it has not yet. */
-  since(): number | undefined;
-  activity(network: string, collection: string, windowMs: number, now: number): WindowActivity;
-  daily(network: string, collection: string, days: readonly string[], dayOf: (at: number) => string): DailyMarket;
-  floor(network: string, collection: string, usd: number, at: number): void;
   lastSale(network: string, collection: string, tokenId: string): TokenSale | undefined;
 }
 

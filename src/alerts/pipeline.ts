@@ -1,28 +1,24 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
+import { deliveryId, JournalWriteError, type NewDelivery } from '../core/deliveries.ts';
+import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
+import type { JournalBacklog, JournalWriteFailure, StreamHealth } from '../core/status.ts';
+import { type Destination, destinationKey, type WatchRule } from '../core/types.ts';
+import type { Dispatcher } from '../delivery/dispatcher.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
-import {
-  type DeliveryJournal,
-  deliveryId,
-  JournalWriteError,
-  type JournalWriteFailure,
-  type NewDelivery,
-} from '../store/journal.ts';
-import type { StateStore } from '../store/state.ts';
 import { classifyTransaction, TransactionAssembler } from './classify.ts';
-import type { Dispatcher } from './delivery.ts';
 import type { EnrichedEvent, Enricher } from './enrich.ts';
 import type { MarketRecorder } from './market-history.ts';
 import { alertsFor } from './render.ts';
 import { matchDestinations, RuleIndex } from './rule-index.ts';
-import { NetworkStreams, type StreamHealth, type StreamOptionsForAlerts } from './streams.ts';
-import { type ChainEvent, type Destination, destinationKey, type WatchRule } from './types.ts';
+import { NetworkStreams, type StreamOptionsForAlerts } from './streams.ts';
+import type { ChainEvent } from './types.ts';
 
 export interface AlertPipelineOptions {
   platform: PlatformClient;
-  store: StateStore;
-  journal: DeliveryJournal;
+  store: RulesRepository;
+  journal: DeliveryLog;
   dispatcher: Dispatcher;
   enricher: Enricher;
   logger: Logger;
@@ -70,19 +66,6 @@ export interface JournalRetryOptions {
   minDelayMs?: number;
   /** Longest delay between two attempts. Default 5 s. */
   maxDelayMs?: number;
-}
-
-/** Alerts waiting in memory for the journal, for /status, /readyz and metrics. */
-export interface JournalBacklog {
-  /** Deliveries kept in memory until the journal accepts them. */
-  queued: number;
-  /** Reorgs kept with them. */
-  reorgs: number;
-  /**
-   * Why the journal does not take writes: its own failure (from a failed write until one succeeds
-   * again), or, while alerts still wait, the failure that made them wait.
-   */
-  failure: JournalWriteFailure | undefined;
 }
 
 /** Counters of what went through, for /status and metrics. */
@@ -514,6 +497,8 @@ export class AlertPipeline {
       network: event.network,
       txnHash: event.txnHash,
       blockNumber: event.blockNumber,
+      kind: event.kind,
+      ...(enriched.price?.usd === undefined ? {} : { usd: enriched.price.usd }),
       payload: reply,
     }));
   }

@@ -1,7 +1,8 @@
 import { formatUsd, shortAddress } from '../bot/format.ts';
-import { code, type Inline, type Reply, type ReplyField, type ReplyTone, safeUrl, truncate } from '../bot/reply.ts';
+import { code, type Inline, type Reply, type ReplyField, type ReplyTone, safeUrl, truncate } from '../core/reply.ts';
+import type { AlertKind, Destination } from '../core/types.ts';
 import type { MatchedDestination } from './rule-index.ts';
-import type { AlertKind, ChainEvent, Destination } from './types.ts';
+import type { ChainEvent } from './types.ts';
 
 /** What enrichment found out about an event's tokens. */
 export interface TokenDetails {
@@ -206,15 +207,4 @@ export function alertsFor<T>(
     }
     return each(destination, reply);
   });
-}
-
-/** The edit of an alert whose transaction was reorganised away: it did not happen. */
-export function renderReorged(original: Reply): Reply {
-  return {
-    ...original,
-    title: `Reversed: ${original.title ?? 'event'}`,
-    tone: 'warning',
-    lines: ['This transaction was dropped by a chain reorganisation: it did not happen.', ...(original.lines ?? [])],
-    mentionRoles: [],
-  };
 }

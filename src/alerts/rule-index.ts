@@ -5,15 +5,16 @@
  * kind, token ids, wallets); the pipeline then enriches the event (order price, token traits) and keeps
  * the candidates for which `passesPrice` and `passesTraits` / `passesTraitsAny` hold.
  */
+
 import {
   ALERT_KINDS,
   type AlertKind,
-  type ChainEvent,
   type Destination,
   destinationKey,
   type MinimumPrice,
   type WatchRule,
-} from './types.ts';
+} from '../core/types.ts';
+import type { ChainEvent } from './types.ts';
 
 interface Entry {
   rule: WatchRule;

@@ -1,29 +1,8 @@
 import type { Logger } from 'pino';
+import type { StreamHealth } from '../core/status.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { ReconnectPolicy, StreamState } from '../platform/stream.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
-
-/** Blocks that went by while a stream was down: their events were not seen. */
-export interface StreamGap {
-  network: string;
-  /** First and last block not seen (inclusive). */
-  fromBlock: number;
-  toBlock: number;
-  at: string;
-}
-
-/** What /status and /readyz show of one network's streams. */
-export interface StreamHealth {
-  network: string;
-  events: 'idle' | 'connecting' | 'connected' | 'reconnecting' | 'failed';
-  receipts: 'idle' | 'connecting' | 'connected' | 'reconnecting' | 'failed';
-  contracts: number;
-  reconnects: number;
-  lastEventAt: string | undefined;
-  lastBlock: number | undefined;
-  lastError: string | undefined;
-  gaps: StreamGap[];
-}
 
 export interface StreamOptionsForAlerts {
   heartbeatTimeoutMs?: number;

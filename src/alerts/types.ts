@@ -1,70 +1,9 @@
 /**
- * The alert pipeline's model: watch rules (what a chat wants to hear about) and chain events (what
- * happened, one per transaction and collection and kind). See shared/reference/chain-events.md.
+ * Chain events: what happened, one per transaction and collection and kind, as alerts describe it.
+ * See shared/reference/chain-events.md. Watch rules and destinations are in core/types.ts.
  */
 
-export const ALERT_KINDS = ['sale', 'listing', 'offer', 'mint', 'transfer', 'burn', 'cancel'] as const;
-export type AlertKind = (typeof ALERT_KINDS)[number];
-
-/** Where alerts go: a chat on a chat platform. */
-export interface Destination {
-  platform: 'console' | 'discord' | 'telegram';
-  chatId: string;
-}
-
-/** `platform:chatId`, the same key as the chat's settings. */
-export function destinationKey(destination: Destination): string {
-  return `${destination.platform}:${destination.chatId}`;
-}
-
-export interface TraitCondition {
-  /** Trait name as the collection spells it (case-insensitive match). */
-  name: string;
-  value: string;
-}
-
-export interface MinimumPrice {
-  /** Decimal amount, e.g. `1.5`. */
-  value: string;
-  /** In US dollars rather than in the order's currency. */
-  usd: boolean;
-}
-
-/** A chat's standing request for alerts about one collection. */
-export interface WatchRule {
-  /** Short, unique, stable (shown to users: `/watch remove r12`). */
-  id: string;
-  destination: Destination;
-  network: string;
-  /** Collection contract, lower-case. */
-  collection: string;
-  collectionName: string;
-  kinds: AlertKind[];
-  /** Only these token ids (decimal strings). */
-  tokenIds?: string[];
-  /** Only events where one of these wallets (lower-case) is a party: seller, buyer, from, to, maker. */
-  wallets?: string[];
-  /** Never events where one of these wallets (lower-case) is a party (a blocklist: bots, wash traders). */
-  ignoreWallets?: string[];
-  minPrice?: MinimumPrice;
-  /**
-   * Only sales and listings priced, per token in US dollars, at or below this percentage of the
-   * collection's floor (the cheapest other listing): under-floor sales and snipes. 1 to 100.
-   */
-  floorPercent?: number;
-  /** All conditions must hold. */
-  traits?: TraitCondition[];
-  /** Role (Discord) to ping on a match. */
-  mentionRole?: string;
-  /**
-   * Alert identical relists too (the same token listed again by the same seller at the same price
-   * within a day). By default they are left out: they are the noise people complain about.
-   */
-  showRelists?: boolean;
-  paused: boolean;
-  createdBy: string;
-  createdAt: string;
-}
+import type { AlertKind } from '../core/types.ts';
 
 /** One token moved or traded in an event. */
 export interface EventToken {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { StateStore } from '../store/state.ts';
+import type { RulesRepository } from '../core/ports.ts';
 
 /** Marks a payload that is a stored action's hash rather than the action itself. */
 const HASH_PREFIX = '#';
@@ -10,11 +10,11 @@ const HASH_PREFIX = '#';
  * file under a hash, so buttons keep working after a restart.
  */
 export class ButtonCodec {
-  readonly #store: StateStore;
+  readonly #store: RulesRepository;
   readonly #maxBytes: number;
   readonly #now: () => Date;
 
-  constructor(store: StateStore, maxBytes: number, now: () => Date = () => new Date()) {
+  constructor(store: RulesRepository, maxBytes: number, now: () => Date = () => new Date()) {
     this.#store = store;
     this.#maxBytes = maxBytes;
     this.#now = now;

@@ -1,8 +1,8 @@
 import { LRUCache } from 'lru-cache';
+import type { ChatSettings } from '../core/settings.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { ContractInfo } from '../platform/types.ts';
 import { own } from '../records.ts';
-import type { ChatSettings } from '../store/state.ts';
 import type { ResolvedCollection } from './command.ts';
 import { AmbiguousCollectionError, UserError } from './errors.ts';
 import type { CollectionRef } from './options.ts';

@@ -1,14 +1,14 @@
 import type { Logger } from 'pino';
-import type { JournalBacklog } from '../alerts/pipeline.ts';
-import type { StreamHealth } from '../alerts/streams.ts';
+import type { RulesRepository } from '../core/ports.ts';
+import type { Reply } from '../core/reply.ts';
+import type { DigestSettings } from '../core/settings.ts';
+import type { JournalBacklog, StreamHealth } from '../core/status.ts';
 import type { PlatformClient } from '../platform/client.ts';
-import type { DigestSettings, StateStore } from '../store/state.ts';
 import type { CollectionResolver } from './collections.ts';
 import type { CurrencyDirectory } from './currencies.ts';
 import type { Links } from './links.ts';
 import type { MarketContext } from './market.ts';
 import type { OptionSpec, OptionValues } from './options.ts';
-import type { Reply } from './reply.ts';
 
 /** Who may run a command. */
 export type Permission = 'everyone' | 'manage' | 'operator';
@@ -87,7 +87,7 @@ export interface BotSettings {
 /** What a command's `run` gets besides its arguments. */
 export interface CommandContext {
   platform: PlatformClient;
-  store: StateStore;
+  store: RulesRepository;
   logger: Logger;
   settings: BotSettings;
   chat: ChatRef;

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { RulesRepository } from '../core/ports.ts';
+import type { Reply } from '../core/reply.ts';
 import type { PlatformClient } from '../platform/client.ts';
-import type { StateStore } from '../store/state.ts';
 import { CollectionResolver } from './collections.ts';
 import {
   type Actor,
@@ -30,7 +31,6 @@ import {
   tokenize,
 } from './options.ts';
 import { DEFAULT_CHAT_LIMIT, DEFAULT_USER_LIMIT, FloodGate, type RateLimitPolicy } from './rate-limit.ts';
-import type { Reply } from './reply.ts';
 import { describeChoice, errorReply, isExpectedFailure } from './user-text.ts';
 
 /** A command as an adapter received it. */
@@ -44,7 +44,7 @@ export interface Invocation {
 
 export interface EngineOptions {
   platform: PlatformClient;
-  store: StateStore;
+  store: RulesRepository;
   logger: Logger;
   settings: BotSettings;
   commands: readonly CommandDefinition[];

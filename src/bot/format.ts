@@ -1,6 +1,6 @@
+import { truncate } from '../core/reply.ts';
 import type { Order, TokenMetadata } from '../platform/types.ts';
 import { own } from '../records.ts';
-import { truncate } from './reply.ts';
 
 export function shortAddress(address: string): string {
   return address.length > 12 ? `${address.slice(0, 6)}…${address.slice(-4)}` : address;

@@ -1,11 +1,11 @@
-import type { MarketHistoryView } from '../alerts/market-history.ts';
+import type { MarketHistoryView } from '../core/market.ts';
+import { bold, code, type Inline, type Reply, type ReplyButton } from '../core/reply.ts';
 import { PlatformApiError } from '../platform/errors.ts';
 import type { CollectibleOrder, Order, PropertyFilter, TokenMetadata } from '../platform/types.ts';
 import type { CommandContext, ResolvedCollection } from './command.ts';
 import { ArgumentError, UserError } from './errors.ts';
 import { byPriceAscending, formatPrice, marketplaceName, relativeTime, tokenName } from './format.ts';
 import type { RarityIndex, RarityLookup } from './rarity.ts';
-import { bold, code, type Inline, type Reply, type ReplyButton } from './reply.ts';
 
 /**
  * What market commands know beyond the platform's answers. Each part is absent where the bot runs

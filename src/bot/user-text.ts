@@ -2,6 +2,8 @@
  * The one place where failures become words for the person who typed the command.
  * Each message says what went wrong and what to do; none carries a secret or a stack.
  */
+
+import type { Reply } from '../core/reply.ts';
 import {
   PlatformAbortedError,
   PlatformApiError,
@@ -15,7 +17,6 @@ import { StoreWriteError } from '../store/state.ts';
 import type { ChatPlatform, DiscordManagePermission } from './command.ts';
 import { type AmbiguousCollectionError, ArgumentError, UserError } from './errors.ts';
 import type { ArgError } from './options.ts';
-import type { Reply } from './reply.ts';
 
 /** Longest echo of user input in a message, in characters, ellipsis included. */
 export const MAX_ECHO_CHARS = 60;

@@ -1,76 +1,12 @@
 import type { Logger } from 'pino';
-import type { Reply } from '../bot/reply.ts';
-import {
-  type DeliveryJournal,
-  type DeliveryRecord,
-  JournalWriteError,
-  type NewDelivery,
-  payloadOf,
-} from '../store/journal.ts';
-import { renderReorged } from './render.ts';
-import { type Destination, destinationKey } from './types.ts';
-
-/**
- * What a chat adapter offers the alert pipeline. It builds platform messages from neutral Replies
- * and reports failures as {@link DeliveryError}s; rate limits and retries are the dispatcher's.
- */
-export interface AlertSink {
-  readonly platform: Destination['platform'];
-  /** Most alerts one message may carry (Discord: 10 embeds). Bursts are merged up to this. */
-  readonly maxBatch: number;
-  /** Least time between two messages to one chat. */
-  readonly minIntervalMs: number;
-  /**
-   * Sends one message; resolves with its message id. `idempotencyKey` is stable across restarts
-   * for the same deliveries (Discord uses it as the message nonce).
-   */
-  send(chatId: string, replies: readonly Reply[], idempotencyKey: string): Promise<string>;
-  edit(chatId: string, messageId: string, replies: readonly Reply[]): Promise<void>;
-}
-
-/** A Reply as journal payload: JSON, with attachment bytes as base64. */
-export function encodePayload(reply: Reply): unknown {
-  if (!reply.attachments?.length) return reply;
-  return {
-    ...reply,
-    attachments: reply.attachments.map((a) => ({
-      ...a,
-      data: Buffer.from(a.data).toString('base64'),
-      encoding: 'base64',
-    })),
-  };
-}
-
-/** The Reply of a journal payload written by {@link encodePayload}. */
-export function decodePayload(payload: unknown): Reply {
-  const reply = payload as Reply & { attachments?: Array<{ name: string; contentType: string; data: unknown }> };
-  if (!reply.attachments?.length) return reply;
-  return {
-    ...reply,
-    attachments: reply.attachments.map((a) => ({
-      name: a.name,
-      contentType: a.contentType,
-      data: typeof a.data === 'string' ? new Uint8Array(Buffer.from(a.data, 'base64')) : (a.data as Uint8Array),
-    })),
-  };
-}
-
-/** A failed send or edit, as the adapter understood it. */
-export class DeliveryError extends Error {
-  override name = 'DeliveryError';
-  /** The chat is gone or the bot may not post there: retrying will not help. */
-  readonly permanent: boolean;
-  /** The platform asked to wait this long. */
-  readonly retryAfterMs: number | undefined;
-  constructor(message: string, options: { permanent: boolean; retryAfterMs?: number; cause?: unknown }) {
-    super(message, { cause: options.cause });
-    this.permanent = options.permanent;
-    this.retryAfterMs = options.retryAfterMs;
-  }
-}
+import { type DeliveryRecord, JournalWriteError, type NewDelivery, payloadOf } from '../core/deliveries.ts';
+import type { DeliveryLog } from '../core/ports.ts';
+import type { Reply } from '../core/reply.ts';
+import { type Destination, destinationKey } from '../core/types.ts';
+import { type AlertSink, DeliveryError, decodePayload } from './sink.ts';
 
 export interface DispatcherOptions {
-  journal: DeliveryJournal;
+  journal: DeliveryLog;
   sinks: ReadonlyMap<Destination['platform'], AlertSink>;
   logger: Logger;
   /** First retry delay of a failing destination; doubles up to `maxRetryDelayMs`. */
@@ -411,9 +347,9 @@ export class Dispatcher {
       return;
     }
     // A merged message is rewritten whole: the reversed alert is marked, the others stay as they were.
-    const siblings = journal
-      .byMessage(record.destination, record.messageId)
-      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    const siblings = (await journal.sentTogether(record.destination, record.messageId)).sort((a, b) =>
+      a.createdAt.localeCompare(b.createdAt),
+    );
     const replies = siblings.map((r) =>
       r.reorged ? renderReorged(decodePayload(payloadOf(r))) : decodePayload(payloadOf(r)),
     );
@@ -422,4 +358,15 @@ export class Dispatcher {
     lane.edits = lane.edits.filter((e) => !siblings.some((s) => s.id === e));
     this.#options.onOutcome?.('edited', lane.destination.platform, 1);
   }
+}
+
+/** The edit of an alert whose transaction was reorganised away: it did not happen. */
+export function renderReorged(original: Reply): Reply {
+  return {
+    ...original,
+    title: `Reversed: ${original.title ?? 'event'}`,
+    tone: 'warning',
+    lines: ['This transaction was dropped by a chain reorganisation: it did not happen.', ...(original.lines ?? [])],
+    mentionRoles: [],
+  };
 }

@@ -1,16 +1,18 @@
 import type { Logger } from 'pino';
-import { type Dispatcher, encodePayload } from '../alerts/delivery.ts';
-import type { MarketHistoryView } from '../alerts/market-history.ts';
-import type { AlertKind, Destination } from '../alerts/types.ts';
 import type { CurrencyDirectory } from '../bot/currencies.ts';
 import { byPriceAscending, byPriceDescending, formatPrice, formatUsd } from '../bot/format.ts';
-import type { Reply, ReplyField } from '../bot/reply.ts';
+import { payloadOf } from '../core/deliveries.ts';
+import type { MarketHistoryView } from '../core/market.ts';
+import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
+import type { Reply, ReplyField } from '../core/reply.ts';
+import type { ChatSettings, CollectionKey, DigestSettings, MarketSnapshot } from '../core/settings.ts';
+import type { AlertKind, Destination } from '../core/types.ts';
+import type { Dispatcher } from '../delivery/dispatcher.ts';
+import { encodePayload } from '../delivery/sink.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import { PlatformError } from '../platform/errors.ts';
 import type { AnalyticsFilter, ChartPoint, Order } from '../platform/types.ts';
 import { dict, own } from '../records.ts';
-import { type DeliveryJournal, payloadOf } from '../store/journal.ts';
-import type { ChatSettings, CollectionKey, DigestSettings, MarketSnapshot, StateStore } from '../store/state.ts';
 import { type ChartRenderer, type ChartSeries, chartsInThread } from './chart.ts';
 import { zonedDay } from './zoned-time.ts';
 
@@ -22,8 +24,8 @@ const LISTING_PAGE = 250;
 
 export interface DigestServiceOptions {
   platform: PlatformClient;
-  store: StateStore;
-  journal: DeliveryJournal;
+  store: RulesRepository;
+  journal: DeliveryLog;
   dispatcher: Dispatcher;
   currencies: CurrencyDirectory;
   logger: Logger;
@@ -144,6 +146,7 @@ export class DigestService {
         network: 'digest',
         txnHash: `digest:${chatKey}:${dueAt.toISOString()}`,
         blockNumber: 0,
+        kind: 'digest',
         payload: encodePayload(reply),
       },
     ]);
@@ -231,7 +234,7 @@ export class DigestService {
       market[key] = snapshot;
     }
 
-    fields.push({ name: 'Alerts in this chat', value: this.#alertsSummary(chatKey, start) });
+    fields.push({ name: 'Alerts in this chat', value: await this.#alertsSummary(chatKey, start) });
     const gathered = performance.now();
     const png = await chart;
     if (!png) notes.push('Chart: unavailable (it could not be drawn).');
@@ -393,25 +396,16 @@ export class DigestService {
     }
   }
 
-  /** Alerts delivered to the chat since `since`, by kind, with the biggest sale (from the journal). */
-  #alertsSummary(chatKey: string, since: Date): string {
+  /** Alerts delivered to the chat since `since`, by kind, with the biggest sale (from the delivery log). */
+  async #alertsSummary(chatKey: string, since: Date): Promise<string> {
     const counts = new Map<AlertKind, number>();
     let biggest: { usd: number; title: string } | undefined;
-    for (const record of this.#o.journal.byDestination(destinationOf(chatKey))) {
-      if (Date.parse(record.createdAt) < since.getTime() || record.eventId.startsWith('digest:')) continue;
-      const kind = /:(sale|listing|offer|mint|transfer|burn|cancel)@/.exec(record.eventId)?.[1] as
-        | AlertKind
-        | undefined;
-      if (!kind) continue;
+    for (const record of await this.#o.journal.deliveredTo(destinationOf(chatKey), since)) {
+      const kind = record.kind;
+      if (kind === undefined || kind === 'digest') continue;
       counts.set(kind, (counts.get(kind) ?? 0) + 1);
-      if (kind === 'sale') {
-        const payload = payloadOf(record) as Reply;
-        const priceField = payload.fields?.find((f) => f.name === 'Price' || f.name === 'Total');
-        const usd = Number(
-          /\(\$([\d,]+(?:\.\d+)?)\)/.exec(JSON.stringify(priceField?.value ?? ''))?.[1]?.replace(/,/g, '') ??
-            Number.NaN,
-        );
-        if (Number.isFinite(usd) && (!biggest || usd > biggest.usd)) biggest = { usd, title: payload.title ?? '' };
+      if (kind === 'sale' && record.usd !== undefined && (!biggest || record.usd > biggest.usd)) {
+        biggest = { usd: record.usd, title: (payloadOf(record) as Reply).title ?? '' };
       }
     }
     if (counts.size === 0) return 'none in this period';

@@ -1,13 +1,14 @@
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
-import type { DigestSettings, StateStore } from '../store/state.ts';
+import type { RulesRepository } from '../core/ports.ts';
+import type { DigestSettings } from '../core/settings.ts';
 import { lastDue } from './zoned-time.ts';
 
 /** A digest missed while the bot was down is posted at start-up if it is at most this late. */
 export const MISSED_DIGEST_WINDOW_MS = 3 * 3_600_000;
 
 export interface DigestSchedulerOptions {
-  store: StateStore;
+  store: RulesRepository;
   logger: Logger;
   /** Builds and posts the digests of these chats, due at `dueAt`. */
   run: (chatKeys: string[], dueAt: Date) => Promise<void>;

@@ -1,9 +1,9 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { JournalBacklog, PipelineCounters } from '../alerts/pipeline.ts';
-import type { StreamHealth } from '../alerts/streams.ts';
+import type { PipelineCounters } from '../alerts/pipeline.ts';
 import type { Outcome } from '../bot/engine.ts';
+import type { JournalStats } from '../core/deliveries.ts';
+import type { JournalBacklog, StreamHealth } from '../core/status.ts';
 import type { CallReport } from '../platform/transport.ts';
-import type { JournalStats } from '../store/journal.ts';
 
 /** Where the scrape-time figures come from; each is read when `/metrics` is scraped. */
 export interface MetricSources {

@@ -1,7 +1,6 @@
 import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { JournalBacklog } from '../alerts/pipeline.ts';
-import type { StreamHealth } from '../alerts/streams.ts';
+import type { JournalBacklog, StreamHealth } from '../core/status.ts';
 
 /** What the readiness check looks at; every function is cheap and side-effect free. */
 export interface ReadinessSources {

@@ -64,74 +64,18 @@
 import { isUtf8 } from 'node:buffer';
 import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { type Destination, destinationKey } from '../alerts/types.ts';
+import {
+  type DeliveryRecord,
+  deliveryId,
+  JournalError,
+  type JournalStats,
+  JournalWriteError,
+  type NewDelivery,
+} from '../core/deliveries.ts';
+import type { DeliveryLog } from '../core/ports.ts';
+import type { JournalWriteFailure } from '../core/status.ts';
+import { type Destination, destinationKey } from '../core/types.ts';
 import { StoreFileError } from './state.ts';
-
-/**
- * - `pending`: recorded, not sent yet (or a retryable failure, see `lastError`).
- * - `sending`: a send was started; after a crash it may or may not have reached the chat.
- * - `sent`: the chat holds the message `messageId`.
- * - `failed`: given up (a permanent failure).
- * - `dropped`: never to be sent (its transaction was reorganised away before it was sent).
- */
-export type DeliveryState = 'pending' | 'sending' | 'sent' | 'failed' | 'dropped';
-
-/** What the pipeline records for one alert to one destination. */
-export interface NewDelivery {
-  /** The {@link ChainEvent} id. */
-  eventId: string;
-  destination: Destination;
-  network: string;
-  txnHash: string;
-  blockNumber: number;
-  /** Whatever the sender needs to (re)send the message; must be JSON-serialisable. Stored as JSON. */
-  payload: unknown;
-  /**
-   * The caller will send this delivery at once, alone, under its own id as key: it is recorded as
-   * `'sending'` (attempts 1, `sendKey` its id), which saves the separate `markSending` write before
-   * that send. Only for a delivery that will not be merged with others into one message.
-   */
-  sendingAlone?: boolean;
-}
-
-/** One delivery as the journal holds it. Records are immutable snapshots (frozen). */
-export interface DeliveryRecord {
-  /** {@link deliveryId}: unique; the idempotency key of the send. */
-  readonly id: string;
-  readonly eventId: string;
-  readonly destination: Readonly<Destination>;
-  readonly network: string;
-  readonly txnHash: string;
-  readonly blockNumber: number;
-  readonly state: DeliveryState;
-  /** How many sends were started. */
-  readonly attempts: number;
-  /**
-   * The idempotency key of the last send started. Deliveries sharing it were (maybe) posted as one
-   * message: until they are sent, they must be sent again together under this key.
-   */
-  readonly sendKey?: string;
-  /** The chat's id of the sent message. */
-  readonly messageId?: string;
-  /** The last send failure. */
-  readonly lastError?: string;
-  /** The transaction was reorganised away. */
-  readonly reorged: boolean;
-  /** When the sent message was edited to say so. */
-  readonly editedAt?: string;
-  /** The transaction's receipt is final. */
-  readonly final: boolean;
-  /** ISO 8601. */
-  readonly createdAt: string;
-  /** ISO 8601, the last change. */
-  readonly updatedAt: string;
-  /**
-   * {@link NewDelivery.payload} as the JSON text the journal writes (see {@link payloadOf}). Kept as
-   * text: it is small in memory, immutable, shared by the deliveries of one event, and written
-   * again as it is when the journal is compacted.
-   */
-  readonly payloadJson: string;
-}
 
 export interface DeliveryJournalOptions {
   /** Clock for the records' timestamps and the retention. */
@@ -144,63 +88,6 @@ export interface DeliveryJournalOptions {
   retentionMs?: number;
   /** Receives the failure of an automatic compaction (the journal keeps working uncompacted). */
   onCompactionError?: (error: Error) => void;
-}
-
-/** Counts by state, and the file's size. */
-export interface JournalStats {
-  records: number;
-  bytes: number;
-  pending: number;
-  sending: number;
-  sent: number;
-  failed: number;
-  dropped: number;
-}
-
-/** Why and since when the journal's writes fail; see {@link DeliveryJournal.writeFailure}. */
-export interface JournalWriteFailure {
-  /** When the first of the failing writes failed (ISO 8601). */
-  readonly since: string;
-  /** When the last one failed (ISO 8601). */
-  readonly at: string;
-  /** The system error code of the last failure, e.g. `ENOSPC`, `EFBIG`, `EIO`. */
-  readonly code: string | undefined;
-  readonly message: string;
-  /** Writes that failed since the last one that succeeded. */
-  readonly failures: number;
-  /** A partial write could not be undone: nothing more is written until a restart repairs the file. */
-  readonly broken: boolean;
-}
-
-/** A call the journal refuses (unknown delivery, a change its state does not allow, journal closed). */
-export class JournalError extends Error {
-  override name = 'JournalError';
-  readonly file: string;
-  constructor(file: string, problem: string, options?: { cause?: unknown }) {
-    super(`${file}: ${problem}`, options);
-    this.file = file;
-  }
-}
-
-/** The journal file could not be written; the operation was not recorded. */
-export class JournalWriteError extends JournalError {
-  override name = 'JournalWriteError';
-  /** The system error code, e.g. `ENOSPC`. */
-  readonly code: string | undefined;
-  constructor(file: string, problem: string, options?: { cause?: unknown }) {
-    super(file, problem, options);
-    this.code = errorCode(options?.cause);
-  }
-}
-
-/** A fresh copy of the delivery's payload (parsed from {@link DeliveryRecord.payloadJson}). */
-export function payloadOf(record: DeliveryRecord): unknown {
-  return JSON.parse(record.payloadJson);
-}
-
-/** The id of the delivery of an event to a destination: `${eventId}>${destinationKey}`. */
-export function deliveryId(eventId: string, destination: Destination): string {
-  return `${eventId}>${destinationKey(destination)}`;
 }
 
 const FORMAT_VERSION = 1;
@@ -420,7 +307,7 @@ type Job =
  *   await journal.markSent(fresh.id, messageId);
  * }
  */
-export class DeliveryJournal {
+export class DeliveryJournal implements DeliveryLog {
   readonly file: string;
   readonly #tempFile: string;
   readonly #now: () => Date;
@@ -673,6 +560,17 @@ export class DeliveryJournal {
    * what an edit of that message must rewrite.
    */
   /** Every record of a destination still kept (within the retention), in recording order. */
+  /** {@link DeliveryLog.sentTogether}, from memory. */
+  sentTogether(destination: Destination, messageId: string): Promise<DeliveryRecord[]> {
+    return Promise.resolve(this.byMessage(destination, messageId));
+  }
+
+  /** {@link DeliveryLog.deliveredTo}, from memory. */
+  deliveredTo(destination: Destination, since: Date): Promise<DeliveryRecord[]> {
+    const from = since.getTime();
+    return Promise.resolve(this.byDestination(destination).filter((r) => Date.parse(r.createdAt) >= from));
+  }
+
   byDestination(destination: Destination): DeliveryRecord[] {
     const key = destinationKey(destination);
     return [...this.#records.byId.values()].filter((r) => destinationKey(r.destination) === key);

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { ALERT_KINDS } from '../alerts/types.ts';
+import { ALERT_KINDS } from '../core/types.ts';
 import { dict } from '../records.ts';
 
 const isPlainObject = (input: unknown): input is Record<string, unknown> =>

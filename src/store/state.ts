@@ -1,56 +1,11 @@
 import { open, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { type Adapter, Low } from 'lowdb';
-import { type Destination, destinationKey, type WatchRule } from '../alerts/types.ts';
+import type { RulesRepository } from '../core/ports.ts';
+import type { ChatSettings, DigestSettings, StoredButton } from '../core/settings.ts';
+import { type Destination, destinationKey, type WatchRule } from '../core/types.ts';
 import { type Dict, dict, own } from '../records.ts';
 import { validateState } from './schema.ts';
-
-/** A collection pinned to a network. */
-export interface CollectionKey {
-  network: string;
-  address: string;
-  /** Display name, remembered when it was set. */
-  name?: string;
-}
-
-/** Market figures of a collection at the last digest, to show the change since. */
-export interface MarketSnapshot {
-  floorUsd?: number;
-  bestOfferUsd?: number;
-  listings?: number;
-}
-
-/** A chat's daily digest (`/digest set`). */
-export interface DigestSettings {
-  hour: number;
-  minute: number;
-  /** IANA name, validated when set. */
-  timeZone: string;
-  collections: CollectionKey[];
-  /** Days the analytics cover. */
-  days: number;
-  /** When the schedule was set: a digest due before that is not "missed". */
-  setAt: string;
-  /** Due time of the last digest posted (never posted twice for the same due time). */
-  lastPostedFor?: string;
-  lastMarket?: Dict<MarketSnapshot>;
-}
-
-/** What a chat has set with commands. */
-export interface ChatSettings {
-  /** Default network for commands in this chat. */
-  network?: string;
-  /** Default collection for commands that take one. */
-  collection?: CollectionKey;
-  /** Short names for collections (`/alias`), keyed by the lower-cased alias. */
-  aliases: Dict<CollectionKey & { alias: string }>;
-  digest?: DigestSettings;
-}
-
-export interface StoredButton {
-  action: string;
-  createdAt: string;
-}
 
 /** The persisted state, version 1. */
 export interface StateV1 {
@@ -227,7 +182,7 @@ export interface StateStoreOptions {
  *
  * Keys that come from users (aliases) live in prototype-less records: see {@link Dict}.
  */
-export class StateStore {
+export class StateStore implements RulesRepository {
   readonly file: string;
   readonly #db: Low<State>;
   readonly #ruleListeners: Array<() => void> = [];

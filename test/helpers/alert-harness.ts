@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
-import { Dispatcher } from '../../src/alerts/delivery.ts';
 import { Enricher } from '../../src/alerts/enrich.ts';
 import { AlertPipeline, type JournalRetryOptions } from '../../src/alerts/pipeline.ts';
 import type { AlertStatus } from '../../src/bot/command.ts';
 import { Links } from '../../src/bot/links.ts';
+import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import type { DevnetOptions } from '../../src/devnet/index.ts';
 import { devnetLinks } from '../../src/main.ts';
 import type { CallReport } from '../../src/platform/index.ts';

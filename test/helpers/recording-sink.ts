@@ -1,6 +1,6 @@
-import type { AlertSink, DeliveryError } from '../../src/alerts/delivery.ts';
-import type { Destination } from '../../src/alerts/types.ts';
-import type { Reply } from '../../src/bot/reply.ts';
+import type { Reply } from '../../src/core/reply.ts';
+import type { Destination } from '../../src/core/types.ts';
+import type { AlertSink, DeliveryError } from '../../src/delivery/sink.ts';
 
 export interface SentMessage {
   chatId: string;

@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryError } from '../../src/alerts/delivery.ts';
 import { Enricher } from '../../src/alerts/enrich.ts';
 import type { ChatRef } from '../../src/bot/command.ts';
-import type { Reply } from '../../src/bot/reply.ts';
+import type { Reply } from '../../src/core/reply.ts';
+import { DeliveryError } from '../../src/delivery/sink.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
 import { ADMIN, CONSOLE, GROUP } from '../helpers/bot-harness.ts';

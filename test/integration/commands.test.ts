@@ -1,9 +1,9 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandEngine } from '../../src/bot/engine.ts';
-import type { Reply } from '../../src/bot/reply.ts';
 import { renderDiscord } from '../../src/chat/discord/render.ts';
 import { renderTelegram, TELEGRAM_LIMITS } from '../../src/chat/telegram/render.ts';
+import type { Reply } from '../../src/core/reply.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { ADMIN, CONSOLE, GROUP, type Harness, MEMBER, OPERATOR, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed, listedToken } from '../helpers/devnet-data.ts';

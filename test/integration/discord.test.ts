@@ -3,11 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { Client, GatewayIntentBits } from 'discord.js';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryError } from '../../src/alerts/delivery.ts';
 import { type CommandDefinition, isGroup } from '../../src/bot/command.ts';
 import { CommandEngine } from '../../src/bot/engine.ts';
 import { loadCommands } from '../../src/bot/registry.ts';
-import type { Reply } from '../../src/bot/reply.ts';
 import {
   DEFER_AFTER_MS,
   type DiscordAdapter,
@@ -21,6 +19,8 @@ import { EXTRA_OPTIONS, toApplicationCommands } from '../../src/chat/discord/com
 import { DISCORD_LIMITS } from '../../src/chat/discord/render.ts';
 import { ChatImages } from '../../src/chat/images/images.ts';
 import { ChatStartError } from '../../src/chat/start-error.ts';
+import type { Reply } from '../../src/core/reply.ts';
+import { DeliveryError } from '../../src/delivery/sink.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { COMMANDS_DIR, nativeSymbolsOf } from '../../src/main.ts';
 import { FakeDiscord, type FakeMessage, type InteractionSpec, type RecordedCall } from '../fakes/discord.ts';

@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryError, Dispatcher } from '../../src/alerts/delivery.ts';
 import { Enricher } from '../../src/alerts/enrich.ts';
 import { AlertPipeline } from '../../src/alerts/pipeline.ts';
 import { isGroup } from '../../src/bot/command.ts';
@@ -17,6 +16,8 @@ import {
   type TelegramAdapter,
   type TelegramConfig,
 } from '../../src/chat/telegram/adapter.ts';
+import { Dispatcher } from '../../src/delivery/dispatcher.ts';
+import { DeliveryError } from '../../src/delivery/sink.ts';
 import { COMMANDS_DIR, nativeSymbolsOf } from '../../src/main.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
 import { FakeTelegram, type StoredMessage, type TelegramCall, type UploadedFile } from '../fakes/telegram.ts';

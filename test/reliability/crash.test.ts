@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Reply } from '../../src/bot/reply.ts';
+import type { Reply } from '../../src/core/reply.ts';
 import { type Devnet, startDevnet } from '../../src/devnet/index.ts';
 import { nativeSymbolsOf } from '../../src/main.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';

@@ -6,13 +6,14 @@ import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Dispatcher } from '../../src/alerts/delivery.ts';
-import type { Destination } from '../../src/alerts/types.ts';
+import type { NewDelivery } from '../../src/core/deliveries.ts';
+import type { Destination } from '../../src/core/types.ts';
+import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { type HealthServer, startHealthServer } from '../../src/health/http.ts';
 import { BotMetrics } from '../../src/health/metrics.ts';
 import { checkReadiness, type ReadinessReport } from '../../src/health/readiness.ts';
-import { DeliveryJournal, type NewDelivery } from '../../src/store/journal.ts';
+import { DeliveryJournal } from '../../src/store/journal.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
 import { RecordingSink } from '../helpers/recording-sink.ts';
 

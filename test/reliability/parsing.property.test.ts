@@ -24,7 +24,7 @@ import {
   parseTokenId,
   tokenize,
 } from '../../src/bot/options.ts';
-import type { Reply } from '../../src/bot/reply.ts';
+import type { Reply } from '../../src/core/reply.ts';
 import { ADMIN, CONSOLE, GROUP, type Harness, MEMBER, startHarness } from '../helpers/bot-harness.ts';
 
 /*

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Reply } from '../../src/bot/reply.ts';
+import type { Reply } from '../../src/core/reply.ts';
 import { analyticsOperations } from '../../src/devnet/handlers/analytics.ts';
 import { builderOperations } from '../../src/devnet/handlers/builder.ts';
 import { collectionsOperations } from '../../src/devnet/handlers/collections.ts';

@@ -5,7 +5,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Actor, ChatRef } from '../../bot/command.ts';
 import type { CommandEngine } from '../../bot/engine.ts';
-import type { Reply } from '../../bot/reply.ts';
+import type { Reply } from '../../core/reply.ts';
 import { renderPlain } from './render.ts';
 
 export interface ConsoleChatOptions {

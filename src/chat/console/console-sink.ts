@@ -1,5 +1,5 @@
-import type { AlertSink } from '../../alerts/delivery.ts';
-import type { Reply } from '../../bot/reply.ts';
+import type { Reply } from '../../core/reply.ts';
+import type { AlertSink } from '../../delivery/sink.ts';
 import type { ConsoleChat } from './console-chat.ts';
 
 /** Alerts and digests for the terminal chat: printed as they come, edits printed as a new note. */

@@ -1,4 +1,4 @@
-import { type Inline, type Reply, type Rich, safeUrl } from '../../bot/reply.ts';
+import { type Inline, type Reply, type Rich, safeUrl } from '../../core/reply.ts';
 
 /** Width of the rule under a title. */
 const RULE = 48;

@@ -31,14 +31,14 @@ import {
   Routes,
 } from 'discord.js';
 import type { Logger } from 'pino';
-import { type AlertSink, DeliveryError } from '../../alerts/delivery.ts';
 import { ButtonCodec } from '../../bot/buttons.ts';
 import { type Actor, type ChatRef, type CommandDefinition, isGroup } from '../../bot/command.ts';
 import type { CommandEngine, Invocation } from '../../bot/engine.ts';
 import { type OptionSpec, tokenize } from '../../bot/options.ts';
-import type { Reply } from '../../bot/reply.ts';
 import type { Config } from '../../config.ts';
-import type { StateStore } from '../../store/state.ts';
+import type { RulesRepository } from '../../core/ports.ts';
+import type { Reply } from '../../core/reply.ts';
+import { type AlertSink, DeliveryError } from '../../delivery/sink.ts';
 import { ChatImages, IMAGES_BY_URL, type ImageSource } from '../images/images.ts';
 import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
 import { EXTRA_OPTIONS, toApplicationCommands } from './commands.ts';
@@ -76,7 +76,7 @@ export const DEFER_AFTER_MS = 1_000;
 export interface DiscordAdapterOptions {
   config: DiscordConfig;
   engine: CommandEngine;
-  store: StateStore;
+  store: RulesRepository;
   logger: Logger;
   /** Overrides of the discord.js client options (tests point `rest.api` at a stand-in). */
   clientOptions?: Partial<ClientOptions>;

@@ -1,4 +1,4 @@
-import type { Reply } from '../../bot/reply.ts';
+import type { Reply } from '../../core/reply.ts';
 import type { ChatImage, ImageSource } from '../images/images.ts';
 import { DISCORD_LIMITS, type DiscordMessage, renderDiscord } from './render.ts';
 

@@ -1,4 +1,4 @@
-import { type Inline, plain, type Reply, type ReplyTone, type Rich, safeUrl } from '../../bot/reply.ts';
+import { type Inline, plain, type Reply, type ReplyTone, type Rich, safeUrl } from '../../core/reply.ts';
 
 /** Discord message and embed limits. */
 export const DISCORD_LIMITS = {

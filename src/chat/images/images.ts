@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { type Dispatcher, request } from 'undici';
-import { safeUrl } from '../../bot/reply.ts';
+import { safeUrl } from '../../core/reply.ts';
 import { BlockedAddressError, imageDispatcher } from './network.ts';
 import { looksLikeSvg, rasterizeSvg, type SvgFonts, SvgRenderError } from './svg.ts';
 

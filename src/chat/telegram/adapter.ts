@@ -4,14 +4,14 @@ import { Bot, type Context, GrammyError, HttpError, webhookCallback } from 'gram
 import type { BotCommand, Chat, User, UserFromGetMe } from 'grammy/types';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import type { AlertSink } from '../../alerts/delivery.ts';
 import { ButtonCodec } from '../../bot/buttons.ts';
 import type { Actor, ChatRef } from '../../bot/command.ts';
 import { isGroup } from '../../bot/command.ts';
 import type { CommandEngine, Outcome } from '../../bot/engine.ts';
-import { plain, type Reply, truncate } from '../../bot/reply.ts';
 import type { Config } from '../../config.ts';
-import type { StateStore } from '../../store/state.ts';
+import type { RulesRepository } from '../../core/ports.ts';
+import { plain, type Reply, truncate } from '../../core/reply.ts';
+import type { AlertSink } from '../../delivery/sink.ts';
 import { ChatImages } from '../images/images.ts';
 import { OutcomeProbe } from '../outcome-probe.ts';
 import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
@@ -26,7 +26,7 @@ export interface TelegramAdapterOptions {
   config: TelegramConfig;
   engine: CommandEngine;
   /** Holds long button actions (ButtonCodec). */
-  store: StateStore;
+  store: RulesRepository;
   logger: Logger;
   /** The bot's own user; skips getMe (tests, or a known bot). */
   botInfo?: UserFromGetMe;

@@ -2,7 +2,7 @@ import { type Api, GrammyError, InputFile } from 'grammy';
 import type { InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { ButtonCodec } from '../../bot/buttons.ts';
-import type { Reply } from '../../bot/reply.ts';
+import type { Reply } from '../../core/reply.ts';
 import { type ChatImage, IMAGES_BY_URL, type ImageSource } from '../images/images.ts';
 import { renderTelegram, TELEGRAM_LIMITS, type TelegramButton } from './render.ts';
 

@@ -1,4 +1,4 @@
-import { type Inline, plain, type Reply, type ReplyAttachment, type Rich, safeUrl } from '../../bot/reply.ts';
+import { type Inline, plain, type Reply, type ReplyAttachment, type Rich, safeUrl } from '../../core/reply.ts';
 
 /** Bot API limits. */
 export const TELEGRAM_LIMITS = {

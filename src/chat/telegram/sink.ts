@@ -1,8 +1,8 @@
 import { GrammyError, HttpError } from 'grammy';
 import { LRUCache } from 'lru-cache';
-import type { AlertSink } from '../../alerts/delivery.ts';
-import { DeliveryError } from '../../alerts/delivery.ts';
-import type { Reply } from '../../bot/reply.ts';
+import type { Reply } from '../../core/reply.ts';
+import type { AlertSink } from '../../delivery/sink.ts';
+import { DeliveryError } from '../../delivery/sink.ts';
 import type { SentKind, TelegramOutbox } from './outbox.ts';
 
 /** Telegram's pace: about one message a second per chat, 20 a minute per group. */

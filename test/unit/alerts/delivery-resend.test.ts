@@ -3,16 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DeliveryError, Dispatcher } from '../../../src/alerts/delivery.ts';
-import type { Destination } from '../../../src/alerts/types.ts';
-import type { Reply } from '../../../src/bot/reply.ts';
-import {
-  DeliveryJournal,
-  type DeliveryRecord,
-  deliveryId,
-  type NewDelivery,
-  payloadOf,
-} from '../../../src/store/journal.ts';
+import { type DeliveryRecord, deliveryId, type NewDelivery, payloadOf } from '../../../src/core/deliveries.ts';
+import type { Reply } from '../../../src/core/reply.ts';
+import type { Destination } from '../../../src/core/types.ts';
+import { Dispatcher } from '../../../src/delivery/dispatcher.ts';
+import { DeliveryError } from '../../../src/delivery/sink.ts';
+import { DeliveryJournal } from '../../../src/store/journal.ts';
 import { RecordingSink } from '../../helpers/recording-sink.ts';
 
 // After a crash or an ambiguous failure, a merged message is sent again under its idempotency key;

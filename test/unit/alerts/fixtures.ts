@@ -1,6 +1,7 @@
 // Realistic EventLog fixtures for the alert pipeline: decoded logs as the indexer stream sends them.
 import { CANONICAL_SIGNATURES, type EventName, TOPICS, ZERO_ADDRESS } from '../../../src/alerts/classify.ts';
-import type { AlertKind, ChainEvent, WatchRule } from '../../../src/alerts/types.ts';
+import type { ChainEvent } from '../../../src/alerts/types.ts';
+import type { AlertKind, WatchRule } from '../../../src/core/types.ts';
 import type { EventLog } from '../../../src/platform/types.ts';
 
 export const ZERO = ZERO_ADDRESS;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type AlertDetails, alertsFor, floorRelation, renderAlert } from '../../../src/alerts/render.ts';
-import type { Destination } from '../../../src/alerts/types.ts';
+import type { Destination } from '../../../src/core/types.ts';
 import { chainEvent } from './fixtures.ts';
 
 const event = chainEvent({ tokens: [{ tokenId: '7', amount: '1' }], blockNumber: 42 });

@@ -9,7 +9,7 @@ import {
   passesTraitsAny,
   RuleIndex,
 } from '../../../src/alerts/rule-index.ts';
-import type { WatchRule } from '../../../src/alerts/types.ts';
+import type { WatchRule } from '../../../src/core/types.ts';
 import { ALICE, addr, BOB, CAROL, COLLECTION, chainEvent, OTHER_COLLECTION, rule } from './fixtures.ts';
 
 const event = chainEvent;

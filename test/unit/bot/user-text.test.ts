@@ -6,11 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from '../../../src/bot/errors.ts';
 import type { ArgError, ArgErrorCode } from '../../../src/bot/options.ts';
-import { plain } from '../../../src/bot/reply.ts';
 import { describeChoice, echo, errorReply, MAX_ECHO_CHARS } from '../../../src/bot/user-text.ts';
 import { renderPlain } from '../../../src/chat/console/render.ts';
 import { renderDiscord } from '../../../src/chat/discord/render.ts';
 import { renderTelegram } from '../../../src/chat/telegram/render.ts';
+import { plain } from '../../../src/core/reply.ts';
 import { PlatformApiError, UnknownNetworkError } from '../../../src/platform/errors.ts';
 
 const HUGE = 'x'.repeat(10_000);

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Reply, Rich } from '../../../src/bot/reply.ts';
 import { DISCORD_LIMITS, escapeMarkdown, renderDiscord } from '../../../src/chat/discord/render.ts';
 import { escapeHtml, renderTelegram, TELEGRAM_LIMITS } from '../../../src/chat/telegram/render.ts';
+import type { Reply, Rich } from '../../../src/core/reply.ts';
 
 const HOSTILE = [
   '**bold** __u__ ||spoiler|| [x](http://evil.example) `code`',

@@ -4,17 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Destination } from '../../../src/alerts/types.ts';
 import {
-  DeliveryJournal,
-  type DeliveryJournalOptions,
   type DeliveryRecord,
   deliveryId,
   JournalError,
   JournalWriteError,
   type NewDelivery,
   payloadOf,
-} from '../../../src/store/journal.ts';
+} from '../../../src/core/deliveries.ts';
+import type { Destination } from '../../../src/core/types.ts';
+import { DeliveryJournal, type DeliveryJournalOptions } from '../../../src/store/journal.ts';
 import { StoreFileError } from '../../../src/store/state.ts';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));

@@ -1,0 +1,84 @@
+/**
+ * The two stores the bot runs on, as narrow interfaces: what chats set (rules, settings, digests,
+ * buttons) and what was delivered. Each has a file adapter (store/state.ts, store/journal.ts: the
+ * embedded default) and a PostgreSQL one (store/pg/), which lets several processes share them.
+ * Everything above store/ depends on these, never on an adapter.
+ */
+import type { DeliveryRecord, JournalStats, NewDelivery } from './deliveries.ts';
+import type { ChatSettings, DigestSettings, StoredButton } from './settings.ts';
+import type { JournalWriteFailure } from './status.ts';
+import type { Destination, WatchRule } from './types.ts';
+
+/**
+ * Watch rules and chat settings. Reads are synchronous, from memory; a change resolves once it is
+ * durable (and rejects, undone, when it could not be made so). Listeners hear of every durable
+ * change, including (with a shared database) those made by other processes.
+ */
+export interface RulesRepository {
+  /** The settings of a chat (a fresh default object when it has none yet). */
+  chat(chatKey: string): ChatSettings;
+  updateChat(chatKey: string, change: (settings: ChatSettings) => void): Promise<ChatSettings>;
+  /** Changes several chats' settings at once. */
+  updateChats(changes: ReadonlyArray<readonly [string, (settings: ChatSettings) => void]>): Promise<void>;
+  /**
+   * All watch rules, in creation order. Rule objects are never changed in place (a change replaces
+   * the rule), and the rules of one chat share one destination object.
+   */
+  readonly rules: readonly WatchRule[];
+  /** Adds a rule with the next id; `undefined` when its destination already has `limit` rules. */
+  addRule(rule: Omit<WatchRule, 'id'>, limit: number): Promise<WatchRule | undefined>;
+  /** Changes or removes (`change` returns null) a rule; false when there is no such rule. */
+  updateRule(id: string, change: (rule: WatchRule) => WatchRule | null): Promise<boolean>;
+  onRulesChanged(listener: () => void): void;
+  onChatsChanged(listener: (chatKey: string) => void): void;
+  /** The chats that have a digest, with it. */
+  digests(): Array<[string, DigestSettings]>;
+  /** A stored button action, unless unknown or expired. */
+  button(hash: string): StoredButton | undefined;
+  saveButton(hash: string, action: string, now: Date): Promise<void>;
+  /** Resolves once every change made so far is durable (or has failed). */
+  flush(): Promise<void>;
+  /** Durable writes so far, and changes waiting for one. */
+  readonly writeStats: { writes: number; pending: number };
+}
+
+/**
+ * The record of deliveries: written before a send, updated after it (see store/journal.ts for the
+ * sending protocol). Synchronous reads see the deliveries this process recorded or took on; with a
+ * shared database other processes' deliveries are read with the asynchronous ones.
+ */
+export interface DeliveryLog {
+  /** Records new deliveries durably; known ids are skipped. Resolves with the new ones. */
+  record(deliveries: readonly NewDelivery[]): Promise<DeliveryRecord[]>;
+  markSending(id: string, key?: string): Promise<DeliveryRecord>;
+  markSent(id: string, messageId: string): Promise<DeliveryRecord>;
+  markFailed(id: string, error: string, options?: { final?: boolean }): Promise<DeliveryRecord>;
+  markEdited(id: string): Promise<DeliveryRecord>;
+  /** Drops the unsent deliveries of a reorganised transaction; resolves with the sent ones to edit. */
+  markReorged(network: string, txnHash: string): Promise<DeliveryRecord[]>;
+  /** The transaction is final: its deliveries may be forgotten sooner. Advisory. */
+  markFinal(network: string, txnHash: string): Promise<void>;
+  get(id: string): DeliveryRecord | undefined;
+  /** This process's deliveries of a transaction. */
+  byTransaction(network: string, txnHash: string): DeliveryRecord[];
+  /** The deliveries sent as one message (a merged burst). */
+  sentTogether(destination: Destination, messageId: string): Promise<DeliveryRecord[]>;
+  /** The deliveries to a destination recorded since `since`. */
+  deliveredTo(destination: Destination, since: Date): Promise<DeliveryRecord[]>;
+  /** What must still be sent after a restart, in recording order. */
+  unfinished(): DeliveryRecord[];
+  /** Reorg edits not done yet. */
+  pendingEdits(): DeliveryRecord[];
+  /** Why writes fail, from the first failure until a write succeeds again. */
+  writeFailure(): JournalWriteFailure | undefined;
+  stats(): JournalStats;
+  close(): Promise<void>;
+}
+
+/** The last block of each network whose events were all processed (alerts recorded). */
+export interface CursorStore {
+  get(network: string): Promise<number | undefined>;
+  /** Moves the cursor forward (never back); may be written lazily, see {@link CursorStore.flush}. */
+  advance(network: string, block: number): Promise<void>;
+  flush(): Promise<void>;
+}
