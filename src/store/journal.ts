@@ -74,7 +74,7 @@ import {
 } from '../core/deliveries.ts';
 import type { DeliveryLog } from '../core/ports.ts';
 import type { JournalWriteFailure } from '../core/status.ts';
-import { type Destination, destinationKey } from '../core/types.ts';
+import { ALERT_KINDS, type Destination, destinationKey } from '../core/types.ts';
 import { StoreFileError } from './state.ts';
 
 export interface DeliveryJournalOptions {
@@ -95,6 +95,7 @@ const HEADER_LINE = JSON.stringify({ op: 'journal', v: FORMAT_VERSION });
 const DEFAULT_COMPACT_AFTER_BYTES = 4 * 1024 * 1024;
 const DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000;
 const PLATFORMS: ReadonlySet<string> = new Set(['console', 'discord', 'telegram']);
+const DELIVERY_KINDS: ReadonlySet<string> = new Set([...ALERT_KINDS, 'digest']);
 const STATES: ReadonlySet<string> = new Set(['pending', 'sending', 'sent', 'failed', 'dropped']);
 
 type Op =
@@ -997,6 +998,8 @@ function newRecord(id: string, d: NewDelivery, payloadJson: string, t: string): 
     network: d.network,
     txnHash: d.txnHash,
     blockNumber: d.blockNumber,
+    ...(d.kind === undefined ? {} : { kind: d.kind }),
+    ...(d.usd === undefined ? {} : { usd: d.usd }),
     state: 'pending',
     attempts: 0,
     reorged: false,
@@ -1182,6 +1185,8 @@ function recordProblem(value: Record<string, unknown>): string | undefined {
     if (value[key] !== undefined && !isString(value[key])) return key;
   }
   if (typeof value.blockNumber !== 'number' || !Number.isFinite(value.blockNumber)) return 'blockNumber';
+  if (value.kind !== undefined && !(isString(value.kind) && DELIVERY_KINDS.has(value.kind))) return 'kind';
+  if (value.usd !== undefined && !(typeof value.usd === 'number' && Number.isFinite(value.usd))) return 'usd';
   if (!isString(value.state) || !STATES.has(value.state)) return 'state';
   if (typeof value.attempts !== 'number' || !Number.isInteger(value.attempts) || value.attempts < 0) return 'attempts';
   if (typeof value.reorged !== 'boolean') return 'reorged';

@@ -168,6 +168,34 @@ describe('digest content and posting', () => {
     expect(digestOf('console:terminal').lastPostedFor).toBe(due.toISOString());
   });
 
+  it('GIVEN alerts delivered to a chat THEN its digest counts them by their recorded kind and names the biggest sale by its recorded USD value', async () => {
+    const chat = { platform: 'telegram', chatId: '-703' } as const;
+    await h.run('/digest set 09:00 UTC 1', { ...GROUP, id: '-703' }, ADMIN);
+    const alert = (n: number, kind: 'sale' | 'listing', title: string, usd?: number) => ({
+      eventId: `devnet:0x${n.toString(16).padStart(64, '0')}:0xc0:${kind}@0xb${n}`,
+      destination: chat,
+      network: 'devnet',
+      txnHash: `0x${n.toString(16).padStart(64, '0')}`,
+      blockNumber: n,
+      kind,
+      ...(usd === undefined ? {} : { usd }),
+      // The rendered text says nothing of the price: the summary must come from the fields.
+      payload: { title, lines: ['no price in the text'] },
+    });
+    await h.journal.record([
+      alert(9101, 'sale', 'Moon Cat #1', 120.5),
+      alert(9102, 'sale', 'Moon Cat #2', 845.25),
+      alert(9103, 'sale', 'Moon Cat #3'),
+      alert(9104, 'listing', 'Moon Cat #4', 9_999),
+    ]);
+    const due = new Date(Date.now() + 60_000);
+    const { reply } = await service.build('telegram:-703', digestOf('telegram:-703'), due);
+    const summary = h.text({ lines: [reply.fields?.find((f) => f.name === 'Alerts in this chat')?.value ?? ''] });
+    expect(summary).toContain('3 sales, 1 listing');
+    expect(summary).toContain('biggest sale: Moon Cat #2 ($845.25)');
+    await h.run('/digest off', { ...GROUP, id: '-703' }, ADMIN);
+  });
+
   it('a digest missed while the bot was down is posted once after a restart', async () => {
     const chat = { ...CONSOLE, id: 'restart-digest' };
     const now = new Date();

@@ -95,6 +95,19 @@ describe('DeliveryJournal: recording and replay', () => {
     expect((await lines())[0]).toBe('{"op":"journal","v":1}');
   });
 
+  it("GIVEN an alert's kind and USD value WHEN recorded and reopened THEN they read back as fields, and a bad kind is refused", async () => {
+    const journal = await tracked();
+    const [sale] = await journal.record([{ ...delivery(1), kind: 'sale', usd: 845.25 }]);
+    expect(sale).toMatchObject({ kind: 'sale', usd: 845.25 });
+    await journal.close();
+    const again = await tracked();
+    expect(again.get(sale?.id ?? '')).toMatchObject({ kind: 'sale', usd: 845.25 });
+    const since = new Date(clock.getTime() - HOUR);
+    expect((await again.deliveredTo(DISCORD, since)).map((r) => r.kind)).toEqual(['sale']);
+    await expect(again.record([{ ...delivery(2), kind: 'party' as 'sale' }])).rejects.toThrow(/invalid kind/);
+    await expect(again.record([{ ...delivery(3), usd: Number.NaN }])).rejects.toThrow(/invalid usd/);
+  });
+
   it('GIVEN an id already recorded WHEN recorded again (same call, later call, after reopen) THEN it is skipped', async () => {
     const journal = await open();
     const d = delivery(7);
