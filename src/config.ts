@@ -68,6 +68,14 @@ export interface Config {
    * Binds to 127.0.0.1 unless FLOORWATCH_HTTP_HOST says otherwise (0.0.0.0 in a container).
    */
   http: { host: string; port: number } | undefined;
+  /**
+   * Reading back, after a restart or a stream reconnect, the blocks the streams did not show: over the
+   * chain's JSON-RPC at `rpcUrl` (FLOORWATCH_RPC_URL, `{network}` standing for the network's name;
+   * undefined: the local platform's own when it runs in-process, else no backfill), at most
+   * `maxBlocks` blocks at once (FLOORWATCH_BACKFILL_MAX_BLOCKS; 0 turns it off), older ones reported
+   * as a gap.
+   */
+  backfill: { rpcUrl: string | undefined; maxBlocks: number };
 }
 
 export class ConfigError extends Error {
@@ -274,6 +282,20 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
     problems.push('FLOORWATCH_HTTP_HOST is set but FLOORWATCH_HTTP_PORT is not; set the port to enable the listener.');
   }
 
+  const rpcUrl = value(env, 'FLOORWATCH_RPC_URL');
+  if (rpcUrl !== undefined) {
+    if (!isHttpUrl(rpcUrl)) {
+      problems.push(
+        `FLOORWATCH_RPC_URL must be an http(s) JSON-RPC address, e.g. https://{network}.rpc.example/KEY; got "${rpcUrl.slice(0, 12)}…".`,
+      );
+    } else if (networks.length > 1 && !rpcUrl.includes('{network}')) {
+      problems.push(
+        'FLOORWATCH_RPC_URL must contain {network} where the network name goes: FLOORWATCH_NETWORKS lists several networks.',
+      );
+    }
+  }
+  const backfillMaxBlocks = integer(env, 'FLOORWATCH_BACKFILL_MAX_BLOCKS', problems, 0, 1_000_000) ?? 5_000;
+
   const config: Config = {
     platform: {
       endpoints,
@@ -317,6 +339,7 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
       : undefined,
     console: value(env, 'FLOORWATCH_CONSOLE') === '1' || value(env, 'FLOORWATCH_CONSOLE') === 'true',
     http: httpPort === undefined ? undefined : { host: httpHost ?? '127.0.0.1', port: httpPort },
+    backfill: { rpcUrl, maxBlocks: backfillMaxBlocks },
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

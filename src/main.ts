@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
+import { Backfill } from './alerts/backfill.ts';
 import { Enricher } from './alerts/enrich.ts';
 import { MarketHistory } from './alerts/market-history.ts';
 import { AlertPipeline } from './alerts/pipeline.ts';
@@ -30,6 +31,7 @@ import { BotMetrics } from './health/metrics.ts';
 import { checkReadiness } from './health/readiness.ts';
 import { createLogger } from './logger.ts';
 import { PlatformClient } from './platform/client.ts';
+import { FileCursorStore } from './store/cursors.ts';
 import { DeliveryJournal } from './store/journal.ts';
 import { DataDirError, lockDataDir } from './store/lock.ts';
 import { StateStore, StoreFileError } from './store/state.ts';
@@ -232,7 +234,25 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       },
     });
     if (metrics) engine.onOutcome((name, outcome) => metrics.command(name, outcome));
+    // Begin backfill: the blocks missed while stopped or reconnecting, read back over JSON-RPC.
+    const rpcUrl = config.backfill.rpcUrl ?? devnet?.chainRpcUrl;
+    let backfill: Backfill | undefined;
+    if (rpcUrl && config.backfill.maxBlocks > 0) {
+      const cursors = await FileCursorStore.open(join(config.dataDir, 'cursors.json'), {
+        onWriteError: (error) => logger.warn({ err: error }, 'could not save the block cursors'),
+      });
+      backfill = new Backfill({
+        settings: { rpcUrl, maxBlocks: config.backfill.maxBlocks },
+        cursors,
+        logger: logger.child({ component: 'backfill' }),
+        chainId: (network) => platform.networks.find(network)?.chainId,
+      });
+    } else {
+      logger.info('no FLOORWATCH_RPC_URL: blocks missed while stopped are not read back');
+    }
+    // End backfill.
     const alertPipeline = new AlertPipeline({
+      ...(backfill ? { backfill } : {}),
       platform,
       store,
       journal,

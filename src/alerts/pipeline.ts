@@ -7,6 +7,7 @@ import { type Destination, destinationKey, type WatchRule } from '../core/types.
 import type { Dispatcher } from '../delivery/dispatcher.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
+import type { Backfill } from './backfill.ts';
 import { classifyTransaction, TransactionAssembler } from './classify.ts';
 import type { EnrichedEvent, Enricher } from './enrich.ts';
 import type { MarketRecorder } from './market-history.ts';
@@ -37,6 +38,8 @@ export interface AlertPipelineOptions {
   onRecorded?: (event: ChainEvent, destinations: number) => void;
   /** What is done with alerts while the journal cannot be written. */
   journalRetry?: JournalRetryOptions;
+  /** Reads back from the chain the blocks the streams did not show (start, reconnects); see backfill.ts. */
+  backfill?: Backfill;
   /**
    * The market history: it is told every sale the streams show (a rule matched it or not), the
    * floors enrichment looks up and the reorgs, and gives sale alerts the token's last sale.
@@ -103,10 +106,14 @@ interface Outage {
   full: boolean;
 }
 
-/** An event waiting for its enrichment, or a reorg waiting for the events before it. */
+/**
+ * An event waiting for its enrichment, a reorg waiting for the events before it, or a backfill
+ * checkpoint: reached once the events before it are recorded.
+ */
 type Slot =
   | { kind: 'event'; event: ChainEvent; rules: WatchRule[]; enriched: EnrichedEvent | undefined }
-  | { kind: 'reorg'; txnHash: string };
+  | { kind: 'reorg'; txnHash: string }
+  | { kind: 'checkpoint'; reached: () => void };
 
 interface NetworkState {
   assembler: TransactionAssembler;
@@ -118,6 +125,8 @@ interface NetworkState {
    */
   slots: Slot[];
   draining: Promise<void> | undefined;
+  /** Block of the transaction the assembler holds, if it holds one. */
+  assembling: number | undefined;
 }
 
 /**
@@ -152,6 +161,8 @@ export class AlertPipeline {
   #outage: Outage | undefined;
   #retryTimer: NodeJS.Timeout | undefined;
   #retrying: Promise<void> | undefined;
+  /** Transactions already reversed, by network, hash and block: receipts and BLOCK_REMOVED logs both say it. */
+  readonly #reorgsSeen = new LRUCache<string, true>({ max: 10_000 });
 
   constructor(options: AlertPipelineOptions) {
     this.#options = options;
@@ -172,6 +183,7 @@ export class AlertPipeline {
     this.#index.replaceAll(store.rules);
     store.onRulesChanged(() => this.#rulesChanged());
     await this.#plan();
+    this.#options.backfill?.started();
   }
 
   /**
@@ -191,6 +203,9 @@ export class AlertPipeline {
     this.#retryTimer = undefined;
     await this.#retrying;
     if (this.#unrecorded.length > 0) await this.#retry();
+    await this.#options.backfill
+      ?.flush()
+      .catch((error: unknown) => this.#options.logger.error({ err: error }, 'could not save the block cursors'));
     if (this.#unrecordedDeliveries > 0) {
       this.counters.dropped += this.#unrecordedDeliveries;
       this.#options.logger.error(
@@ -294,6 +309,7 @@ export class AlertPipeline {
         flushTimer: undefined,
         slots: [],
         draining: undefined,
+        assembling: undefined,
         streams: new NetworkStreams(
           this.#options.platform,
           network,
@@ -302,20 +318,55 @@ export class AlertPipeline {
           this.#options.streams,
         ),
       };
+      // Begin backfill hooks: read-back logs take the streams' entry point.
+      created.streams.useBackfill(
+        this.#options.backfill?.network(network, {
+          deliver: (log) => this.#log(created, log),
+          flush: () => this.#flush(created),
+          checkpoint: (block, reached) => this.#checkpoint(created, block, reached),
+          contracts: () => created.streams.contracts(),
+          gap: (from, to) => created.streams.reportGap(from, to),
+        }),
+      );
+      // End backfill hooks.
       state = created;
       this.#networks.set(network, state);
     }
     return state;
   }
 
+  #flush(state: NetworkState): void {
+    clearTimeout(state.flushTimer);
+    state.flushTimer = undefined;
+    state.assembling = undefined;
+    const rest = state.assembler.flush();
+    if (rest) this.#transaction(this.#networkOf(state), rest);
+  }
+
+  /** `reached` runs once every event of the blocks up to `block` received so far is recorded. */
+  #checkpoint(state: NetworkState, block: number, reached: () => void): void {
+    // A transaction of those blocks still being assembled is complete by now (its logs came together).
+    if (state.assembling !== undefined && state.assembling <= block) this.#flush(state);
+    state.slots.push({ kind: 'checkpoint', reached });
+    this.#drain(state);
+  }
+
   #log(state: NetworkState, log: EventLog): void {
     this.counters.logs++;
     const network = this.#networkOf(state);
+    // Begin BLOCK_REMOVED: the stream says the log's block left the chain, as a reorged receipt would.
+    if (log.type === 'BLOCK_REMOVED') {
+      this.#reorged(network, log.txnHash, log.blockHash);
+      return;
+    }
+    // End BLOCK_REMOVED.
+    state.assembling = log.blockNumber;
     const complete = state.assembler.push(log);
     if (complete) this.#transaction(network, complete);
     clearTimeout(state.flushTimer);
     state.flushTimer = setTimeout(() => {
       state.flushTimer = undefined;
+      state.assembling = undefined;
       const rest = state.assembler.flush();
       if (rest) this.#transaction(network, rest);
     }, this.#options.flushDelayMs ?? 2);
@@ -393,14 +444,14 @@ export class AlertPipeline {
   #drain(state: NetworkState): void {
     if (state.draining) return;
     const isReady = (slot: Slot | undefined) =>
-      slot !== undefined && (slot.kind === 'reorg' || slot.enriched !== undefined);
+      slot !== undefined && (slot.kind !== 'event' || slot.enriched !== undefined);
     const run = async () => {
       while (isReady(state.slots[0])) {
         const ready: Slot[] = [];
         while (isReady(state.slots[0])) {
           const slot = state.slots.shift() as Slot;
           ready.push(slot);
-          if (slot.kind === 'reorg') break;
+          if (slot.kind !== 'event') break;
         }
         const events = ready.filter((r): r is Extract<Slot, { kind: 'event' }> => r.kind === 'event');
         await this.#record(
@@ -408,6 +459,8 @@ export class AlertPipeline {
         );
         const last = ready.at(-1);
         if (last?.kind === 'reorg') await this.#reorg(this.#networkOf(state), last.txnHash);
+        // Alerts kept in memory for the journal are not recorded: the cursor must not pass them.
+        else if (last?.kind === 'checkpoint' && this.#unrecorded.length === 0) last.reached();
       }
     };
     // `.finally` runs after the assignment, even when `run` has nothing to do; a head that became
@@ -601,11 +654,7 @@ export class AlertPipeline {
   #receipt(network: string, receipt: TransactionReceipt): void {
     const { journal, logger } = this.#options;
     if (receipt.reorged) {
-      this.#options.market?.reorged(network, receipt.txnHash);
-      // In the queue, after the events before it: a reorg cannot overtake the alert it reverses.
-      const state = this.#state(network);
-      state.slots.push({ kind: 'reorg', txnHash: receipt.txnHash });
-      this.#drain(state);
+      this.#reorged(network, receipt.txnHash, receipt.blockHash);
     } else if (receipt.final && journal.byTransaction(network, receipt.txnHash).length > 0) {
       // Out of the queue: finality only decides how long records are kept, and the journal
       // groups these writes with the others. Lost, it only keeps them longer: a journal that
@@ -619,6 +668,18 @@ export class AlertPipeline {
           ),
         );
     }
+  }
+
+  /** A transaction left the chain (a reorged receipt, or its logs again as BLOCK_REMOVED): once per block. */
+  #reorged(network: string, txnHash: string, blockHash: string | undefined): void {
+    const key = `${network}|${txnHash.toLowerCase()}|${String(blockHash).toLowerCase()}`;
+    if (this.#reorgsSeen.has(key)) return;
+    this.#reorgsSeen.set(key, true);
+    this.#options.market?.reorged(network, txnHash);
+    // In the queue, after the events before it: a reorg cannot overtake the alert it reverses.
+    const state = this.#state(network);
+    state.slots.push({ kind: 'reorg', txnHash });
+    this.#drain(state);
   }
 
   async #reorg(network: string, txnHash: string): Promise<void> {

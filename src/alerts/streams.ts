@@ -3,6 +3,7 @@ import type { StreamHealth } from '../core/status.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { ReconnectPolicy, StreamState } from '../platform/stream.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
+import type { NetworkBackfill } from './backfill.ts';
 
 export interface StreamOptionsForAlerts {
   heartbeatTimeoutMs?: number;
@@ -33,7 +34,8 @@ const MAX_GAPS_KEPT = 20;
  * The live streams of one network: SubscribeEvents with a filter planned from the watch rules,
  * and SubscribeReceipts for finality and reorgs. A new plan opens the new events stream before
  * closing the old one, so no event falls between them; the overlap's duplicates are dropped
- * downstream by log uid.
+ * downstream by log uid. With a backfill (see backfill.ts), the blocks not seen while a stream was
+ * down are read back from the chain instead of being reported as a gap.
  */
 export class NetworkStreams {
   readonly network: string;
@@ -50,6 +52,7 @@ export class NetworkStreams {
   /** Block of the last event before a disconnect, to measure the gap when the stream is back. */
   #lostAfterBlock: number | undefined;
   #head: number | undefined;
+  #backfill: NetworkBackfill | undefined;
 
   constructor(
     platform: PlatformClient,
@@ -77,6 +80,16 @@ export class NetworkStreams {
     };
   }
 
+  /** Reads back, from the chain, the blocks these streams did not show (start, reconnects). */
+  useBackfill(backfill: NetworkBackfill | undefined): void {
+    this.#backfill = backfill;
+  }
+
+  /** The contracts the events streams watch now. */
+  contracts(): string[] {
+    return [...this.#events.keys()].flatMap((key) => (JSON.parse(key) as EventFilter).contractAddresses ?? []);
+  }
+
   health(): StreamHealth {
     return { ...this.#health, gaps: [...this.#health.gaps] };
   }
@@ -90,6 +103,7 @@ export class NetworkStreams {
     if (this.#stopped) return;
     const contracts = filter.contractAddresses?.length ?? 0;
     if (contracts === 0) {
+      if (this.#events.size > 0) this.#backfill?.deactivate();
       for (const running of this.#events.values()) running.controller.abort();
       this.#events = new Map();
       this.#receipts?.abort();
@@ -100,6 +114,7 @@ export class NetworkStreams {
       return;
     }
     const shares = shareFilter(filter, this.#options.maxContractsPerStream ?? MAX_CONTRACTS_PER_STREAM);
+    if (this.#events.size === 0) this.#backfill?.activate();
     const next = new Map<string, Running>();
     const opened: Running[] = [];
     for (const share of shares) {
@@ -128,6 +143,7 @@ export class NetworkStreams {
 
   stop(): void {
     this.#stopped = true;
+    this.#backfill?.stop();
     for (const running of this.#events.values()) running.controller.abort();
     this.#receipts?.abort();
     this.#events = new Map();
@@ -162,7 +178,11 @@ export class NetworkStreams {
         ...(this.#options.reconnect ? { reconnect: this.#options.reconnect } : {}),
         onState: (state) => {
           running.state = stateName(state);
-          if (this.#current(running)) this.#eventsState(state);
+          if (this.#current(running)) {
+            this.#eventsState(state);
+            if (state.kind === 'connected') this.#backfill?.connected(state.attempt > 1);
+            else if (state.kind === 'disconnected') this.#backfill?.disconnected();
+          }
           if (state.kind === 'connected') markConnected();
         },
         onBadLine: (sample, skipped) =>
@@ -176,6 +196,7 @@ export class NetworkStreams {
       try {
         for await (const log of stream) {
           if (this.#current(running)) this.#seen(log.blockNumber);
+          if (this.#backfill?.hold(() => this.#onLog(log))) continue;
           this.#onLog(log);
         }
       } catch (error) {
@@ -216,6 +237,9 @@ export class NetworkStreams {
       try {
         for await (const receipt of stream) {
           this.#advance(receipt.blockNumber);
+          this.#backfill?.receipt(receipt.blockNumber);
+          // Held too: a reorg must not overtake the held events it reverses.
+          if (this.#backfill?.hold(() => this.#onReceipt(receipt))) continue;
           this.#onReceipt(receipt);
         }
       } catch (error) {
@@ -229,7 +253,8 @@ export class NetworkStreams {
     this.#refreshEventsHealth();
     if (state.kind === 'disconnected') {
       this.#health.lastError = state.reason.message;
-      this.#lostAfterBlock ??= this.#head;
+      // With a backfill the blocks missed meanwhile are read back: no gap to measure.
+      if (!this.#backfill) this.#lostAfterBlock ??= this.#head;
       this.#logger.warn({ network: this.network, reason: state.reason.message }, 'event stream lost');
     } else if (state.kind === 'reconnecting') {
       this.#health.reconnects++;
@@ -260,7 +285,12 @@ export class NetworkStreams {
     const lost = this.#lostAfterBlock;
     this.#lostAfterBlock = undefined;
     if (lost === undefined || until <= lost) return;
-    const gap = { network: this.network, fromBlock: lost + 1, toBlock: until, at: new Date().toISOString() };
+    this.reportGap(lost + 1, until);
+  }
+
+  /** Records blocks whose events were not seen and will not be (shown by /status). */
+  reportGap(fromBlock: number, toBlock: number): void {
+    const gap = { network: this.network, fromBlock, toBlock, at: new Date().toISOString() };
     this.#health.gaps = [...this.#health.gaps, gap].slice(-MAX_GAPS_KEPT);
     this.#logger.warn(gap, 'blocks missed while the event stream was down');
   }

@@ -1,0 +1,132 @@
+import { open, readFile, rename } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { CursorStore } from '../core/ports.ts';
+import { StoreFileError, StoreWriteError } from './state.ts';
+
+/** Options of {@link FileCursorStore}. */
+export interface FileCursorStoreOptions {
+  /** Writes are gathered this long: at most one a second by default. */
+  writeDelayMs?: number;
+  /** Receives a failed lazy write (the next advance or flush tries again). */
+  onWriteError?: (error: unknown) => void;
+}
+
+const FORMAT_VERSION = 1;
+
+/**
+ * The per-network cursors in a small JSON file of the data directory (`{"v":1,"networks":{"devnet":123}}`),
+ * written whole to a temporary file, synced and renamed over it. Advances are gathered and written at
+ * most once per `writeDelayMs`; {@link FileCursorStore.flush} writes at once (shutdown). A file that
+ * cannot be read is never overwritten: opening it fails with a {@link StoreFileError}.
+ */
+export class FileCursorStore implements CursorStore {
+  readonly #file: string;
+  readonly #temp: string;
+  readonly #cursors: Map<string, number>;
+  readonly #delayMs: number;
+  readonly #onWriteError: ((error: unknown) => void) | undefined;
+  #dirty = false;
+  #timer: NodeJS.Timeout | undefined;
+  #writing: Promise<void> = Promise.resolve();
+
+  private constructor(file: string, cursors: Map<string, number>, options: FileCursorStoreOptions) {
+    this.#file = file;
+    this.#temp = join(dirname(file), `.${basename(file)}.tmp`);
+    this.#cursors = cursors;
+    this.#delayMs = options.writeDelayMs ?? 1_000;
+    this.#onWriteError = options.onWriteError;
+  }
+
+  static async open(file: string, options: FileCursorStoreOptions = {}): Promise<FileCursorStore> {
+    let text: string | undefined;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+        throw new StoreFileError(file, `cannot be read (${(error as Error).message})`, { cause: error });
+    }
+    return new FileCursorStore(file, text === undefined ? new Map() : parse(file, text), options);
+  }
+
+  async get(network: string): Promise<number | undefined> {
+    return this.#cursors.get(network);
+  }
+
+  async advance(network: string, block: number): Promise<void> {
+    if (!Number.isSafeInteger(block) || block < 0)
+      throw new RangeError(`cursor block must be a whole number, got ${block}`);
+    const current = this.#cursors.get(network);
+    if (current !== undefined && block <= current) return;
+    this.#cursors.set(network, block);
+    this.#dirty = true;
+    this.#timer ??= setTimeout(() => {
+      this.#timer = undefined;
+      this.#write().catch((error: unknown) => this.#onWriteError?.(error));
+    }, this.#delayMs);
+    this.#timer.unref();
+  }
+
+  async flush(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#write();
+  }
+
+  #write(): Promise<void> {
+    this.#writing = this.#writing
+      .catch(() => undefined)
+      .then(async () => {
+        if (!this.#dirty) return;
+        this.#dirty = false;
+        const text = JSON.stringify({ v: FORMAT_VERSION, networks: Object.fromEntries(this.#cursors) });
+        try {
+          const handle = await open(this.#temp, 'w');
+          try {
+            await handle.writeFile(text, 'utf8');
+            await handle.sync();
+          } finally {
+            await handle.close();
+          }
+          await rename(this.#temp, this.#file);
+          await syncDirectory(dirname(this.#file));
+        } catch (error) {
+          this.#dirty = true;
+          throw new StoreWriteError(this.#file, error);
+        }
+      });
+    return this.#writing;
+  }
+}
+
+function parse(file: string, text: string): Map<string, number> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new StoreFileError(file, `is not valid JSON (${(error as Error).message})`, { cause: error });
+  }
+  const record = value as { v?: unknown; networks?: unknown };
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || record.v !== FORMAT_VERSION)
+    throw new StoreFileError(file, `is not a cursor file of version ${FORMAT_VERSION}`);
+  const networks = record.networks;
+  if (typeof networks !== 'object' || networks === null || Array.isArray(networks))
+    throw new StoreFileError(file, 'has no "networks" object');
+  const out = new Map<string, number>();
+  for (const [network, block] of Object.entries(networks)) {
+    if (typeof block !== 'number' || !Number.isSafeInteger(block) || block < 0)
+      throw new StoreFileError(file, `has an invalid cursor for ${JSON.stringify(network)}: ${JSON.stringify(block)}`);
+    out.set(network, block);
+  }
+  return out;
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } catch {
+    // Some file systems cannot sync a directory; the rename is still atomic there.
+  } finally {
+    await handle.close();
+  }
+}
