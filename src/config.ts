@@ -40,6 +40,11 @@ export interface Config {
         apiRoot: string | undefined;
         /** Discord permission that lets a member manage the bot's settings in a channel. */
         managePermission: 'ManageGuild' | 'ManageChannels';
+        /**
+         * The gateway shards this process opens (DISCORD_SHARD_IDS of DISCORD_SHARD_COUNT); all
+         * shards of discord.js's default (one) when undefined.
+         */
+        shards?: DiscordShards | undefined;
       }
     | undefined;
   telegram:
@@ -50,7 +55,7 @@ export interface Config {
         webhookUrl: string | undefined;
         /** Checked on every webhook request (X-Telegram-Bot-Api-Secret-Token). */
         webhookSecret: string | undefined;
-        /** Local port of the webhook listener. */
+        /** Local port of the webhook listener (0: any free port, for tests). */
         webhookPort: number;
       }
     | undefined;
@@ -76,7 +81,22 @@ export interface Config {
    * as a gap.
    */
   backfill: { rpcUrl: string | undefined; maxBlocks: number };
+  /**
+   * The shared PostgreSQL database (FLOORWATCH_DATABASE_URL): rules, settings and deliveries live
+   * there instead of the data directory, and any number of processes may run on it. Undefined: the
+   * files in the data directory, one process.
+   */
+  database: { url: string; poolSize: number } | undefined;
 }
+
+/** Discord gateway shards of one process: `ids` (sorted, distinct, each below `count`) of `count` in all. */
+export interface DiscordShards {
+  ids: number[];
+  count: number;
+}
+
+/** Discord documents no upper bound; this keeps a typo from expanding into millions of ids. */
+const MAX_SHARD_COUNT = 65_536;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -138,6 +158,67 @@ function parseNetworks(
     }
   }
   return { networks, nativeSymbols };
+}
+
+/**
+ * DISCORD_SHARD_IDS (`0-3,8`: ids and inclusive ranges) with DISCORD_SHARD_COUNT; both or neither.
+ *
+ * @example parseShards({ DISCORD_SHARD_IDS: '0-1,3', DISCORD_SHARD_COUNT: '4' }, []) // { ids: [0, 1, 3], count: 4 }
+ */
+export function parseShards(env: Env, problems: string[]): DiscordShards | undefined {
+  const rawIds = value(env, 'DISCORD_SHARD_IDS');
+  const rawCount = value(env, 'DISCORD_SHARD_COUNT');
+  if (rawIds === undefined && rawCount === undefined) return undefined;
+  if (rawIds === undefined || rawCount === undefined) {
+    const missing = rawIds === undefined ? 'DISCORD_SHARD_IDS' : 'DISCORD_SHARD_COUNT';
+    problems.push(
+      `${missing} is not set: DISCORD_SHARD_IDS and DISCORD_SHARD_COUNT go together (e.g. DISCORD_SHARD_IDS=0-1 with DISCORD_SHARD_COUNT=4), or leave both unset.`,
+    );
+    return undefined;
+  }
+  const count = integer(env, 'DISCORD_SHARD_COUNT', problems, 1, MAX_SHARD_COUNT);
+  if (count === undefined) return undefined;
+  const ids = new Set<number>();
+  let valid = true;
+  for (const entry of rawIds.split(',').map((e) => e.trim())) {
+    const range = /^(\d{1,6})(?:\s*-\s*(\d{1,6}))?$/.exec(entry);
+    const first = Number(range?.[1]);
+    const last = range?.[2] === undefined ? first : Number(range[2]);
+    if (!range || last < first) {
+      problems.push(
+        `DISCORD_SHARD_IDS: "${entry.slice(0, 20)}" must be a shard id or an ascending range, e.g. DISCORD_SHARD_IDS=0-3,8.`,
+      );
+      valid = false;
+    } else if (last >= count) {
+      problems.push(
+        `DISCORD_SHARD_IDS: shard ${last} is not below DISCORD_SHARD_COUNT (${count}); shard ids run from 0 to ${count - 1}.`,
+      );
+      valid = false;
+    } else {
+      for (let id = first; id <= last; id++) ids.add(id);
+    }
+  }
+  return valid ? { ids: [...ids].sort((a, b) => a - b), count } : undefined;
+}
+
+/**
+ * A setting that has two names (`preferred` and an older `alias`): the one set, and the name it
+ * was read from; both set to different values is a problem.
+ */
+function aliased(
+  env: Env,
+  preferred: string,
+  alias: string,
+  problems: string[],
+): { value: string | undefined; name: string } {
+  const first = value(env, preferred);
+  const second = value(env, alias);
+  if (first !== undefined && second !== undefined && first !== second) {
+    problems.push(`${preferred} and ${alias} are two names of one setting and are set differently; set only one.`);
+  }
+  return first !== undefined || second === undefined
+    ? { value: first, name: preferred }
+    : { value: second, name: alias };
 }
 
 /** Parses the environment; throws {@link ConfigError} listing every problem. */
@@ -219,12 +300,23 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
   if (manage && manage !== 'ManageGuild' && manage !== 'ManageChannels') {
     problems.push('DISCORD_MANAGE_PERMISSION must be ManageGuild or ManageChannels.');
   }
-  const webhookUrl = value(env, 'TELEGRAM_WEBHOOK_URL');
-  const webhookSecret = value(env, 'TELEGRAM_WEBHOOK_SECRET');
-  if (webhookUrl && !/^https:\/\//.test(webhookUrl)) problems.push('TELEGRAM_WEBHOOK_URL must be an https URL.');
-  if (webhookUrl && (!webhookSecret || !/^[A-Za-z0-9_-]{16,256}$/.test(webhookSecret))) {
-    problems.push('TELEGRAM_WEBHOOK_SECRET (16-256 letters, digits, _ or -) is required with TELEGRAM_WEBHOOK_URL.');
+  // The FLOORWATCH_ names are preferred; the shorter TELEGRAM_ names came first and still work.
+  const hookUrl = aliased(env, 'FLOORWATCH_TELEGRAM_WEBHOOK_URL', 'TELEGRAM_WEBHOOK_URL', problems);
+  const hookSecret = aliased(env, 'FLOORWATCH_TELEGRAM_WEBHOOK_SECRET', 'TELEGRAM_WEBHOOK_SECRET', problems);
+  const hookPort = aliased(env, 'FLOORWATCH_TELEGRAM_WEBHOOK_PORT', 'TELEGRAM_WEBHOOK_PORT', problems);
+  const webhookUrl = hookUrl.value;
+  const webhookSecret = hookSecret.value;
+  if (webhookUrl && !isHttpsUrl(webhookUrl)) {
+    problems.push(`${hookUrl.name} must be the public https:// URL that Telegram posts updates to.`);
   }
+  // The secret itself is never quoted: only its shape is described.
+  if (webhookUrl && (!webhookSecret || !/^[A-Za-z0-9_-]{16,256}$/.test(webhookSecret))) {
+    problems.push(
+      `${hookSecret.name} (16-256 letters, digits, _ or -) is required with ${hookUrl.name}${webhookSecret ? '; the one set has another shape' : ''}.`,
+    );
+  }
+  const webhookPort = integer(env, hookPort.name, problems, 0, 65_535) ?? 8443;
+  const discordShards = parseShards(env, problems);
 
   const defaultNetwork = value(env, 'FLOORWATCH_DEFAULT_NETWORK')?.toLowerCase();
   if (defaultNetwork && networks.length > 0 && !networks.some((n) => n.name === defaultNetwork)) {
@@ -295,6 +387,13 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
     }
   }
   const backfillMaxBlocks = integer(env, 'FLOORWATCH_BACKFILL_MAX_BLOCKS', problems, 0, 1_000_000) ?? 5_000;
+  const databaseUrl = value(env, 'FLOORWATCH_DATABASE_URL');
+  if (databaseUrl !== undefined && !isPostgresUrl(databaseUrl)) {
+    problems.push(
+      'FLOORWATCH_DATABASE_URL must be a PostgreSQL address, e.g. postgres://floorwatch:PASSWORD@db.example:5432/floorwatch.',
+    );
+  }
+  const databasePool = integer(env, 'FLOORWATCH_DATABASE_POOL', problems, 2, 200) ?? 10;
 
   const config: Config = {
     platform: {
@@ -326,6 +425,7 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
             guildId: value(env, 'DISCORD_GUILD_ID'),
             apiRoot: value(env, 'DISCORD_API_ROOT'),
             managePermission: manage === 'ManageChannels' ? 'ManageChannels' : 'ManageGuild',
+            shards: discordShards,
           }
         : undefined,
     telegram: telegramToken
@@ -334,12 +434,13 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
           apiRoot: value(env, 'TELEGRAM_API_ROOT'),
           webhookUrl,
           webhookSecret,
-          webhookPort: integer(env, 'TELEGRAM_WEBHOOK_PORT', problems, 1, 65_535) ?? 8443,
+          webhookPort,
         }
       : undefined,
     console: value(env, 'FLOORWATCH_CONSOLE') === '1' || value(env, 'FLOORWATCH_CONSOLE') === 'true',
     http: httpPort === undefined ? undefined : { host: httpHost ?? '127.0.0.1', port: httpPort },
     backfill: { rpcUrl, maxBlocks: backfillMaxBlocks },
+    database: databaseUrl === undefined ? undefined : { url: databaseUrl, poolSize: databasePool },
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -353,7 +454,35 @@ export function secretsOf(config: Config): string[] {
     config.discord?.token,
     config.telegram?.token,
     config.telegram?.webhookSecret,
+    databasePassword(config.database?.url),
   ].filter((s): s is string => typeof s === 'string' && s.length >= 4);
+}
+
+function isPostgresUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'postgres:' || url.protocol === 'postgresql:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+function databasePassword(url: string | undefined): string | undefined {
+  if (!url) return undefined;
+  try {
+    return decodeURIComponent(new URL(url).password) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isHttpsUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return url.protocol === 'https:' && !url.username && !url.password && !url.hash;
+  } catch {
+    return false;
+  }
 }
 
 function isHttpUrl(text: string): boolean {

@@ -20,6 +20,8 @@ import { ConsoleSink } from './chat/console/console-sink.ts';
 import type { ChatImages } from './chat/images/images.ts';
 import { ChatStartError } from './chat/start-error.ts';
 import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
+import type { DeliveryLog, RulesRepository } from './core/ports.ts';
+import { ChatClaims } from './delivery/claims.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
 import type { AlertSink } from './delivery/sink.ts';
 import type { Devnet } from './devnet/index.ts';
@@ -34,6 +36,16 @@ import { PlatformClient } from './platform/client.ts';
 import { FileCursorStore } from './store/cursors.ts';
 import { DeliveryJournal } from './store/journal.ts';
 import { DataDirError, lockDataDir } from './store/lock.ts';
+import {
+  chatsOf,
+  DatabaseError,
+  DELIVERIES_CHANNEL,
+  DIGESTS_LOCK,
+  Leadership,
+  openSharedDatabase,
+  PgCursorStore,
+  type SharedDatabase,
+} from './store/pg/index.ts';
 import { StateStore, StoreFileError } from './store/state.ts';
 
 export const VERSION = '0.1.0';
@@ -49,8 +61,8 @@ export interface RunningBot {
   logger: Logger;
   platform: PlatformClient;
   engine: CommandEngine;
-  store: StateStore;
-  journal: DeliveryJournal;
+  store: RulesRepository;
+  journal: DeliveryLog;
   pipeline: AlertPipeline;
   dispatcher: Dispatcher;
   devnet: Devnet | undefined;
@@ -61,6 +73,11 @@ export interface RunningBot {
   finished: Promise<void>;
   /** Stops everything, in reverse order of start. */
   stop: () => Promise<void>;
+  /**
+   * Called when the bot cannot go on safely and must stop (with a shared database: the connection
+   * holding its locks was lost, so another process may already do its work).
+   */
+  onFatal: (listener: (error: Error) => void) => void;
 }
 
 export interface StartOptions {
@@ -94,6 +111,11 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     logger = createLogger(config.logLevel, secretsOf(config), 2);
   }
   const stops: Array<() => Promise<void>> = [];
+  const fatalListeners: Array<(error: Error) => void> = [];
+  const fatal = (error: Error) => {
+    logger.error({ err: error }, 'cannot go on: stopping');
+    for (const listener of fatalListeners) listener(error);
+  };
   const stop = async () => {
     for (const step of stops.reverse()) {
       try {
@@ -167,13 +189,26 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     const defaultNetwork = config.defaultNetwork ?? platform.networks.all[0]?.name;
     if (!defaultNetwork) throw new ConfigError(['FLOORWATCH_NETWORKS lists no network.']);
 
-    const store = await StateStore.open(join(config.dataDir, 'state.json'));
-    stops.push(() => store.flush());
-
-    const journal = await DeliveryJournal.open(join(config.dataDir, 'deliveries.jsonl'), {
-      onCompactionError: (error) => logger.error({ err: error }, 'journal compaction failed'),
-    });
-    stops.push(() => journal.close());
+    // The stores: files in the data directory (one process), or the shared database (any number).
+    let store: RulesRepository;
+    let journal: DeliveryLog;
+    let shared: SharedDatabase | undefined;
+    if (config.database) {
+      shared = await openSharedDatabase(config.database, logger, (error) => fatal(error));
+      const opened = shared;
+      stops.push(() => opened.close());
+      store = shared.rules;
+      journal = shared.deliveries;
+      logger.info({ database: shared.db.where }, 'using the shared database');
+    } else {
+      store = await StateStore.open(join(config.dataDir, 'state.json'));
+      journal = await DeliveryJournal.open(join(config.dataDir, 'deliveries.jsonl'), {
+        onCompactionError: (error) => logger.error({ err: error }, 'journal compaction failed'),
+      });
+    }
+    const stores = { store, journal };
+    stops.push(() => stores.store.flush());
+    stops.push(() => stores.journal.close());
     const marketHistory = await MarketHistory.open(join(config.dataDir, 'market-history.jsonl'), {
       platform,
       logger: logger.child({ component: 'market-history' }),
@@ -193,6 +228,22 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       },
     });
     stops.push(() => dispatcher.stop());
+    // With a shared database, a chat's deliveries are sent by the process that holds its claim.
+    let claims: ChatClaims | undefined;
+    if (shared) {
+      const opened = shared;
+      claims = new ChatClaims({
+        locks: shared.locks,
+        log: shared.deliveries,
+        dispatcher,
+        logger: deliveryLogger,
+      });
+      const chatClaims = claims;
+      await shared.db.listen(DELIVERIES_CHANNEL, (payload) => chatClaims.noticed(chatsOf(payload)));
+      opened.db.onResync(() => void chatClaims.sweep());
+      stops.push(async () => chatClaims.stop());
+    }
+    const deliveryQueue = claims ?? dispatcher;
 
     let digests: DigestService | undefined;
     let scheduler: DigestScheduler | undefined;
@@ -238,9 +289,10 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     const rpcUrl = config.backfill.rpcUrl ?? devnet?.chainRpcUrl;
     let backfill: Backfill | undefined;
     if (rpcUrl && config.backfill.maxBlocks > 0) {
-      const cursors = await FileCursorStore.open(join(config.dataDir, 'cursors.json'), {
-        onWriteError: (error) => logger.warn({ err: error }, 'could not save the block cursors'),
-      });
+      const onWriteError = (error: unknown) => logger.warn({ err: error }, 'could not save the block cursors');
+      const cursors = shared
+        ? new PgCursorStore(shared.db, { onWriteError })
+        : await FileCursorStore.open(join(config.dataDir, 'cursors.json'), { onWriteError });
       backfill = new Backfill({
         settings: { rpcUrl, maxBlocks: config.backfill.maxBlocks },
         cursors,
@@ -251,12 +303,27 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       logger.info('no FLOORWATCH_RPC_URL: blocks missed while stopped are not read back');
     }
     // End backfill.
+    // With a shared database one process at a time ingests each network's streams.
+    let ingest: Leadership | undefined;
+    if (shared) {
+      ingest = new Leadership({
+        locks: shared.locks,
+        space: 'ingest',
+        keys: () => platform.networks.all.map((n) => n.name),
+        onAcquired: () =>
+          void pipeline?.replan().catch((error: unknown) => logger.error({ err: error }, 'could not open the streams')),
+        logger: logger.child({ component: 'leadership' }),
+      });
+      const leadership = ingest;
+      stops.push(async () => leadership.stop());
+    }
     const alertPipeline = new AlertPipeline({
       ...(backfill ? { backfill } : {}),
       platform,
       store,
       journal,
-      dispatcher,
+      dispatcher: deliveryQueue,
+      ...(ingest ? { ingests: (network: string) => ingest?.leads(network) ?? false } : {}),
       enricher: new Enricher(platform, engine.currencies, logger.child({ component: 'enrich' }), links),
       logger: logger.child({ component: 'alerts' }),
       marketplaceContracts,
@@ -271,7 +338,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       platform,
       store,
       journal,
-      dispatcher,
+      dispatcher: deliveryQueue,
       currencies: engine.currencies,
       logger: logger.child({ component: 'digests' }),
       projectId: platformOptions.projectId,
@@ -282,9 +349,25 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     const digestScheduler = new DigestScheduler({
       store,
       logger: logger.child({ component: 'digests' }),
-      run: (chatKeys, dueAt) => digestService.run(chatKeys, dueAt),
+      // With a shared database one process posts the digests (each due digest is also recorded once).
+      run: async (chatKeys, dueAt) => {
+        if (digestLeader && !digestLeader.leads(DIGESTS_LOCK)) return;
+        await digestService.run(chatKeys, dueAt);
+      },
     });
     scheduler = digestScheduler;
+    let digestLeader: Leadership | undefined;
+    if (shared) {
+      digestLeader = new Leadership({
+        locks: shared.locks,
+        space: 'digests',
+        keys: () => [DIGESTS_LOCK],
+        onAcquired: () => void digestScheduler.catchUp(),
+        logger: logger.child({ component: 'leadership' }),
+      });
+      const leadership = digestLeader;
+      stops.push(async () => leadership.stop());
+    }
 
     const chats: Array<{ platform: string; ready: () => boolean }> = [];
     let consoleChat: ConsoleChat | undefined;
@@ -347,12 +430,15 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     // After the adapters: deliveries replayed from the journal need their sinks.
     // Streams open in the background: a platform that is down must not hold the chat back.
     stops.push(() => alertPipeline.stop());
+    if (ingest) await ingest.start();
+    if (claims) await claims.start();
     void alertPipeline
       .start()
       .catch((error: unknown) => logger.error({ err: error }, 'alert pipeline failed to start'));
     stops.push(() => digestScheduler.stop());
     void digestScheduler
       .start()
+      .then(() => digestLeader?.start())
       .catch((error: unknown) => logger.error({ err: error }, 'digest scheduler failed to start'));
     let http: HealthServer | undefined;
     if (config.http && metrics) {
@@ -371,7 +457,9 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         readiness: () =>
           checkReadiness({
             watchedNetworks: () =>
-              store.rules.filter((r) => !r.paused && platform.networks.find(r.network)).map((r) => r.network),
+              store.rules
+                .filter((r) => !r.paused && platform.networks.find(r.network) && (ingest?.leads(r.network) ?? true))
+                .map((r) => r.network),
             streams: () => alertPipeline.health(),
             chats: () => chats,
             dataDir: config.dataDir,
@@ -396,6 +484,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       http: http?.address,
       finished,
       stop,
+      onFatal: (listener) => fatalListeners.push(listener),
     };
   } catch (error) {
     await stop();
@@ -431,6 +520,10 @@ async function cli(): Promise<void> {
   try {
     bot = await startBot();
   } catch (error) {
+    if (error instanceof DatabaseError) {
+      process.stderr.write(`floorwatch: the database cannot be used: ${error.message}\n`);
+      process.exit(69);
+    }
     if (error instanceof ConfigError || error instanceof StoreFileError || error instanceof DataDirError) {
       process.stderr.write(`floorwatch: ${error.message}\n`);
       process.exit(78);
@@ -454,6 +547,7 @@ async function cli(): Promise<void> {
     await bot.stop();
     process.exit(code);
   };
+  bot.onFatal(() => void shutdown('lost the database locks', 75));
   process.on('SIGINT', () => void shutdown('SIGINT', 0));
   process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
   if (bot.console) {

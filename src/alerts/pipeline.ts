@@ -4,7 +4,7 @@ import { deliveryId, JournalWriteError, type NewDelivery } from '../core/deliver
 import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { JournalBacklog, JournalWriteFailure, StreamHealth } from '../core/status.ts';
 import { type Destination, destinationKey, type WatchRule } from '../core/types.ts';
-import type { Dispatcher } from '../delivery/dispatcher.ts';
+import type { DeliveryQueue } from '../delivery/dispatcher.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
 import type { Backfill } from './backfill.ts';
@@ -20,7 +20,13 @@ export interface AlertPipelineOptions {
   platform: PlatformClient;
   store: RulesRepository;
   journal: DeliveryLog;
-  dispatcher: Dispatcher;
+  /** Where recorded deliveries go: this process's dispatcher, or the chat claims with a shared database. */
+  dispatcher: DeliveryQueue;
+  /**
+   * Whether this process ingests a network's streams (default: every network). With a shared
+   * database exactly one process does at a time; call {@link AlertPipeline.replan} when that changes.
+   */
+  ingests?: (network: string) => boolean;
   enricher: Enricher;
   logger: Logger;
   /** The platform's marketplace contracts per network: their logs are subscribed to as well. */
@@ -278,6 +284,13 @@ export class AlertPipeline {
     }, this.#options.replanDelayMs ?? 1_000);
   }
 
+  /** Opens or closes streams now, e.g. when this process starts or stops ingesting a network. */
+  replan(): Promise<void> {
+    const run = this.#planning.then(() => this.#plan());
+    this.#planning = run.catch(() => {});
+    return run;
+  }
+
   /** One events filter per network: the watched collections plus the marketplace contracts. */
   async #plan(): Promise<void> {
     if (this.#stopped) return;
@@ -289,7 +302,9 @@ export class AlertPipeline {
         this.#options.logger.warn({ network }, 'rules name a network the platform client does not know');
         continue;
       }
-      const collections = [...(this.#watched.get(network) ?? [])].sort();
+      // A network another process ingests gets no streams here (an empty filter closes them).
+      const ingested = this.#options.ingests?.(network) ?? true;
+      const collections = ingested ? [...(this.#watched.get(network) ?? [])].sort() : [];
       const marketplaces = collections.length ? (this.#options.marketplaceContracts?.[network] ?? []) : [];
       const filter: EventFilter = { contractAddresses: [...collections, ...marketplaces.map((m) => m.toLowerCase())] };
       plans.push(this.#state(network).streams.plan(filter));
@@ -655,7 +670,7 @@ export class AlertPipeline {
     const { journal, logger } = this.#options;
     if (receipt.reorged) {
       this.#reorged(network, receipt.txnHash, receipt.blockHash);
-    } else if (receipt.final && journal.byTransaction(network, receipt.txnHash).length > 0) {
+    } else if (receipt.final && journal.mayHold(network, receipt.txnHash)) {
       // Out of the queue: finality only decides how long records are kept, and the journal
       // groups these writes with the others. Lost, it only keeps them longer: a journal that
       // cannot write is reported by the alerts that wait for it, not once per receipt.
@@ -698,7 +713,7 @@ export class AlertPipeline {
 
   async #applyReorg(network: string, txnHash: string): Promise<void> {
     const { journal, dispatcher, logger } = this.#options;
-    if (journal.byTransaction(network, txnHash).length === 0) return;
+    if (!journal.mayHold(network, txnHash)) return;
     const edits = await journal.markReorged(network, txnHash);
     this.counters.reorged++;
     logger.info({ network, txnHash, edits: edits.length }, 'transaction reorganised away');

@@ -59,6 +59,11 @@ export interface DeliveryLog {
   /** The transaction is final: its deliveries may be forgotten sooner. Advisory. */
   markFinal(network: string, txnHash: string): Promise<void>;
   get(id: string): DeliveryRecord | undefined;
+  /**
+   * False only when surely no delivery of the transaction was recorded (so a receipt for it needs no
+   * write); a shared log, which cannot know what other processes recorded, says true.
+   */
+  mayHold(network: string, txnHash: string): boolean;
   /** This process's deliveries of a transaction. */
   byTransaction(network: string, txnHash: string): DeliveryRecord[];
   /** The deliveries sent as one message (a merged burst). */

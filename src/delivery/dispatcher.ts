@@ -5,6 +5,18 @@ import type { Reply } from '../core/reply.ts';
 import { type Destination, destinationKey } from '../core/types.ts';
 import { type AlertSink, DeliveryError, decodePayload } from './sink.ts';
 
+/**
+ * Where recorded deliveries go to be sent: this process's {@link Dispatcher}, or, with a shared
+ * database, the chat claims (claims.ts) that decide which process sends them.
+ */
+export interface DeliveryQueue {
+  enqueue(records: readonly DeliveryRecord[]): void;
+  /** Sent messages of reorganised transactions, to be edited. */
+  enqueueEdits(records: readonly DeliveryRecord[]): void;
+  /** See {@link Dispatcher.sendsAlone}. */
+  sendsAlone(destination: Destination, together: number): boolean;
+}
+
 export interface DispatcherOptions {
   journal: DeliveryLog;
   sinks: ReadonlyMap<Destination['platform'], AlertSink>;
@@ -55,7 +67,7 @@ const MAX_JOURNAL_RETRY_DELAY_MS = 5_000;
  * burst into one message where the platform allows, backs off on failure without holding up the
  * other lanes, and records every outcome in the journal.
  */
-export class Dispatcher {
+export class Dispatcher implements DeliveryQueue {
   readonly #options: DispatcherOptions;
   readonly #lanes = new Map<string, Lane>();
   readonly #idle = new Set<() => void>();

@@ -7,7 +7,7 @@ import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { Reply, ReplyField } from '../core/reply.ts';
 import type { ChatSettings, CollectionKey, DigestSettings, MarketSnapshot } from '../core/settings.ts';
 import type { AlertKind, Destination } from '../core/types.ts';
-import type { Dispatcher } from '../delivery/dispatcher.ts';
+import type { DeliveryQueue } from '../delivery/dispatcher.ts';
 import { encodePayload } from '../delivery/sink.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import { PlatformError } from '../platform/errors.ts';
@@ -26,7 +26,7 @@ export interface DigestServiceOptions {
   platform: PlatformClient;
   store: RulesRepository;
   journal: DeliveryLog;
-  dispatcher: Dispatcher;
+  dispatcher: DeliveryQueue;
   currencies: CurrencyDirectory;
   logger: Logger;
   projectId: number | undefined;

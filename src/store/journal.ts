@@ -550,6 +550,10 @@ export class DeliveryJournal implements DeliveryLog {
     return [...this.#records.byId.values()].filter(needsEdit);
   }
 
+  mayHold(network: string, txnHash: string): boolean {
+    return this.byTransaction(network, txnHash).length > 0;
+  }
+
   /** The deliveries of a transaction, in recording order. */
   byTransaction(network: string, txnHash: string): DeliveryRecord[] {
     const ids = this.#records.byTxn.get(txnKey(network, txnHash)) ?? [];

@@ -1,0 +1,180 @@
+/**
+ * Which process sends which chat's deliveries, when several share one database.
+ *
+ * A chat is sent to by the process that holds its claim (an advisory lock): it reads the chat's open
+ * deliveries in recording order and hands them to its own dispatcher, so that a chat's alerts keep
+ * their order and are never sent by two processes at once. A claim is tried when a delivery for the
+ * chat is recorded (by this process, or announced by another) and by a sweep every `sweepMs`, which
+ * also takes the chats of a process that died: its claims ended with its connection, and the
+ * deliveries it was sending come back as `sending`, to be sent again under the same idempotency key.
+ * A claim idle for `releaseAfterIdleMs` is given back, so that chats spread over the processes.
+ */
+import type { Logger } from 'pino';
+import type { DeliveryRecord } from '../core/deliveries.ts';
+import { type Destination, destinationKey } from '../core/types.ts';
+import type { DeliveryQueue } from './dispatcher.ts';
+
+export interface ChatLocks {
+  tryLock(space: 'chat', key: string): Promise<boolean>;
+  unlock(space: 'chat', key: string): Promise<void>;
+  holds(space: 'chat', key: string): boolean;
+}
+
+export interface OpenDeliveries {
+  /** The chat's deliveries to send with seq > `afterSeq`, and all its edits to make, in order. */
+  openFor(chatKey: string, afterSeq?: number): Promise<Array<{ seq: number; record: DeliveryRecord }>>;
+  chatsWithWork(): Promise<string[]>;
+}
+
+export interface ChatClaimsOptions {
+  locks: ChatLocks;
+  log: OpenDeliveries;
+  /** This process's dispatcher. */
+  dispatcher: DeliveryQueue & { isIdle(destination: Destination): boolean };
+  logger: Logger;
+  /** How often chats with work are looked for (default 1 s). */
+  sweepMs?: number;
+  /** A claim with nothing to do for this long is given back (default 30 s). */
+  releaseAfterIdleMs?: number;
+}
+
+interface Claim {
+  destination: Destination;
+  /** The highest recording sequence handed to the dispatcher. */
+  seq: number;
+  idleSince: number | undefined;
+}
+
+export class ChatClaims implements DeliveryQueue {
+  readonly #o: ChatClaimsOptions;
+  readonly #claims = new Map<string, Claim>();
+  /** One piece of work per chat at a time, in order. */
+  readonly #busy = new Map<string, Promise<void>>();
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(options: ChatClaimsOptions) {
+    this.#o = options;
+  }
+
+  /** Sweeps once (taking the chats with work that nobody holds), then every `sweepMs`. */
+  async start(): Promise<void> {
+    await this.sweep();
+    this.#schedule();
+  }
+
+  /** Chats announced to have new work (by this process or another). */
+  noticed(chatKeys: readonly string[]): void {
+    for (const chatKey of chatKeys) void this.#work(chatKey);
+  }
+
+  // DeliveryQueue, for the pipeline and the digests of this process.
+
+  enqueue(records: readonly DeliveryRecord[]): void {
+    this.noticed([...new Set(records.map((r) => destinationKey(r.destination)))]);
+  }
+
+  enqueueEdits(records: readonly DeliveryRecord[]): void {
+    this.enqueue(records);
+  }
+
+  /** Any process may send them, merged or not: they are recorded as pending. */
+  sendsAlone(): boolean {
+    return false;
+  }
+
+  /** Chats whose claim this process holds. */
+  held(): string[] {
+    return [...this.#claims.keys()];
+  }
+
+  async sweep(): Promise<void> {
+    if (this.#stopped) return;
+    let chats: string[];
+    try {
+      chats = await this.#o.log.chatsWithWork();
+    } catch (error) {
+      this.#o.logger.warn({ err: error }, 'could not look for chats with deliveries to send');
+      return;
+    }
+    await Promise.all(chats.map((chatKey) => this.#work(chatKey)));
+    await this.#releaseIdle();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      void this.sweep().finally(() => this.#schedule());
+    }, this.#o.sweepMs ?? 1_000);
+    this.#timer.unref();
+  }
+
+  #work(chatKey: string): Promise<void> {
+    const previous = this.#busy.get(chatKey) ?? Promise.resolve();
+    const next = previous
+      .then(() => this.#load(chatKey))
+      .catch((error: unknown) =>
+        this.#o.logger.warn({ err: error, chat: chatKey }, 'could not take a chat’s deliveries'),
+      );
+    this.#busy.set(chatKey, next);
+    void next.finally(() => {
+      if (this.#busy.get(chatKey) === next) this.#busy.delete(chatKey);
+    });
+    return next;
+  }
+
+  async #load(chatKey: string): Promise<void> {
+    if (this.#stopped) return;
+    let claim = this.#claims.get(chatKey);
+    if (!claim) {
+      if (!(await this.#o.locks.tryLock('chat', chatKey))) return;
+      claim = { destination: destinationOf(chatKey), seq: 0, idleSince: undefined };
+      this.#claims.set(chatKey, claim);
+    }
+    const open = await this.#o.log.openFor(chatKey, claim.seq);
+    const sends: DeliveryRecord[] = [];
+    const edits: DeliveryRecord[] = [];
+    for (const { seq, record } of open) {
+      if (record.reorged) edits.push(record);
+      else sends.push(record);
+      if (seq > claim.seq && !record.reorged) claim.seq = seq;
+    }
+    if (sends.length) this.#o.dispatcher.enqueue(sends);
+    if (edits.length) this.#o.dispatcher.enqueueEdits(edits);
+    if (open.length) claim.idleSince = undefined;
+  }
+
+  /** Gives back claims with nothing to do for a while (checked again under the chat's turn). */
+  async #releaseIdle(): Promise<void> {
+    const after = this.#o.releaseAfterIdleMs ?? 30_000;
+    const now = Date.now();
+    for (const [chatKey, claim] of this.#claims) {
+      if (!this.#o.dispatcher.isIdle(claim.destination)) {
+        claim.idleSince = undefined;
+        continue;
+      }
+      claim.idleSince ??= now;
+      if (now - claim.idleSince < after) continue;
+      await this.#work(chatKey);
+      const turn = (this.#busy.get(chatKey) ?? Promise.resolve()).then(async () => {
+        if (!this.#o.dispatcher.isIdle(claim.destination) || this.#claims.get(chatKey) !== claim) return;
+        this.#claims.delete(chatKey);
+        await this.#o.locks.unlock('chat', chatKey);
+      });
+      this.#busy.set(chatKey, turn);
+      await turn.catch((error: unknown) =>
+        this.#o.logger.warn({ err: error, chat: chatKey }, 'could not give back a chat'),
+      );
+    }
+  }
+}
+
+function destinationOf(chatKey: string): Destination {
+  const colon = chatKey.indexOf(':');
+  return { platform: chatKey.slice(0, colon) as Destination['platform'], chatId: chatKey.slice(colon + 1) };
+}

@@ -1,0 +1,219 @@
+/**
+ * The shared PostgreSQL database (FLOORWATCH_DATABASE_URL): a connection pool for queries, one
+ * listening connection for notifications between processes, and the schema migrations.
+ *
+ * Advisory locks are held on connections of their own (see coordination.ts), so the database must be
+ * reached directly or through a session-mode pooler, not a transaction-mode one.
+ */
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runner } from 'node-pg-migrate';
+import pg from 'pg';
+import type { Logger } from 'pino';
+
+/** Where migrations record what they ran. */
+export const MIGRATIONS_TABLE = 'floorwatch_migrations';
+
+/** The database could not be reached or used; the message names the server, never the password. */
+export class DatabaseError extends Error {
+  override name = 'DatabaseError';
+  /** The server's SQLSTATE or the system error code, when known. */
+  readonly code: string | undefined;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    const cause = options?.cause as { code?: unknown } | undefined;
+    this.code = typeof cause?.code === 'string' ? cause.code : undefined;
+  }
+}
+
+/** `postgres://user@host:port/db`, without the password (for messages and logs). */
+export function describeDatabaseUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.password = '';
+    return parsed.toString().replace(/:@/, '@');
+  } catch {
+    return 'the configured database';
+  }
+}
+
+export interface DatabaseOptions {
+  /** Most connections in the pool (default 10). */
+  poolSize?: number;
+  logger: Logger;
+  /** Name of this process in `pg_stat_activity` and in notifications it sends. */
+  applicationName?: string;
+}
+
+type NotificationHandler = (payload: string) => void;
+
+/**
+ * A pool plus a listening connection that comes back by itself: after it was lost, every channel is
+ * listened to again and the `onResync` callbacks run, since notifications sent meanwhile are gone.
+ */
+export class Database {
+  readonly pool: pg.Pool;
+  readonly url: string;
+  readonly where: string;
+  readonly #logger: Logger;
+  readonly #handlers = new Map<string, NotificationHandler[]>();
+  readonly #resyncs: Array<() => void> = [];
+  #listener: pg.Client | undefined;
+  #listening: Promise<void> | undefined;
+  #closed = false;
+  #retryTimer: NodeJS.Timeout | undefined;
+
+  private constructor(url: string, options: DatabaseOptions) {
+    this.url = url;
+    this.where = describeDatabaseUrl(url);
+    this.#logger = options.logger;
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: options.poolSize ?? 10,
+      application_name: options.applicationName ?? 'floorwatch',
+      connectionTimeoutMillis: 10_000,
+    });
+    // An idle connection dropped by the server: the pool replaces it; nothing to do but say so.
+    this.pool.on('error', (error) => this.#logger.warn({ err: redact(error) }, 'database connection lost'));
+  }
+
+  /** Connects (one query to prove it) and brings the schema up to date. */
+  static async open(url: string, options: DatabaseOptions): Promise<Database> {
+    const database = new Database(url, options);
+    try {
+      await database.pool.query('SELECT 1');
+      await database.migrate();
+    } catch (cause) {
+      await database.pool.end().catch(() => {});
+      throw new DatabaseError(`${database.where}: ${reason(cause)}`, { cause });
+    }
+    return database;
+  }
+
+  /** Runs the migrations not yet run (node-pg-migrate takes its own lock: replicas may start together). */
+  async migrate(): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await runner({
+        dbClient: client,
+        dir: migrationsDirectory(),
+        direction: 'up',
+        migrationsTable: MIGRATIONS_TABLE,
+        checkOrder: true,
+        log: (message: string) => this.#logger.debug({ migration: message }, 'database migration'),
+      });
+    } finally {
+      client.release();
+    }
+  }
+
+  /** A connection of its own (advisory locks live as long as it does). */
+  async dedicatedClient(name: string): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: this.url, application_name: `floorwatch:${name}` });
+    await client.connect();
+    return client;
+  }
+
+  /** Calls `handler` with the payload of every notification on `channel`. */
+  async listen(channel: string, handler: NotificationHandler): Promise<void> {
+    if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new TypeError(`not a channel name: ${channel}`);
+    const handlers = this.#handlers.get(channel);
+    if (handlers) {
+      handlers.push(handler);
+      return;
+    }
+    this.#handlers.set(channel, [handler]);
+    await this.#ensureListener();
+    await this.#listener?.query(`LISTEN ${channel}`);
+  }
+
+  /** Called after the listening connection came back: notifications may have been missed. */
+  onResync(callback: () => void): void {
+    this.#resyncs.push(callback);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#retryTimer);
+    const listener = this.#listener;
+    this.#listener = undefined;
+    await listener?.end().catch(() => {});
+    await this.pool.end();
+  }
+
+  #ensureListener(): Promise<void> {
+    this.#listening ??= this.#connectListener().finally(() => {
+      this.#listening = undefined;
+    });
+    return this.#listening;
+  }
+
+  async #connectListener(): Promise<void> {
+    if (this.#listener || this.#closed) return;
+    const client = await this.dedicatedClient('listener');
+    client.on('notification', (message) => {
+      for (const handler of this.#handlers.get(message.channel) ?? []) {
+        try {
+          handler(message.payload ?? '');
+        } catch (error) {
+          this.#logger.error({ err: error, channel: message.channel }, 'a notification handler failed');
+        }
+      }
+    });
+    const lost = (error?: Error) => {
+      if (this.#listener !== client) return;
+      this.#listener = undefined;
+      client.removeAllListeners('error');
+      client.on('error', () => {});
+      if (this.#closed) return;
+      this.#logger.warn({ err: error && redact(error) }, 'database notifications lost; listening again');
+      this.#retryListener(500);
+    };
+    client.on('error', lost);
+    client.on('end', () => lost());
+    for (const channel of this.#handlers.keys()) await client.query(`LISTEN ${channel}`);
+    this.#listener = client;
+  }
+
+  #retryListener(delayMs: number): void {
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = setTimeout(() => {
+      this.#ensureListener().then(
+        () => {
+          for (const resync of this.#resyncs) resync();
+        },
+        (error: unknown) => {
+          this.#logger.warn({ err: redact(error) }, 'database notifications: still cannot listen');
+          this.#retryListener(Math.min(delayMs * 2, 10_000));
+        },
+      );
+    }, delayMs);
+    this.#retryTimer.unref();
+  }
+}
+
+/** The migrations shipped with the package (src/store/pg/migrations), from the source or the build. */
+export function migrationsDirectory(): string {
+  let directory = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = join(directory, 'src', 'store', 'pg', 'migrations');
+    if (existsSync(join(directory, 'package.json')) && existsSync(candidate)) return candidate;
+    const parent = dirname(directory);
+    if (parent === directory) throw new Error('the database migrations (src/store/pg/migrations) are missing');
+    directory = parent;
+  }
+}
+
+function reason(error: unknown): string {
+  if (error instanceof AggregateError && error.errors.length) return reason(error.errors[0]);
+  return error instanceof Error ? error.message || error.name : String(error);
+}
+
+/** Errors from pg name the server but not the password; keep it that way for errors of our own. */
+function redact(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  return { name: error.name, message: error.message, code: (error as { code?: unknown }).code };
+}
+
+export { reason as databaseErrorReason };

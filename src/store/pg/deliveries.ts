@@ -1,0 +1,419 @@
+/**
+ * The delivery log in PostgreSQL: the journal's protocol (store/journal.ts) on a table shared by
+ * every process, so that a delivery recorded by one process can be sent by another.
+ *
+ * - `record` inserts with the delivery id as primary key (`ON CONFLICT DO NOTHING`): an event
+ *   recorded twice, by one process or by two ingest leaders in turn, is delivered once. It then
+ *   notifies `floorwatch_deliveries` with the chats that have new work.
+ * - Which process sends a chat's deliveries is decided by the chat claims (delivery/claims.ts): the
+ *   holder of the chat's lock reads its open deliveries in recording order with {@link PgDeliveryLog.openFor}.
+ * - Synchronous reads (`get`, `byTransaction`) see the deliveries this process recorded or read.
+ *
+ * A write the database refuses or cannot take (connection lost, server down) rejects with
+ * {@link JournalWriteError}, as a full disk does for the journal: the pipeline keeps the alerts in
+ * memory and writes them again.
+ */
+import type { PoolClient } from 'pg';
+import type { Logger } from 'pino';
+import {
+  type DeliveryRecord,
+  type DeliveryState,
+  deliveryId,
+  JournalError,
+  type JournalStats,
+  JournalWriteError,
+  type NewDelivery,
+} from '../../core/deliveries.ts';
+import type { DeliveryLog } from '../../core/ports.ts';
+import type { JournalWriteFailure } from '../../core/status.ts';
+import { type AlertKind, type Destination, destinationKey } from '../../core/types.ts';
+import type { Database } from './database.ts';
+
+export const DELIVERIES_CHANNEL = 'floorwatch_deliveries';
+
+/** How long closed deliveries stay (recording them again is still ignored meanwhile). */
+const RETENTION_MS = 24 * 60 * 60 * 1000;
+/** Closed deliveries older than this leave this process's memory. */
+const CACHE_MS = 60 * 60 * 1000;
+
+interface Row {
+  seq: string;
+  id: string;
+  event_id: string;
+  chat_key: string;
+  network: string;
+  txn_hash: string;
+  block_number: string;
+  kind: string | null;
+  usd: number | null;
+  state: DeliveryState;
+  attempts: number;
+  send_key: string | null;
+  message_id: string | null;
+  last_error: string | null;
+  reorged: boolean;
+  edited_at: Date | null;
+  final: boolean;
+  created_at: Date;
+  updated_at: Date;
+  payload: string;
+}
+
+/** A notification: the chats with new deliveries or edits to make. */
+export interface DeliveryNotice {
+  chats: string[];
+}
+
+export interface PgDeliveryLogOptions {
+  logger: Logger;
+  /** How often closed deliveries are deleted (default 10 minutes); 0 never. */
+  cleanupEveryMs?: number;
+}
+
+export class PgDeliveryLog implements DeliveryLog {
+  readonly #db: Database;
+  readonly #logger: Logger;
+  readonly #records = new Map<string, DeliveryRecord>();
+  readonly #seq = new Map<string, number>();
+  readonly #byTxn = new Map<string, Set<string>>();
+  #failure: JournalWriteFailure | undefined;
+  readonly #cleanup: NodeJS.Timeout | undefined;
+
+  constructor(db: Database, options: PgDeliveryLogOptions) {
+    this.#db = db;
+    this.#logger = options.logger;
+    const every = options.cleanupEveryMs ?? 10 * 60_000;
+    if (every > 0) {
+      this.#cleanup = setInterval(() => void this.#removeClosed(), every);
+      this.#cleanup.unref();
+    }
+  }
+
+  async record(deliveries: readonly NewDelivery[]): Promise<DeliveryRecord[]> {
+    const texts = new Map<unknown, string>();
+    const seen = new Set<string>();
+    const rows: unknown[][] = [];
+    for (const d of deliveries) {
+      const id = deliveryId(d.eventId, d.destination);
+      if (seen.has(id)) continue;
+      seen.add(id);
+      let payload = texts.get(d.payload);
+      if (payload === undefined) {
+        payload = JSON.stringify(d.payload) as string | undefined;
+        if (payload === undefined) throw new TypeError('a delivery payload must be JSON-serialisable');
+        texts.set(d.payload, payload);
+      }
+      if (!Number.isFinite(d.blockNumber))
+        throw new TypeError(`delivery ${JSON.stringify(id)} has an invalid blockNumber`);
+      if (d.usd !== undefined && !Number.isFinite(d.usd))
+        throw new TypeError(`delivery ${JSON.stringify(id)} has an invalid usd`);
+      rows.push([
+        id,
+        d.eventId,
+        destinationKey(d.destination),
+        d.network,
+        d.txnHash,
+        d.blockNumber,
+        d.kind ?? null,
+        d.usd ?? null,
+        payload,
+      ]);
+    }
+    if (rows.length === 0) return [];
+    const column = (i: number) => rows.map((r) => r[i]);
+    const inserted = await this.#transaction(async (query) => {
+      const result = await query<Row>(
+        `INSERT INTO deliveries (id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload,
+                                 state, created_at, updated_at)
+         SELECT id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload, 'pending', now(), now()
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[],
+                     $8::float8[], $9::text[])
+              WITH ORDINALITY AS t(id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload, n)
+         ORDER BY n
+         ON CONFLICT (id) DO NOTHING
+         RETURNING *`,
+        [0, 1, 2, 3, 4, 5, 6, 7, 8].map(column),
+      );
+      const chats = [...new Set(result.rows.map((r) => r.chat_key))];
+      if (chats.length) await query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, JSON.stringify({ chats })]);
+      return result.rows;
+    });
+    // RETURNING gives no order: the sequence does.
+    return inserted.sort((a, b) => Number(a.seq) - Number(b.seq)).map((row) => this.#keep(row));
+  }
+
+  markSending(id: string, key?: string): Promise<DeliveryRecord> {
+    return this.#change(
+      id,
+      `UPDATE deliveries SET state = 'sending', attempts = attempts + 1, send_key = COALESCE($2, send_key),
+              updated_at = now()
+       WHERE id = $1 AND state IN ('pending', 'sending') AND NOT reorged RETURNING *`,
+      [id, key ?? null],
+      'cannot be sent (it is no longer pending)',
+    );
+  }
+
+  markSent(id: string, messageId: string): Promise<DeliveryRecord> {
+    return this.#change(
+      id,
+      `UPDATE deliveries SET state = 'sent', message_id = $2, updated_at = now()
+       WHERE id = $1 AND state = 'sending' RETURNING *`,
+      [id, messageId],
+      'is not being sent',
+    );
+  }
+
+  markFailed(id: string, error: string, options: { final?: boolean } = {}): Promise<DeliveryRecord> {
+    return this.#change(
+      id,
+      `UPDATE deliveries SET last_error = $2, updated_at = now(),
+              state = CASE WHEN $3 THEN 'failed' WHEN reorged THEN 'dropped' ELSE 'pending' END
+       WHERE id = $1 AND state IN ('pending', 'sending') RETURNING *`,
+      [id, error, options.final === true],
+      'cannot fail (it is not pending)',
+    );
+  }
+
+  markEdited(id: string): Promise<DeliveryRecord> {
+    return this.#change(
+      id,
+      `UPDATE deliveries SET edited_at = now(), updated_at = now()
+       WHERE id = $1 AND state = 'sent' AND reorged RETURNING *`,
+      [id],
+      'is not a sent message of a reorganised transaction',
+    );
+  }
+
+  async markReorged(network: string, txnHash: string): Promise<DeliveryRecord[]> {
+    const rows = await this.#transaction(async (query) => {
+      const result = await query<Row>(
+        `UPDATE deliveries SET reorged = true, updated_at = now(),
+                state = CASE WHEN state = 'pending' THEN 'dropped' ELSE state END
+         WHERE network = $1 AND txn_hash = $2 AND NOT reorged RETURNING *`,
+        [network, txnHash],
+      );
+      const edits = result.rows.filter((r) => r.state === 'sent' && r.edited_at === null);
+      const chats = [...new Set(edits.map((r) => r.chat_key))];
+      if (chats.length) await query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, JSON.stringify({ chats })]);
+      return result.rows;
+    });
+    return rows
+      .sort((a, b) => Number(a.seq) - Number(b.seq))
+      .map((row) => this.#keep(row))
+      .filter((r) => r.state === 'sent' && r.editedAt === undefined);
+  }
+
+  async markFinal(network: string, txnHash: string): Promise<void> {
+    const ids = [...(this.#byTxn.get(`${network}|${txnHash}`) ?? [])];
+    if (!ids.some((id) => this.#records.get(id)?.final === false)) return;
+    const rows = await this.#transaction(
+      async (query) =>
+        (
+          await query<Row>(
+            `UPDATE deliveries SET final = true, updated_at = now()
+             WHERE network = $1 AND txn_hash = $2 AND NOT final RETURNING *`,
+            [network, txnHash],
+          )
+        ).rows,
+    );
+    for (const row of rows) this.#keep(row);
+  }
+
+  get(id: string): DeliveryRecord | undefined {
+    return this.#records.get(id);
+  }
+
+  mayHold(): boolean {
+    return true;
+  }
+
+  byTransaction(network: string, txnHash: string): DeliveryRecord[] {
+    return [...(this.#byTxn.get(`${network}|${txnHash}`) ?? [])]
+      .map((id) => this.#records.get(id))
+      .filter((r): r is DeliveryRecord => r !== undefined);
+  }
+
+  async sentTogether(destination: Destination, messageId: string): Promise<DeliveryRecord[]> {
+    const { rows } = await this.#db.pool.query<Row>(
+      'SELECT * FROM deliveries WHERE chat_key = $1 AND message_id = $2 ORDER BY seq',
+      [destinationKey(destination), messageId],
+    );
+    return rows.map((row) => this.#keep(row));
+  }
+
+  async deliveredTo(destination: Destination, since: Date): Promise<DeliveryRecord[]> {
+    const { rows } = await this.#db.pool.query<Row>(
+      'SELECT * FROM deliveries WHERE chat_key = $1 AND created_at >= $2 ORDER BY seq',
+      [destinationKey(destination), since],
+    );
+    return rows.map(toRecord);
+  }
+
+  /**
+   * The chat's deliveries still to send and edits still to make, in recording order, after `afterSeq`
+   * (for the holder of the chat's claim). Each comes with its sequence number.
+   */
+  async openFor(chatKey: string, afterSeq = 0): Promise<Array<{ seq: number; record: DeliveryRecord }>> {
+    const { rows } = await this.#db.pool.query<Row>(
+      `SELECT * FROM deliveries
+       WHERE chat_key = $1
+         AND ((seq > $2 AND state IN ('pending', 'sending') AND NOT reorged)
+              OR (state = 'sent' AND reorged AND edited_at IS NULL))
+       ORDER BY seq`,
+      [chatKey, afterSeq],
+    );
+    return rows.map((row) => ({ seq: Number(row.seq), record: this.#keep(row) }));
+  }
+
+  /** Chats with deliveries to send or edits to make (for claims that start or look around). */
+  async chatsWithWork(): Promise<string[]> {
+    const { rows } = await this.#db.pool.query<{ chat_key: string }>(
+      `SELECT DISTINCT chat_key FROM deliveries
+       WHERE (state IN ('pending', 'sending') AND NOT reorged) OR (state = 'sent' AND reorged AND edited_at IS NULL)`,
+    );
+    return rows.map((r) => r.chat_key);
+  }
+
+  /** The sequence number of a delivery this process holds. */
+  seqOf(id: string): number | undefined {
+    return this.#seq.get(id);
+  }
+
+  /** Open deliveries are taken chat by chat by the claims (see {@link PgDeliveryLog.openFor}). */
+  unfinished(): DeliveryRecord[] {
+    return [];
+  }
+
+  pendingEdits(): DeliveryRecord[] {
+    return [];
+  }
+
+  writeFailure(): JournalWriteFailure | undefined {
+    return this.#failure;
+  }
+
+  stats(): JournalStats {
+    const stats: JournalStats = { records: 0, bytes: 0, pending: 0, sending: 0, sent: 0, failed: 0, dropped: 0 };
+    for (const record of this.#records.values()) {
+      stats.records++;
+      stats[record.state]++;
+    }
+    return stats;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#cleanup);
+  }
+
+  // ---- internals ----
+
+  async #change(id: string, sql: string, values: unknown[], refusal: string): Promise<DeliveryRecord> {
+    const rows = await this.#transaction(async (query) => (await query<Row>(sql, values)).rows);
+    const row = rows[0];
+    if (!row) throw new JournalError(this.#db.where, `delivery ${JSON.stringify(id)} ${refusal}`);
+    return this.#keep(row);
+  }
+
+  async #transaction<T>(
+    work: (query: <R extends object>(sql: string, values?: unknown[]) => Promise<{ rows: R[] }>) => Promise<T>,
+  ): Promise<T> {
+    let client: PoolClient | undefined;
+    try {
+      client = await this.#db.pool.connect();
+      await client.query('BEGIN');
+      const c = client;
+      const result = await work(async <R extends object>(sql: string, values?: unknown[]) => {
+        const answer = await c.query(sql, values);
+        return { rows: answer.rows as R[] };
+      });
+      await client.query('COMMIT');
+      this.#failure = undefined;
+      return result;
+    } catch (cause) {
+      await client?.query('ROLLBACK').catch(() => {});
+      if (cause instanceof TypeError) throw cause;
+      const at = new Date().toISOString();
+      const code = (cause as { code?: unknown }).code;
+      const message = cause instanceof Error ? cause.message : String(cause);
+      this.#failure = {
+        since: this.#failure?.since ?? at,
+        at,
+        code: typeof code === 'string' ? code : undefined,
+        message,
+        failures: (this.#failure?.failures ?? 0) + 1,
+        broken: false,
+      };
+      throw new JournalWriteError(this.#db.where, `a write failed (${message})`, { cause });
+    } finally {
+      client?.release();
+    }
+  }
+
+  #keep(row: Row): DeliveryRecord {
+    const record = toRecord(row);
+    this.#records.set(record.id, record);
+    this.#seq.set(record.id, Number(row.seq));
+    const key = `${record.network}|${record.txnHash}`;
+    const ids = this.#byTxn.get(key);
+    if (ids) ids.add(record.id);
+    else this.#byTxn.set(key, new Set([record.id]));
+    return record;
+  }
+
+  async #removeClosed(): Promise<void> {
+    const now = Date.now();
+    for (const [id, record] of this.#records) {
+      if (!isClosed(record) || now - Date.parse(record.updatedAt) < CACHE_MS) continue;
+      this.#records.delete(id);
+      this.#seq.delete(id);
+      const key = `${record.network}|${record.txnHash}`;
+      const ids = this.#byTxn.get(key);
+      ids?.delete(id);
+      if (ids?.size === 0) this.#byTxn.delete(key);
+    }
+    try {
+      await this.#db.pool.query(
+        `DELETE FROM deliveries WHERE updated_at < $1
+           AND (state IN ('failed', 'dropped') OR (state = 'sent' AND (final OR (reorged AND edited_at IS NOT NULL))))`,
+        [new Date(now - RETENTION_MS)],
+      );
+    } catch (error) {
+      this.#logger.warn({ err: error }, 'could not delete old deliveries');
+    }
+  }
+}
+
+function isClosed(r: DeliveryRecord): boolean {
+  if (r.state === 'failed' || r.state === 'dropped') return true;
+  if (r.state === 'sent') return r.reorged ? r.editedAt !== undefined : r.final;
+  return r.reorged;
+}
+
+function toRecord(row: Row): DeliveryRecord {
+  const colon = row.chat_key.indexOf(':');
+  const destination = Object.freeze({
+    platform: row.chat_key.slice(0, colon) as Destination['platform'],
+    chatId: row.chat_key.slice(colon + 1),
+  });
+  return Object.freeze({
+    id: row.id,
+    eventId: row.event_id,
+    destination,
+    network: row.network,
+    txnHash: row.txn_hash,
+    blockNumber: Number(row.block_number),
+    ...(row.kind === null ? {} : { kind: row.kind as AlertKind | 'digest' }),
+    ...(row.usd === null ? {} : { usd: row.usd }),
+    state: row.state,
+    attempts: row.attempts,
+    ...(row.send_key === null ? {} : { sendKey: row.send_key }),
+    ...(row.message_id === null ? {} : { messageId: row.message_id }),
+    ...(row.last_error === null ? {} : { lastError: row.last_error }),
+    reorged: row.reorged,
+    ...(row.edited_at === null ? {} : { editedAt: row.edited_at.toISOString() }),
+    final: row.final,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+    payloadJson: row.payload,
+  });
+}

@@ -1,0 +1,71 @@
+import type { Logger } from 'pino';
+import { Database } from './database.ts';
+import { DELIVERIES_CHANNEL, type DeliveryNotice, PgDeliveryLog } from './deliveries.ts';
+import { AdvisoryLocks } from './locks.ts';
+import { PgRulesRepository } from './rules.ts';
+
+export { PgCursorStore } from './cursors.ts';
+export { DatabaseError } from './database.ts';
+export { Leadership } from './locks.ts';
+export { DELIVERIES_CHANNEL };
+
+/** The lock key of the process that posts the digests. */
+export const DIGESTS_LOCK = 'digests';
+
+/** Everything a process needs of the shared database. */
+export interface SharedDatabase {
+  db: Database;
+  rules: PgRulesRepository;
+  deliveries: PgDeliveryLog;
+  locks: AdvisoryLocks;
+  close(): Promise<void>;
+}
+
+/**
+ * Connects, migrates, reads the rules and settings, and takes the connection for this process's locks.
+ * `onLocksLost` is called once if that connection ends while the process runs: it must stop.
+ */
+export async function openSharedDatabase(
+  settings: { url: string; poolSize: number },
+  logger: Logger,
+  onLocksLost: (error: Error) => void,
+): Promise<SharedDatabase> {
+  const db = await Database.open(settings.url, {
+    logger: logger.child({ component: 'database' }),
+    poolSize: settings.poolSize,
+  });
+  try {
+    const rules = await PgRulesRepository.open(db, { logger: logger.child({ component: 'rules' }) });
+    const deliveries = new PgDeliveryLog(db, { logger: logger.child({ component: 'deliveries' }) });
+    let closing = false;
+    const locks = await AdvisoryLocks.open(db, logger, (error) => {
+      if (!closing) onLocksLost(error);
+    });
+    return {
+      db,
+      rules,
+      deliveries,
+      locks,
+      close: async () => {
+        closing = true;
+        await rules.flush();
+        await deliveries.close();
+        await locks.close();
+        await db.close();
+      },
+    };
+  } catch (error) {
+    await db.close().catch(() => {});
+    throw error;
+  }
+}
+
+/** The chats named by a delivery notification (nothing for a payload that is not one). */
+export function chatsOf(payload: string): string[] {
+  try {
+    const notice = JSON.parse(payload) as Partial<DeliveryNotice>;
+    return Array.isArray(notice.chats) ? notice.chats.filter((c): c is string => typeof c === 'string') : [];
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,305 @@
+// The PostgreSQL stores, as several processes use them: each "process" here is its own pool,
+// listening connection and lock connection on one real server (see test/helpers/postgres.ts).
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { deliveryId, type NewDelivery } from '../../src/core/deliveries.ts';
+import type { Destination, WatchRule } from '../../src/core/types.ts';
+import { ChatClaims } from '../../src/delivery/claims.ts';
+import { Dispatcher } from '../../src/delivery/dispatcher.ts';
+import {
+  chatsOf,
+  DELIVERIES_CHANNEL,
+  Leadership,
+  openSharedDatabase,
+  PgCursorStore,
+  type SharedDatabase,
+} from '../../src/store/pg/index.ts';
+import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
+import { RecordingSink } from '../helpers/recording-sink.ts';
+
+const silent = pino({ level: 'silent' });
+const CHAT: Destination = { platform: 'discord', chatId: '4242' };
+const OTHER: Destination = { platform: 'discord', chatId: '4343' };
+let postgres: TestPostgres;
+const opened: SharedDatabase[] = [];
+
+beforeAll(async () => {
+  postgres = await startTestPostgres();
+}, 120_000);
+afterAll(async () => {
+  for (const shared of opened) await shared.close().catch(() => {});
+  await postgres?.stop();
+});
+
+async function processOn(url: string, onLost: (error: Error) => void = () => {}): Promise<SharedDatabase> {
+  const shared = await openSharedDatabase({ url, poolSize: 4 }, silent, onLost);
+  opened.push(shared);
+  return shared;
+}
+
+async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+function rule(chat: Destination, collection: string): Omit<WatchRule, 'id'> {
+  return {
+    destination: chat,
+    network: 'devnet',
+    collection,
+    collectionName: 'Moon Cats',
+    kinds: ['sale'],
+    paused: false,
+    createdBy: 'discord:1',
+    createdAt: '2026-11-25T00:00:00.000Z',
+  };
+}
+
+function delivery(n: number, destination: Destination = CHAT): NewDelivery {
+  const txn = `0x${n.toString(16).padStart(64, '0')}`;
+  return {
+    eventId: `devnet:${txn}:0xc0:sale@0xb${n}`,
+    destination,
+    network: 'devnet',
+    txnHash: txn,
+    blockNumber: n,
+    kind: 'sale',
+    usd: n,
+    payload: { title: `sale ${n}` },
+  };
+}
+
+describe('rules and settings shared by several processes', () => {
+  it('GIVEN two processes on one database WHEN one changes rules, a chat and a button THEN the other sees each change and hears of it; a restart reads them all back', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    const b = await processOn(url);
+    const heard: string[] = [];
+    b.rules.onRulesChanged(() => heard.push('rules'));
+    b.rules.onChatsChanged((chatKey) => heard.push(`chat ${chatKey}`));
+
+    const first = await a.rules.addRule(rule(CHAT, '0x00000000000000000000000000000000000000c1'), 50);
+    const second = await a.rules.addRule(rule(CHAT, '0x00000000000000000000000000000000000000c2'), 50);
+    expect([first?.id, second?.id]).toEqual(['r1', 'r2']);
+    await eventually(() => b.rules.rules.length === 2);
+    expect(b.rules.rules.map((r) => r.id)).toEqual(['r1', 'r2']);
+    // The rules of one chat share one destination object (matching groups by it).
+    expect(b.rules.rules[0]?.destination).toBe(b.rules.rules[1]?.destination);
+
+    await a.rules.updateRule('r1', (r) => ({ ...r, paused: true }));
+    await a.rules.updateRule('r2', () => null);
+    await eventually(() => b.rules.rules.length === 1 && b.rules.rules[0]?.paused === true);
+
+    await a.rules.updateChat('discord:4242', (settings) => {
+      settings.network = 'devnet';
+      settings.aliases.mc = { alias: 'mc', network: 'devnet', address: '0x00000000000000000000000000000000000000c1' };
+    });
+    await eventually(() => b.rules.chat('discord:4242').aliases.mc !== undefined);
+    expect(b.rules.chat('discord:4242').network).toBe('devnet');
+    // Keys from outside stay plain keys.
+    expect(b.rules.chat('discord:4242').aliases.constructor).toBeUndefined();
+
+    await a.rules.saveButton('h1', 'watch add moon cats sales', new Date());
+    await eventually(() => b.rules.button('h1')?.action === 'watch add moon cats sales');
+    expect(heard).toContain('rules');
+    expect(heard).toContain('chat discord:4242');
+
+    // A rule added by the other process gets the next number: ids are never reused.
+    const third = await b.rules.addRule(rule(OTHER, '0x00000000000000000000000000000000000000c3'), 50);
+    expect(third?.id).toBe('r3');
+    const restarted = await processOn(url);
+    expect(restarted.rules.rules.map((r) => [r.id, r.paused])).toEqual([
+      ['r1', true],
+      ['r3', false],
+    ]);
+    expect(restarted.rules.chat('discord:4242').aliases.mc?.address).toBe('0x00000000000000000000000000000000000000c1');
+  });
+
+  it('GIVEN the database goes away WHEN a rule is added THEN the change is refused with a clear error and undone in memory', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    await a.db.pool.query('ALTER TABLE rules RENAME TO rules_gone');
+    await expect(a.rules.addRule(rule(CHAT, '0x00000000000000000000000000000000000000c1'), 50)).rejects.toThrow(
+      /could not be saved/,
+    );
+    expect(a.rules.rules).toEqual([]);
+    expect(`${a.db.where}`).not.toMatch(/test-/);
+  });
+});
+
+describe('the delivery log shared by several processes', () => {
+  it('GIVEN one event recorded by two processes THEN it is one delivery, and the protocol, kinds and order hold', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    const b = await processOn(url);
+    const notices: string[][] = [];
+    await b.db.listen(DELIVERIES_CHANNEL, (payload) => notices.push(chatsOf(payload)));
+
+    const [fresh] = await a.deliveries.record([delivery(1)]);
+    const again = await b.deliveries.record([delivery(1), delivery(2)]);
+    expect(fresh?.id).toBe(deliveryId(delivery(1).eventId, CHAT));
+    expect(again.map((r) => r.blockNumber)).toEqual([2]);
+    await eventually(() => notices.length >= 2);
+    expect(notices.flat()).toEqual(['discord:4242', 'discord:4242']);
+
+    const open = await b.deliveries.openFor('discord:4242');
+    expect(open.map((o) => o.record.blockNumber)).toEqual([1, 2]);
+    const id = fresh?.id as string;
+    await b.deliveries.markSending(id, id);
+    await b.deliveries.markSent(id, 'm1');
+    await expect(b.deliveries.markSent(id, 'm2')).rejects.toThrow(/is not being sent/);
+    const edits = await a.deliveries.markReorged('devnet', delivery(1).txnHash);
+    expect(edits.map((r) => [r.id, r.state, r.reorged])).toEqual([[id, 'sent', true]]);
+    // The unsent one of a reorganised transaction is dropped, never sent.
+    const dropped = await a.deliveries.markReorged('devnet', delivery(2).txnHash);
+    expect(dropped).toEqual([]);
+    expect((await b.deliveries.openFor('discord:4242')).map((o) => [o.record.blockNumber, o.record.reorged])).toEqual([
+      [1, true],
+    ]);
+    await b.deliveries.markEdited(id);
+    expect(await b.deliveries.openFor('discord:4242')).toEqual([]);
+
+    const since = new Date(Date.now() - 60_000);
+    const summary = await a.deliveries.deliveredTo(CHAT, since);
+    expect(summary.map((r) => [r.kind, r.usd, r.state])).toEqual([
+      ['sale', 1, 'sent'],
+      ['sale', 2, 'dropped'],
+    ]);
+    expect((await a.deliveries.sentTogether(CHAT, 'm1')).map((r) => r.id)).toEqual([id]);
+  });
+
+  it('GIVEN the log cannot be written THEN record rejects with a journal write error the pipeline keeps alerts for', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    await a.db.pool.query('ALTER TABLE deliveries RENAME TO deliveries_gone');
+    await expect(a.deliveries.record([delivery(7)])).rejects.toMatchObject({ name: 'JournalWriteError' });
+    expect(a.deliveries.writeFailure()?.failures).toBe(1);
+    await a.db.pool.query('ALTER TABLE deliveries_gone RENAME TO deliveries');
+    expect(await a.deliveries.record([delivery(7)])).toHaveLength(1);
+    expect(a.deliveries.writeFailure()).toBeUndefined();
+  });
+});
+
+describe('claims and leadership', () => {
+  it('GIVEN a process sending a chat dies THEN another takes the chat and sends the rest, in order, each once', async () => {
+    const url = await postgres.freshDatabase();
+    const sink = new RecordingSink('discord', 1);
+    const start = async (name: string) => {
+      const shared = await processOn(url);
+      const dispatcher = new Dispatcher({
+        journal: shared.deliveries,
+        sinks: new Map([['discord', sink]]),
+        logger: silent,
+        retryDelayMs: 10,
+      });
+      const claims = new ChatClaims({
+        locks: shared.locks,
+        log: shared.deliveries,
+        dispatcher,
+        logger: silent,
+        sweepMs: 100,
+      });
+      await shared.db.listen(DELIVERIES_CHANNEL, (payload) => claims.noticed(chatsOf(payload)));
+      return { name, shared, dispatcher, claims };
+    };
+    const first = await start('a');
+    const second = await start('b');
+    await first.claims.start();
+    await second.claims.start();
+    await first.shared.deliveries.record([delivery(1), delivery(2)]);
+    await sink.until(() => sink.sent.length === 2);
+    // Exactly one of them holds the chat.
+    const [holder, other] = first.claims.held().length ? [first, second] : [second, first];
+    expect(holder.claims.held()).toEqual(['discord:4242']);
+    expect(other.claims.held()).toEqual([]);
+
+    await other.shared.deliveries.record([delivery(3)]);
+    await sink.until(() => sink.sent.length === 3);
+    // The holder "dies" mid-send: a delivery is marked sending (maybe posted), and its connections end.
+    holder.claims.stop();
+    await holder.dispatcher.stop();
+    await holder.shared.close();
+    opened.splice(opened.indexOf(holder.shared), 1);
+    const [fourth] = await other.shared.deliveries.record([delivery(4)]);
+    await other.shared.deliveries.markSending(fourth?.id as string, fourth?.id as string);
+    await other.shared.deliveries.record([delivery(5)]);
+
+    await sink.until(() => sink.sent.length === 5, 10_000);
+    expect(other.claims.held()).toEqual(['discord:4242']);
+    expect(sink.sent.map((m) => m.replies[0]?.title)).toEqual(['sale 1', 'sale 2', 'sale 3', 'sale 4', 'sale 5']);
+    expect(new Set(sink.sent.map((m) => m.key)).size).toBe(5);
+    await eventually(async () => (await other.shared.deliveries.openFor('discord:4242')).length === 0);
+    other.claims.stop();
+    await other.dispatcher.stop();
+  });
+
+  it('GIVEN the ingest leader dies THEN another process leads the network within seconds', async () => {
+    const url = await postgres.freshDatabase();
+    const acquired: string[] = [];
+    const lead = async (name: string) => {
+      const shared = await processOn(url);
+      const leadership = new Leadership({
+        locks: shared.locks,
+        space: 'ingest',
+        keys: () => ['devnet'],
+        onAcquired: (key) => acquired.push(`${name}:${key}`),
+        logger: silent,
+        everyMs: 200,
+      });
+      await leadership.start();
+      return { shared, leadership };
+    };
+    const a = await lead('a');
+    const b = await lead('b');
+    const c = await lead('c');
+    expect(acquired).toEqual(['a:devnet']);
+    expect([a.leadership.leads('devnet'), b.leadership.leads('devnet'), c.leadership.leads('devnet')]).toEqual([
+      true,
+      false,
+      false,
+    ]);
+    const died = Date.now();
+    a.leadership.stop();
+    await a.shared.locks.close();
+    await eventually(() => acquired.length === 2, 10_000);
+    expect(Date.now() - died).toBeLessThan(10_000);
+    expect(acquired[1]).toMatch(/^(b|c):devnet$/);
+    expect(b.leadership.leads('devnet') !== c.leadership.leads('devnet')).toBe(true);
+    for (const p of [b, c]) p.leadership.stop();
+  });
+
+  it('GIVEN cursors written by two leaders in turn THEN they only move forward', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    const b = await processOn(url);
+    const first = new PgCursorStore(a.db, { writeDelayMs: 10 });
+    const second = new PgCursorStore(b.db, { writeDelayMs: 10 });
+    expect(await first.get('devnet')).toBeUndefined();
+    await first.advance('devnet', 120);
+    await first.flush();
+    await second.advance('devnet', 100);
+    await second.flush();
+    expect(await second.get('devnet')).toBe(120);
+    await second.advance('devnet', 130);
+    await second.flush();
+    expect(await first.get('devnet')).toBe(130);
+  });
+});
+
+describe('configuration', () => {
+  it('GIVEN a database address that is not PostgreSQL THEN the bot refuses it, without echoing its password', () => {
+    let error: unknown;
+    try {
+      loadConfig({ FLOORWATCH_DATABASE_URL: 'mysql://bot:hunter2secret@db/floorwatch' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(String((error as Error).message)).toMatch(/FLOORWATCH_DATABASE_URL must be a PostgreSQL address/);
+    expect(String((error as Error).message)).not.toContain('hunter2secret');
+  });
+});
