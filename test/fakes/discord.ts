@@ -21,7 +21,24 @@ export interface FakeDiscordOptions {
   guilds?: FakeGuild[];
   /** The gateway address that `GET /gateway/bot` gives (default: this stand-in's own gateway). */
   gatewayUrl?: string;
+  /** The shard count that `GET /gateway/bot` recommends (default 1). */
+  recommendedShards?: number;
 }
+
+/** A gateway session's shard: `[shard_id, num_shards]`, as IDENTIFY sends it. */
+export type ShardPair = [id: number, count: number];
+
+/**
+ * The shard that receives a guild's events: `(guild_id >> 22) % num_shards`, as Discord routes them.
+ * Direct messages (no guild) go to shard 0.
+ */
+export function shardOf(guildId: string | null, count: number): number {
+  if (guildId === null) return 0;
+  return Number((BigInt(guildId) >> 22n) % BigInt(count));
+}
+
+/** Gateway close code of an IDENTIFY with a shard id not below its shard count. */
+export const INVALID_SHARD = 4010;
 
 export interface RecordedCall {
   seq: number;
@@ -116,9 +133,16 @@ export class FakeDiscord {
   readonly unknownChannels = new Set<string>();
   /** Gateway connections that identified. */
   identified = 0;
+  /** The `shard` of every IDENTIFY, in order (`[0, 1]` when the client sent none). */
+  readonly identifiedShards: ShardPair[] = [];
   readonly #server: Server;
   readonly #wss = new WebSocketServer({ noServer: true });
   readonly #sockets = new Set<WebSocket>();
+  /** Identified (or resumed) sessions by connection. */
+  readonly #sessions = new Map<WebSocket, { id: string; shard: ShardPair }>();
+  /** Shards of the sessions handed out, by session id (what a RESUME names). */
+  readonly #sessionShards = new Map<string, ShardPair>();
+  readonly #recommendedShards: number;
   readonly #injected: Injected[] = [];
   readonly #originals = new Map<string, FakeMessage>();
   readonly #gatewayUrl: string | undefined;
@@ -143,6 +167,7 @@ export class FakeDiscord {
       global_name: null,
     };
     this.#gatewayUrl = options.gatewayUrl;
+    this.#recommendedShards = options.recommendedShards ?? 1;
     this.#server = createServer((req, res) => {
       void this.#route(req, res).catch((error: unknown) => {
         res.writeHead(500, { 'content-type': 'application/json' });
@@ -220,7 +245,10 @@ export class FakeDiscord {
     }
   }
 
-  /** Sends INTERACTION_CREATE to the connected client; returns the interaction's id and token. */
+  /**
+   * Sends INTERACTION_CREATE to the session(s) of the shard that Discord routes the guild to
+   * ({@link shardOf}); returns the interaction's id and token. Throws when no session holds it.
+   */
   dispatchInteraction(spec: InteractionSpec): { id: string; token: string } {
     const id = this.nextId(spec.createdAt);
     const token = `itoken-${randomBytes(8).toString('hex')}`;
@@ -279,7 +307,7 @@ export class FakeDiscord {
       base.type = spec.kind === 'command' ? 2 : 4;
       base.data = { id: this.#commandId(spec.name), name: spec.name, type: 1, options };
     }
-    this.#dispatch('INTERACTION_CREATE', base);
+    this.#dispatch('INTERACTION_CREATE', base, guildId);
     return { id, token };
   }
 
@@ -367,27 +395,50 @@ export class FakeDiscord {
 
   #gateway(ws: WebSocket): void {
     this.#sockets.add(ws);
-    ws.on('close', () => this.#sockets.delete(ws));
+    ws.on('close', () => {
+      this.#sockets.delete(ws);
+      this.#sessions.delete(ws);
+    });
     const send = (payload: unknown) => ws.send(JSON.stringify(payload));
     send({ op: 10, d: { heartbeat_interval: 41_250 }, s: null, t: null });
     ws.on('message', (raw) => {
-      const message = JSON.parse(String(raw)) as { op: number; d: unknown };
+      const message = JSON.parse(String(raw)) as { op: number; d: Record<string, unknown> | null };
       if (message.op === 1) send({ op: 11, d: null, s: null, t: null });
-      else if (message.op === 2) {
-        this.identified++;
-        const url = `ws://127.0.0.1:${this.#port}/gateway`;
-        this.#send(ws, 'READY', {
-          v: 10,
-          user: this.botUser,
-          guilds: this.guilds.map((g) => ({ id: g.id, unavailable: true })),
-          session_id: randomBytes(8).toString('hex'),
-          resume_gateway_url: url,
-          application: { id: this.applicationId, flags: 0 },
-          shard: [0, 1],
-        });
-        for (const guild of this.guilds) this.#send(ws, 'GUILD_CREATE', this.#guildPayload(guild));
-      } else if (message.op === 6) this.#send(ws, 'RESUMED', {});
+      else if (message.op === 2) this.#identify(ws, message.d?.shard);
+      else if (message.op === 6) {
+        const sessionId = String(message.d?.session_id ?? '');
+        const shard = this.#sessionShards.get(sessionId);
+        if (shard) this.#sessions.set(ws, { id: sessionId, shard });
+        this.#send(ws, 'RESUMED', {});
+      }
     });
+  }
+
+  /** READY with the guilds of the session's shard only, then one GUILD_CREATE for each of them. */
+  #identify(ws: WebSocket, requested: unknown): void {
+    const pair = Array.isArray(requested) ? requested.map(Number) : [0, 1];
+    const [shardId = 0, count = 1] = pair;
+    if (!Number.isInteger(shardId) || !Number.isInteger(count) || count < 1 || shardId < 0 || shardId >= count) {
+      ws.close(INVALID_SHARD, 'Invalid shard.');
+      return;
+    }
+    const shard: ShardPair = [shardId, count];
+    this.identified++;
+    this.identifiedShards.push(shard);
+    const sessionId = randomBytes(8).toString('hex');
+    this.#sessions.set(ws, { id: sessionId, shard });
+    this.#sessionShards.set(sessionId, shard);
+    const guilds = this.guilds.filter((g) => shardOf(g.id, count) === shardId);
+    this.#send(ws, 'READY', {
+      v: 10,
+      user: this.botUser,
+      guilds: guilds.map((g) => ({ id: g.id, unavailable: true })),
+      session_id: sessionId,
+      resume_gateway_url: `ws://127.0.0.1:${this.#port}/gateway`,
+      application: { id: this.applicationId, flags: 0 },
+      shard,
+    });
+    for (const guild of guilds) this.#send(ws, 'GUILD_CREATE', this.#guildPayload(guild));
   }
 
   #guildPayload(guild: FakeGuild): Record<string, unknown> {
@@ -426,9 +477,15 @@ export class FakeDiscord {
     ws.send(JSON.stringify({ op: 0, t, s: ++this.#seq, d }));
   }
 
-  #dispatch(t: string, d: unknown): void {
-    if (this.#sockets.size === 0) throw new Error('no gateway connection');
-    for (const ws of this.#sockets) this.#send(ws, t, d);
+  /** Sends an event to every session of the shard that holds `guildId` (shard 0 for none). */
+  #dispatch(t: string, d: unknown, guildId: string | null): void {
+    const targets = [...this.#sessions].filter(([, s]) => shardOf(guildId, s.shard[1]) === s.shard[0]);
+    if (targets.length === 0) {
+      throw new Error(
+        this.#sessions.size === 0 ? 'no gateway connection' : `no gateway session holds the shard of guild ${guildId}`,
+      );
+    }
+    for (const [ws] of targets) this.#send(ws, t, d);
   }
 
   async #read(req: IncomingMessage): Promise<Pick<RecordedCall, 'body' | 'files'>> {
@@ -506,7 +563,7 @@ export class FakeDiscord {
     if (method === 'GET' && route === '/gateway/bot') {
       return answer(200, {
         url: this.#gatewayUrl ?? `ws://127.0.0.1:${this.#port}/gateway`,
-        shards: 1,
+        shards: this.#recommendedShards,
         session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 },
       });
     }

@@ -38,12 +38,24 @@ export interface Failure {
 
 type Answer = { status: number; body: unknown };
 
+/** Header that carries a webhook's secret token. */
+export const SECRET_HEADER = 'X-Telegram-Bot-Api-Secret-Token';
+
+/** One POST of an update to the webhook, and the status it got (0: no answer). */
+export interface WebhookDelivery {
+  updateId: number;
+  status: number;
+  at: number;
+}
+
 const SEND_METHODS = new Set(['sendMessage', 'sendPhoto', 'sendDocument', 'editMessageText', 'editMessageCaption']);
 
 /**
  * A local stand-in of the Telegram Bot API for the real grammy client: `/bot<token>/<method>` with
  * JSON, urlencoded or multipart bodies, long-polled getUpdates, messages kept per chat, admins per
- * chat, and programmable failures (429 with retry_after, a chat that blocked the bot).
+ * chat, and programmable failures (429 with retry_after, a chat that blocked the bot). While a
+ * webhook is set, updates are POSTed to its URL instead (one at a time, in order, with the secret
+ * token header, only the `allowed_updates` types, retried a few times when not answered 2xx).
  */
 export class FakeTelegram {
   readonly calls: TelegramCall[] = [];
@@ -70,6 +82,12 @@ export class FakeTelegram {
   /** Chats whose sends answer 403 "bot was blocked by the user". */
   readonly blocked = new Set<string>();
   webhook: { url: string; secret_token?: string } | undefined;
+  /** Every POST of an update to the webhook, in order. */
+  readonly webhookDeliveries: WebhookDelivery[] = [];
+  #allowedUpdates: string[] | undefined;
+  #webhookQueue: Array<{ update_id: number } & Record<string, unknown>> = [];
+  #delivering: Promise<void> | undefined;
+  #closed = false;
   commands: unknown[] = [];
   #failures: Array<Failure & { methods: readonly string[] }> = [];
   #updates: Array<{ update_id: number } & Record<string, unknown>> = [];
@@ -94,6 +112,9 @@ export class FakeTelegram {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
+    this.#webhookQueue = [];
+    await this.#delivering;
     for (const wake of this.#pollers) wake();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
@@ -107,6 +128,10 @@ export class FakeTelegram {
 
   /** Queues a text message update (a group when the chat id is negative). */
   injectText(chatId: number, userId: number, text: string, chatType?: 'private' | 'group' | 'supergroup') {
+    return this.#push(this.#textUpdate(chatId, userId, text, chatType));
+  }
+
+  #textUpdate(chatId: number, userId: number, text: string, chatType?: 'private' | 'group' | 'supergroup') {
     const type = chatType ?? (chatId < 0 ? 'supergroup' : 'private');
     const message = {
       message_id: this.#nextMessage++,
@@ -118,7 +143,7 @@ export class FakeTelegram {
         ? { entities: [{ type: 'bot_command', offset: 0, length: text.split(/\s/)[0]?.length ?? 1 }] }
         : {}),
     };
-    return this.#push({ message });
+    return { update_id: this.#nextUpdate++, message };
   }
 
   /** Queues a button press on a message the bot sent. */
@@ -126,6 +151,7 @@ export class FakeTelegram {
     const message = this.messages.get(`${chatId}:${messageId}`);
     if (!message) throw new Error(`no message ${chatId}:${messageId}`);
     return this.#push({
+      update_id: this.#nextUpdate++,
       callback_query: {
         id: `cq${this.#nextUpdate}`,
         from: { id: userId, is_bot: false, first_name: `User ${userId}` },
@@ -137,10 +163,34 @@ export class FakeTelegram {
   }
 
   /** Builds an update without queueing it (for webhook requests). */
-  textUpdate(chatId: number, userId: number, text: string): Record<string, unknown> {
-    const update = this.injectText(chatId, userId, text);
-    this.#updates = this.#updates.filter((u) => u !== update);
-    return update;
+  textUpdate(chatId: number, userId: number, text: string): { update_id: number } & Record<string, unknown> {
+    return this.#textUpdate(chatId, userId, text);
+  }
+
+  /**
+   * POSTs one update to the webhook once, with `secret` as the secret token header (the one
+   * registered when not given; none when `null`), and returns the HTTP status (0: no answer).
+   */
+  async postUpdate(update: Record<string, unknown>, secret?: string | null): Promise<number> {
+    if (!this.webhook) throw new Error('no webhook is set');
+    const token = secret === undefined ? this.webhook.secret_token : (secret ?? undefined);
+    try {
+      const response = await fetch(this.webhook.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(token === undefined ? {} : { [SECRET_HEADER]: token }) },
+        body: JSON.stringify(update),
+        signal: AbortSignal.timeout(10_000),
+      });
+      await response.body?.cancel();
+      return response.status;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Resolves when every queued update has been POSTed to the webhook (or given up on). */
+  async webhookIdle(): Promise<void> {
+    while (this.#delivering) await this.#delivering;
   }
 
   /** Calls of a method, in order. */
@@ -174,11 +224,32 @@ export class FakeTelegram {
     }
   }
 
-  #push<T extends Record<string, unknown>>(update: T): { update_id: number } & T {
-    const full = { update_id: this.#nextUpdate++, ...update };
+  #push<T extends { update_id: number }>(full: T): T {
+    if (this.webhook) {
+      const type = Object.keys(full).find((k) => k !== 'update_id') ?? '';
+      if (this.#allowedUpdates && !this.#allowedUpdates.includes(type)) return full;
+      this.#webhookQueue.push(full);
+      this.#delivering ??= this.#deliver().finally(() => {
+        this.#delivering = undefined;
+      });
+      return full;
+    }
     this.#updates.push(full);
     for (const wake of this.#pollers) wake();
     return full;
+  }
+
+  /** POSTs queued updates in order; one that is refused is retried up to 4 times, then dropped. */
+  async #deliver(): Promise<void> {
+    for (let update = this.#webhookQueue[0]; update && !this.#closed; update = this.#webhookQueue[0]) {
+      for (let attempt = 0; attempt < 5 && !this.#closed; attempt++) {
+        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+        const status = await this.postUpdate(update);
+        this.webhookDeliveries.push({ updateId: update.update_id, status, at: Date.now() });
+        if (status >= 200 && status < 300) break;
+      }
+      this.#webhookQueue = this.#webhookQueue.filter((u) => u !== update);
+    }
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -223,10 +294,22 @@ export class FakeTelegram {
         return ok(this.botInfo());
       case 'deleteWebhook':
         this.webhook = undefined;
+        this.#allowedUpdates = undefined;
+        if (p.drop_pending_updates === true) this.#updates = [];
+        // Not delivered yet: they are getUpdates' again.
+        this.#updates.push(...this.#webhookQueue.splice(0));
         return ok(true);
-      case 'setWebhook':
-        this.webhook = { url: String(p.url), ...(p.secret_token ? { secret_token: String(p.secret_token) } : {}) };
+      case 'setWebhook': {
+        const url = String(p.url ?? '');
+        if (!/^https?:\/\//.test(url))
+          return error(400, 'Bad Request: bad webhook: An HTTPS URL must be provided for webhook');
+        if (p.secret_token !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(String(p.secret_token)))
+          return error(400, 'Bad Request: bad webhook: secret token contains unallowed characters');
+        this.webhook = { url, ...(p.secret_token ? { secret_token: String(p.secret_token) } : {}) };
+        if (Array.isArray(p.allowed_updates)) this.#allowedUpdates = p.allowed_updates.map(String);
+        if (p.drop_pending_updates === true) this.#updates = [];
         return ok(true);
+      }
       case 'setMyCommands':
         this.commands = (p.commands as unknown[]) ?? [];
         return ok(true);

@@ -94,7 +94,10 @@ export interface DiscordAdapterOptions {
   images?: ChatImages;
   /** Deadline of an autocomplete answer; an empty list is sent after it. */
   autocompleteTimeoutMs?: number;
-  /** Register the application commands at start-up (default true). */
+  /**
+   * Register the application commands at start-up (default true). With `config.shards`, only the
+   * process holding shard 0 registers them.
+   */
   registerCommands?: boolean;
   /**
    * How long the gateway may take to let the bot in at start-up (default 2 minutes). discord.js
@@ -150,12 +153,18 @@ export async function registerCommands(options: {
   return { scope: config.guildId ? 'guild' : 'global', count: body.length };
 }
 
-/** Logs in, registers the commands and answers interactions until `stop`. */
+/**
+ * Logs in, registers the commands and answers interactions until `stop`. With `config.shards`, it
+ * opens gateway sessions for those shards only and answers the interactions Discord routes to them;
+ * alerts go through REST and reach any channel whichever shards the process holds.
+ */
 export async function startDiscord(options: DiscordAdapterOptions): Promise<DiscordAdapter> {
   const { config, engine, store, logger } = options;
   const extra = options.clientOptions ?? {};
   const client = new Client({
     intents: [GatewayIntentBits.Guilds],
+    // Only this process's shards: Discord sends each guild's events to shard (guild_id >> 22) % count.
+    ...(config.shards ? { shards: config.shards.ids, shardCount: config.shards.count } : {}),
     ...extra,
     rest: { ...restOptions(config), ...extra.rest },
   });
@@ -191,8 +200,14 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
   } finally {
     clearTimeout(timer);
   }
-  logger.info({ user: client.user?.tag, guilds: client.guilds.cache.size }, 'discord connected');
-  if (options.registerCommands !== false) {
+  logger.info(
+    { user: client.user?.tag, guilds: client.guilds.cache.size, ...(config.shards ? { shards: config.shards } : {}) },
+    'discord connected',
+  );
+  // Commands are the application's, not a shard's: with shards split across processes, the one
+  // holding shard 0 registers them, so that N replicas do not overwrite them N times at each start.
+  const registers = config.shards === undefined || config.shards.ids.includes(0);
+  if (options.registerCommands !== false && registers) {
     // The commands registered before stay in place: a failure here must not keep the bot offline.
     await registerCommands({ config, commands: engine.commands, rest: client.rest }).then(
       (registered) => logger.info(registered, 'discord commands registered'),

@@ -1,7 +1,8 @@
-import { createServer, type Server } from 'node:http';
+import { timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Bot, type Context, GrammyError, HttpError, webhookCallback } from 'grammy';
-import type { BotCommand, Chat, User, UserFromGetMe } from 'grammy/types';
+import type { BotCommand, Chat, Update, User, UserFromGetMe } from 'grammy/types';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { ButtonCodec } from '../../bot/buttons.ts';
@@ -34,6 +35,8 @@ export interface TelegramAdapterOptions {
   groupIntervalMs?: number;
   /** Makes the images of answers and alerts showable (SVG drawn as PNG); default: one of its own. */
   images?: ChatImages;
+  /** Address the webhook listener binds to (default: all interfaces, for a load balancer in front). */
+  webhookHost?: string;
 }
 
 export interface TelegramAdapter {
@@ -88,8 +91,10 @@ class TokenBucket {
 /**
  * Starts the Telegram adapter: commands typed in chats and button presses go to the command
  * engine, answers are rendered to HTML messages, and the returned sink carries alerts. Long
- * polling by default; webhook mode when `config.webhookUrl` is set (a node:http listener on
- * `config.webhookPort` that checks the secret token). Resolves once updates are being received.
+ * polling by default; webhook mode when `config.webhookUrl` is set: setWebhook once at start,
+ * then a node:http listener on `config.webhookPort` that serves the URL's path and checks the
+ * secret token. Any number of replicas may share one webhook URL behind a load balancer: each
+ * answers the updates it receives, none polls. Resolves once updates are being received.
  *
  * @example
  * const telegram = await startTelegram({ config: config.telegram, engine, store, logger });
@@ -274,34 +279,25 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
   };
 
   if (config.webhookUrl) {
+    const secret = config.webhookSecret;
+    if (!secret) throw new Error('Telegram: a webhook needs a secret token (FLOORWATCH_TELEGRAM_WEBHOOK_SECRET).');
     try {
+      // Every replica registers the same webhook; pending updates are kept for whichever answers.
       await bot.api.setWebhook(config.webhookUrl, {
-        ...(config.webhookSecret ? { secret_token: config.webhookSecret } : {}),
+        secret_token: secret,
         allowed_updates: [...ALLOWED_UPDATES],
+        drop_pending_updates: false,
       });
     } catch (error) {
       throw failed('setWebhook', error);
     }
-    const handle = webhookCallback(bot, 'http', {
-      onTimeout: 'return',
-      ...(config.webhookSecret ? { secretToken: config.webhookSecret } : {}),
-    });
-    const server: Server = createServer((req, res) => {
-      if (req.method !== 'POST') {
-        res.writeHead(405, { allow: 'POST' }).end();
-        return;
-      }
-      handle(req, res).catch((error: unknown) => {
-        logger.warn({ err: describe(error, scrub) }, 'webhook request failed');
-        if (!res.headersSent) res.writeHead(500).end();
-      });
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.webhookPort, () => {
-        server.off('error', reject);
-        resolve();
-      });
+    const server = await listenForUpdates({
+      bot,
+      path: new URL(config.webhookUrl).pathname,
+      secret,
+      port: config.webhookPort,
+      ...(options.webhookHost === undefined ? {} : { host: options.webhookHost }),
+      onError: (error) => logger.warn({ err: describe(error, scrub) }, 'webhook request failed'),
     });
     const port = (server.address() as AddressInfo).port;
     logger.info({ bot: bot.botInfo.username, port }, 'telegram webhook listening');
@@ -311,6 +307,7 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
       webhook: { url: config.webhookUrl, port },
       ready: () => server.listening,
       async stop() {
+        // No deleteWebhook: other replicas behind the same URL keep serving it.
         server.closeIdleConnections();
         await new Promise<void>((resolve) => server.close(() => resolve()));
         await drain();
@@ -351,6 +348,97 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
       if (ownImages) await images.close();
     },
   };
+}
+
+/** Largest webhook request body read; Telegram's updates are a few kilobytes. */
+export const WEBHOOK_MAX_BODY = 1024 * 1024;
+/** How long one webhook request may take to arrive in full. */
+const WEBHOOK_REQUEST_TIMEOUT_MS = 30_000;
+
+/**
+ * The webhook listener: POSTs on `path` carrying the secret token go to grammy's webhookCallback;
+ * anything else is refused before its body is read (404 another path, 405 another method, 401 no
+ * or a wrong secret, 413 a body over {@link WEBHOOK_MAX_BODY}, 400 not an update). The update is
+ * acknowledged once grammy has handed it to the handlers, which answer in the background.
+ */
+async function listenForUpdates(options: {
+  bot: Bot;
+  path: string;
+  secret: string;
+  port: number;
+  host?: string;
+  onError: (error: unknown) => void;
+}): Promise<Server> {
+  const { bot, path, secret, onError } = options;
+  const handle = webhookCallback(bot, 'callback', { onTimeout: 'return', secretToken: secret });
+  const expected = Buffer.from(secret);
+  const refuse = (res: ServerResponse, status: number, headers: Record<string, string> = {}) => {
+    // The unread body is not drained: the connection closes with the answer.
+    res.writeHead(status, { connection: 'close', ...headers }).end();
+  };
+  const serve = async (req: IncomingMessage, res: ServerResponse) => {
+    if (new URL(req.url ?? '/', 'http://listener').pathname !== path) return refuse(res, 404);
+    if (req.method !== 'POST') return refuse(res, 405, { allow: 'POST' });
+    const header = req.headers['x-telegram-bot-api-secret-token'];
+    const given = Buffer.from(typeof header === 'string' ? header : '');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return refuse(res, 401);
+    if (Number(req.headers['content-length'] ?? 0) > WEBHOOK_MAX_BODY) return refuse(res, 413);
+    const body = await readBody(req, WEBHOOK_MAX_BODY);
+    if (body === undefined) return refuse(res, 413);
+    let update: unknown;
+    try {
+      update = JSON.parse(body.toString('utf8'));
+    } catch {
+      return refuse(res, 400);
+    }
+    if (typeof update !== 'object' || update === null || typeof (update as Update).update_id !== 'number') {
+      return refuse(res, 400);
+    }
+    await handle(
+      update as Update,
+      (json: string) => void res.writeHead(200, { 'content-type': 'application/json' }).end(json),
+      given.toString(),
+      () => void refuse(res, 401),
+    );
+    if (!res.headersSent) res.writeHead(200).end();
+  };
+  const server = createServer({ requestTimeout: WEBHOOK_REQUEST_TIMEOUT_MS }, (req, res) => {
+    serve(req, res).catch((error: unknown) => {
+      onError(error);
+      if (!res.headersSent) res.writeHead(500, { connection: 'close' }).end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return server;
+}
+
+/** A request's body, or undefined once it grows past `limit` (the rest is left unread). */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) {
+        chunks.push(chunk);
+        return;
+      }
+      req.off('data', onData);
+      req.pause();
+      resolve(undefined);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(Buffer.concat(chunks)));
+    req.once('error', reject);
+    // A client gone before the end: nothing to answer (after 'end' this changes nothing).
+    req.once('close', () => resolve(undefined));
+  });
 }
 
 /** The command menu: every command once, a group's subcommands named in its description. */
