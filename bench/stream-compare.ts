@@ -7,20 +7,27 @@
 // multi-byte names), a blank heartbeat line now and then, written in chunks of random size that cut lines,
 // keys and characters anywhere. Every request gets the same bytes (seeded PRNG).
 //
-// Each round runs both readers once, one after the other (A B, then B A in the next round, so neither always
-// goes first), after a warm-up round that is not counted. For each run: logs/s (wall) and CPU per log
-// (process.cpuUsage, user + system, so GC threads count; the kernel's part is shown too). Prints each
-// reader's medians and ranges, the ratios of the two runs of each round (median and range), and whether our
-// reader takes at most 1/GOAL of the official one's CPU per log. A run is aborted after RUN_TIMEOUT_MS and
-// no round starts after DEADLINE_MS.
+// Each round runs each reader once, one after the other (A B C, then C B A in the next round, so ours and
+// the official one take turns going first), after a warm-up round that is not counted. For each run: logs/s
+// (wall) and CPU per log (process.cpuUsage, user + system, so GC threads count; the kernel's part is shown
+// too). Prints each reader's medians and ranges, the ratios of ours and the official one's runs of each
+// round (median and range), and whether our reader takes at most 1/GOAL of the official one's CPU per log.
+// A run is aborted after RUN_TIMEOUT_MS and no round starts after DEADLINE_MS.
 //
-//   npx tsx bench/stream-compare.ts [--logs 40000] [--rounds 5] [--ascii] [--only ours|official]
+// Each round also runs, on the same bytes, a bare reader: the floor of any reader that hands out every line
+// parsed whole over this HTTP client (undici, as under both readers; lines found by a byte search, each
+// decoded and JSON.parse'd, nothing else). The official reader's CPU over the bare one's, per round, is
+// about the most any such reader can reach against it on this machine; how much ours costs above the bare
+// one is printed too, and JSON.parse alone (each line decoded and parsed in this process, no socket).
+//
+//   npx tsx bench/stream-compare.ts [--logs 40000] [--rounds 5] [--ascii] [--only ours|official|bare]
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { SequenceIndexer } from '@0xsequence/indexer';
+import { Pool } from 'undici';
 import { PlatformClient } from '../src/platform/index.ts';
 import { prng } from './_prng.ts';
 
@@ -49,13 +56,13 @@ function argument(name: string, fallback: number, max: number): number {
 const LOGS = argument('logs', 40_000, 1_000_000);
 const ROUNDS = argument('rounds', 5, 50);
 const ASCII = process.argv.includes('--ascii');
-/** `--only ours` or `--only official` runs one reader (for profiling with --cpu-prof); no comparison then. */
-const ONLY = ((): 'ours' | 'official' | undefined => {
+/** `--only ours|official|bare` runs one reader (for profiling with --cpu-prof); no comparison then. */
+const ONLY = ((): 'ours' | 'official' | 'bare' | undefined => {
   const at = process.argv.indexOf('--only');
   if (at === -1) return undefined;
   const name = process.argv[at + 1];
-  if (name === 'ours' || name === 'official') return name;
-  console.error('--only takes ours or official');
+  if (name === 'ours' || name === 'official' || name === 'bare') return name;
+  console.error('--only takes ours, official or bare');
   process.exit(2);
 })();
 
@@ -419,6 +426,76 @@ function official(base: string): Reader {
     });
 }
 
+/**
+ * The floor: the least a reader that hands out every line parsed whole can do over this HTTP client. One
+ * undici request (undici is the HTTP client under both readers), lines found by a byte search, each decoded
+ * and JSON.parse'd, nothing normalized, queued or kept, no heartbeat, no errors handled.
+ */
+function bare(pool: Pool): Reader {
+  return async (signal) => {
+    const response = await pool.request({
+      path: '/rpc/Indexer/SubscribeEvents',
+      method: 'POST',
+      body: JSON.stringify({ filter: FILTER }),
+      signal,
+    });
+    let logs = 0;
+    let checksum = 0;
+    let pending: Buffer[] = [];
+    const parse = (line: string) => {
+      if (line.length === 0) return;
+      const { log } = JSON.parse(line) as { log: { blockNumber: number; event?: { values: string[] } } };
+      logs++;
+      checksum += log.blockNumber + (log.event?.values.length ?? 0);
+    };
+    await new Promise<void>((resolve, reject) => {
+      response.body.on('data', (chunk: Buffer) => {
+        let start = 0;
+        for (let end = chunk.indexOf(0x0a); end !== -1; start = end + 1, end = chunk.indexOf(0x0a, start)) {
+          if (pending.length > 0) {
+            pending.push(chunk.subarray(start, end));
+            parse(Buffer.concat(pending).toString('utf8'));
+            pending = [];
+          } else {
+            parse(chunk.toString('utf8', start, end));
+          }
+        }
+        if (start < chunk.length) pending.push(chunk.subarray(start));
+      });
+      response.body.on('end', resolve);
+      response.body.on('error', reject);
+    });
+    return { logs, checksum };
+  };
+}
+
+/** JSON.parse alone: each line of `body` decoded and parsed, in this process, nothing kept. CPU µs per log. */
+function parseAlone(body: Buffer): number {
+  const cpu = process.cpuUsage();
+  let logs = 0;
+  let checksum = 0;
+  for (let start = 0, end = body.indexOf(0x0a); end !== -1; start = end + 1, end = body.indexOf(0x0a, start)) {
+    if (end === start) continue;
+    const { log } = JSON.parse(body.toString('utf8', start, end)) as { log: { blockNumber: number } };
+    logs++;
+    checksum += log.blockNumber;
+  }
+  const used = process.cpuUsage(cpu);
+  if (logs !== LOGS || checksum === 0) throw new Error(`parsed ${logs} of ${LOGS} logs`);
+  return (used.user + used.system) / LOGS;
+}
+
+/** The whole answer body for {@link parseAlone}, fetched anew each round (nothing holds 60 MB in between). */
+async function wholeBody(pool: Pool): Promise<Buffer> {
+  const response = await pool.request({
+    path: '/rpc/Indexer/SubscribeEvents',
+    method: 'POST',
+    body: JSON.stringify({ filter: FILTER }),
+    signal: AbortSignal.timeout(RUN_TIMEOUT_MS),
+  });
+  return Buffer.from(await response.body.arrayBuffer());
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
@@ -450,10 +527,16 @@ async function compare(): Promise<void> {
       networks: [{ name: 'polygon', chainId: 137 }],
       accessKey: 'bench-access-key',
     });
-    closeClient = () => client.close();
-    const readers = { ours: ours(client), official: official(base) };
-    const names: Array<keyof typeof readers> = ONLY === undefined ? ['ours', 'official'] : [ONLY];
-    const runs: Record<keyof typeof readers, Run[]> = { ours: [], official: [] };
+    // The floor (bare) runs only when both readers do, not while one is profiled.
+    const pool = new Pool(base, { connections: 1 });
+    closeClient = async () => {
+      await pool.close();
+      await client.close();
+    };
+    const readers = { ours: ours(client), official: official(base), bare: bare(pool) };
+    const names: Array<keyof typeof readers> = ONLY === undefined ? ['ours', 'official', 'bare'] : [ONLY];
+    const runs: Record<keyof typeof readers, Run[]> = { ours: [], official: [], bare: [] };
+    const parseAloneUs: number[] = [];
     const deadline = performance.now() + DEADLINE_MS;
     for (let round = 0; round <= ROUNDS; round++) {
       if (performance.now() > deadline) {
@@ -465,8 +548,10 @@ async function compare(): Promise<void> {
         if (run.logs !== LOGS) throw new Error(`${name} read ${run.logs} of ${LOGS} logs`);
         if (round > 0) runs[name].push(run);
       }
-      const [a, b] = [runs.ours.at(-1), runs.official.at(-1)];
+      const [a, b, c] = [runs.ours.at(-1), runs.official.at(-1), runs.bare.at(-1)];
       if (a && b && a.checksum !== b.checksum) throw new Error('the readers saw different records');
+      if (a && c && a.checksum !== c.checksum) throw new Error('the bare reader saw different records');
+      if (round > 0 && ONLY === undefined) parseAloneUs.push(parseAlone(await wholeBody(pool)));
     }
 
     const n = (x: number) => Math.round(x).toLocaleString('en-US');
@@ -482,7 +567,7 @@ async function compare(): Promise<void> {
     };
     for (const name of names) summary(name);
     if (runs.ours.length === 0 || runs.official.length === 0) return;
-    // Each round's two runs ran back to back, so their ratio is the least disturbed by a busy machine.
+    // Each round's runs ran back to back, so their ratio is the least disturbed by a busy machine.
     const range = (values: number[]) =>
       `${median(values).toFixed(2)}x (rounds ${Math.min(...values).toFixed(2)}-${Math.max(...values).toFixed(2)})`;
     const cpuRatios = runs.ours.map((ours, i) => (runs.official[i] as Run).cpuUs / ours.cpuUs);
@@ -493,6 +578,18 @@ async function compare(): Promise<void> {
       cpuRatio >= GOAL
         ? `  goal ${GOAL}x (median CPU per log): met`
         : `  goal ${GOAL}x (median CPU per log): NOT met (${cpuRatio.toFixed(2)}x)`,
+    );
+
+    // The floor, per round: what the official reader's CPU is over the bare reader's, and ours above it.
+    const boundRatios = runs.bare.map((bare, i) => (runs.official[i] as Run).cpuUs / bare.cpuUs);
+    const above = runs.bare.map((bare, i) => ((runs.ours[i] as Run).cpuUs - bare.cpuUs) / bare.logs);
+    console.log(
+      `  floor: the bare reader reaches ${range(boundRatios)} less CPU per log than the official one; ` +
+        `ours costs ${median(above).toFixed(1)} µs/log more than it (rounds ${Math.min(...above).toFixed(1)}-${Math.max(...above).toFixed(1)})`,
+    );
+    console.log(
+      `  JSON.parse alone (each line decoded and parsed, in this process): ${median(parseAloneUs).toFixed(1)} µs/log ` +
+        `(${Math.min(...parseAloneUs).toFixed(1)}-${Math.max(...parseAloneUs).toFixed(1)})`,
     );
   } finally {
     await closeClient();

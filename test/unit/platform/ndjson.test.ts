@@ -103,3 +103,59 @@ describe('LineSplitter', () => {
     expect(lines[0]?.length).toBe(line.length);
   });
 });
+
+describe('LineSplitter on stream-sized lines', () => {
+  /** 1.2-2 KB log lines like a SubscribeEvents stream's, some with multi-byte text, and blank heartbeats. */
+  function streamLines(seed: number, count: number): string[] {
+    let state = seed;
+    const next = () => {
+      state = (state * 48_271) % 2_147_483_647;
+      return state / 2_147_483_647;
+    };
+    const names = ['Drachen Ü', 'Dragon 🐉', 'ドラゴン', 'Wyvern', 'Лунный кот', 'Fénix ñ', 'Basilisk'];
+    const lines: string[] = [];
+    for (let i = 0; i < count; i++) {
+      if (next() < 0.1) {
+        lines.push('');
+        continue;
+      }
+      const name = next() < 0.3 ? (names[Math.floor(next() * names.length)] as string) : 'ascii';
+      const pad = 'ab'.repeat(600 + Math.floor(next() * 400));
+      lines.push(
+        JSON.stringify({ log: { id: i, uid: `137-${i}`, values: [`https://meta.example/${name}/${i}`], pad } }),
+      );
+    }
+    return lines;
+  }
+
+  it('GIVEN long ASCII and multi-byte lines mixed WHEN cut into chunks of any size THEN every line comes back whole', () => {
+    const lines = streamLines(7, 200);
+    const bytes = Buffer.from(lines.map((l) => `${l}\n`).join(''), 'utf8');
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 9_000 }), fc.integer({ min: 1, max: 2 ** 30 }), (maxChunk, seed) => {
+        let state = seed;
+        const chunks: Buffer[] = [];
+        for (let at = 0; at < bytes.length; ) {
+          state = (state * 48_271) % 2_147_483_647;
+          const size = 1 + (state % maxChunk);
+          chunks.push(bytes.subarray(at, at + size));
+          at += size;
+        }
+        expect(split(chunks)).toEqual({ lines, rest: undefined });
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('GIVEN a chunk ending inside a multi-byte character of a long line WHEN the rest comes THEN it is decoded whole', () => {
+    const line = `{"log":{"name":"${'x'.repeat(1_500)}🐉${'y'.repeat(300)}"}}`;
+    const bytes = Buffer.from(`${line}\n{"log":{"id":2}}\n`, 'utf8');
+    const dragon = bytes.indexOf(Buffer.from('🐉', 'utf8'));
+    for (let cut = dragon + 1; cut < dragon + 4; cut++) {
+      expect(split([bytes.subarray(0, cut), bytes.subarray(cut)])).toEqual({
+        lines: [line, '{"log":{"id":2}}'],
+        rest: undefined,
+      });
+    }
+  });
+});
