@@ -294,7 +294,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         ? new PgCursorStore(shared.db, { onWriteError })
         : await FileCursorStore.open(join(config.dataDir, 'cursors.json'), { onWriteError });
       backfill = new Backfill({
-        settings: { rpcUrl, maxBlocks: config.backfill.maxBlocks },
+        settings: { rpcUrl, maxBlocks: config.backfill.maxBlocks, resumeOnActivate: shared !== undefined },
         cursors,
         logger: logger.child({ component: 'backfill' }),
         chainId: (network) => platform.networks.find(network)?.chainId,

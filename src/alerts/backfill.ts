@@ -44,6 +44,11 @@ export interface BackfillSettings {
   rpcUrl: string;
   /** Most blocks read back at once; older missed blocks are reported as a gap. */
   maxBlocks: number;
+  /**
+   * Streams that open later than the start also resume from the cursor: with a shared database, the
+   * process that takes over a network's ingestion goes on from where the last one stopped.
+   */
+  resumeOnActivate?: boolean;
   rangeBlocks?: number;
   addressesPerRequest?: number;
   /**
@@ -389,7 +394,7 @@ export class NetworkBackfill {
   activate(): void {
     this.#active = true;
     this.#hole = true;
-    this.#resume = this.#owner.starting;
+    this.#resume = this.#owner.starting || this.#owner.settings.resumeOnActivate === true;
     this.#received = undefined;
   }
 

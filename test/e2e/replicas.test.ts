@@ -1,0 +1,195 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/devnet/index.ts';
+import { openSharedDatabase } from '../../src/store/pg/index.ts';
+import { FakeDiscord } from '../fakes/discord.ts';
+import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
+
+/*
+ * Issue 14: three bot processes (the real entry point, src/main.ts) on one PostgreSQL database and one
+ * local platform, posting to the Discord stand-in. The process that ingests the stream is killed with
+ * SIGKILL in the middle of a burst of 1,000 alerts: another takes over (backfilling from the shared
+ * cursor) and every alert reaches the channel exactly once.
+ */
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CHANNEL = '777000000000000001';
+const BLOCKS = 100;
+const ALERTS_PER_BLOCK = 10;
+
+let postgres: TestPostgres;
+let devnet: Devnet;
+let discord: FakeDiscord;
+let cats: DevnetCollectionInfo;
+let databaseUrl: string;
+let probe: pg.Pool;
+const dirs: string[] = [];
+
+interface Replica {
+  name: string;
+  child: ChildProcess;
+  logs: () => string;
+  exited: Promise<number | null>;
+}
+const replicas: Replica[] = [];
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+async function startReplica(name: string): Promise<Replica> {
+  const info = devnet.info();
+  const network = info.networks[0];
+  if (!network) throw new Error('no network');
+  const dataDir = await mkdtemp(join(tmpdir(), `floorwatch-replica-${name}-`));
+  dirs.push(dataDir);
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: {
+      PATH: process.env.PATH,
+      FLOORWATCH_METADATA_URL: devnet.endpoints.metadataUrl,
+      FLOORWATCH_MARKETPLACE_URL: devnet.endpoints.marketplaceUrl,
+      FLOORWATCH_INDEXER_URL: devnet.endpoints.indexerUrl,
+      FLOORWATCH_RELAYER_URL: devnet.endpoints.relayerUrl,
+      FLOORWATCH_API_URL: devnet.endpoints.apiUrl,
+      FLOORWATCH_ACCESS_KEY: devnet.accessKey,
+      FLOORWATCH_SECRET_TOKEN: devnet.secretToken,
+      FLOORWATCH_PROJECT_ID: String(devnet.projectId),
+      FLOORWATCH_NETWORKS: `${network.name}:${network.chainId}`,
+      FLOORWATCH_MARKETPLACE_CONTRACTS: `${network.name}:${network.marketplaceContract}`,
+      FLOORWATCH_RPC_URL: devnet.chainRpcUrl,
+      FLOORWATCH_DATABASE_URL: databaseUrl,
+      FLOORWATCH_DATA_DIR: dataDir,
+      FLOORWATCH_LOG_LEVEL: 'info',
+      DISCORD_TOKEN: discord.token,
+      DISCORD_APPLICATION_ID: discord.applicationId,
+      DISCORD_GUILD_ID: discord.guildId,
+      DISCORD_API_ROOT: discord.api,
+    },
+  });
+  let logs = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    logs += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const replica = { name, child, logs: () => logs, exited };
+  replicas.push(replica);
+  return replica;
+}
+
+/** Every alert embed posted to the channel, as JSON text. */
+function alerts(): string[] {
+  return (discord.messages.get(CHANNEL) ?? []).flatMap((m) =>
+    ((m as { embeds?: unknown[] }).embeds ?? []).map((e) => JSON.stringify(e)),
+  );
+}
+
+async function mineBlock(): Promise<number> {
+  const activity = [];
+  for (let i = 0; i < ALERTS_PER_BLOCK / 2; i++) {
+    activity.push({ kind: 'listing' as const, collection: cats.address });
+    activity.push({ kind: 'sale' as const, collection: cats.address });
+  }
+  return (await devnet.mine('devnet', activity)).blockNumber;
+}
+
+beforeAll(async () => {
+  postgres = await startTestPostgres();
+  databaseUrl = await postgres.freshDatabase();
+  probe = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  devnet = await startDevnet({ scale: 'small', heartbeatIntervalMs: 1_000 });
+  const found = devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
+  if (!found) throw new Error('no Moon Cats');
+  cats = found;
+  discord = await FakeDiscord.start();
+  // The watch rule, as /watch add would store it.
+  const shared = await openSharedDatabase({ url: databaseUrl, poolSize: 2 }, pino({ level: 'silent' }), () => {});
+  await shared.rules.addRule(
+    {
+      destination: { platform: 'discord', chatId: CHANNEL },
+      network: 'devnet',
+      collection: cats.address.toLowerCase(),
+      collectionName: 'Moon Cats',
+      kinds: ['listing', 'sale'],
+      showRelists: true,
+      paused: false,
+      createdBy: 'discord:1',
+      createdAt: new Date().toISOString(),
+    },
+    50,
+  );
+  await shared.close();
+}, 120_000);
+
+afterAll(async () => {
+  for (const replica of replicas) replica.child.kill('SIGKILL');
+  await Promise.all(replicas.map((r) => r.exited));
+  await probe?.end();
+  await discord?.close();
+  await devnet?.close();
+  await postgres?.stop();
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+describe('several processes on one database', () => {
+  it('GIVEN 3 replicas WHEN the ingest leader is killed with SIGKILL during a burst of 1,000 alerts THEN every alert is posted exactly once and alerts resume within 10 s', async () => {
+    for (const name of ['a', 'b', 'c']) await startReplica(name);
+    const leaderOf = () => replicas.find((r) => /now leads ingest/.test(r.logs()));
+    await until(() => replicas.every((r) => /floorwatch started/.test(r.logs())), 'three replicas started', 60_000);
+    await until(() => leaderOf() !== undefined, 'an ingest leader', 20_000);
+    const leader = leaderOf() as Replica;
+    expect(replicas.filter((r) => /now leads ingest/.test(r.logs()))).toHaveLength(1);
+    // Its streams are open once a first block's alerts arrive.
+    await mineBlock();
+    await until(() => alerts().length >= ALERTS_PER_BLOCK, 'the first alerts', 30_000);
+
+    // The leader has recorded how far it got (the shared cursor), for whoever takes over.
+    const cursor = async () =>
+      (await probe.query<{ block: string }>("SELECT block FROM cursors WHERE network = 'devnet'")).rows[0]?.block;
+    const deadline = Date.now() + 15_000;
+    while ((await cursor()) === undefined && Date.now() < deadline) await sleep(100);
+    expect(await cursor()).toBeDefined();
+
+    // The burst: the leader dies with a third of it mined.
+    let mined = 1;
+    for (; mined < BLOCKS / 3; mined++) await mineBlock();
+    leader.child.kill('SIGKILL');
+    const killedAt = Date.now();
+    await leader.exited;
+    const afterKill = await mineBlock();
+    mined++;
+    await until(
+      () => alerts().some((a) => a.includes(`block ${afterKill}`)),
+      'an alert of a block mined after the kill',
+      20_000,
+    );
+    const resumedMs = Date.now() - killedAt;
+    for (; mined < BLOCKS; mined++) await mineBlock();
+
+    await until(() => alerts().length >= BLOCKS * ALERTS_PER_BLOCK, `${BLOCKS * ALERTS_PER_BLOCK} alerts`, 60_000);
+    await sleep(1_000);
+    const posted = alerts();
+    const distinct = new Set(posted);
+    console.log(
+      `replicas: ${posted.length} alerts posted (${distinct.size} distinct) in ${(discord.messages.get(CHANNEL) ?? []).length} messages; ingest resumed ${resumedMs} ms after the leader was killed`,
+    );
+    expect(posted).toHaveLength(BLOCKS * ALERTS_PER_BLOCK);
+    expect(distinct.size).toBe(BLOCKS * ALERTS_PER_BLOCK);
+    expect(resumedMs).toBeLessThan(10_000);
+    const survivors = replicas.filter((r) => r !== leader);
+    expect(survivors.filter((r) => /now leads ingest/.test(r.logs()))).toHaveLength(1);
+  }, 240_000);
+});
