@@ -24,6 +24,8 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The database migrations (run at start when FLOORWATCH_DATABASE_URL is set).
+COPY src/store/pg/migrations ./src/store/pg/migrations
 COPY package.json ./
 RUN mkdir -p /data && chown node:node /data
 USER node
