@@ -324,6 +324,8 @@ export class DeliveryJournal implements DeliveryLog {
   #draining = false;
   #compaction: Compaction | undefined;
   #closed = false;
+  /** Handles of files replaced by a compaction, being closed outside the write queue. */
+  readonly #closing = new Set<FileHandle>();
   #broken: JournalWriteError | undefined;
   #writeFailure: JournalWriteFailure | undefined;
 
@@ -633,6 +635,7 @@ export class DeliveryJournal implements DeliveryLog {
     return this.#enqueueTask(async () => {
       await this.#finishCompaction().catch((error: unknown) => this.#compactionFailed(error));
       await this.#handle.close();
+      await Promise.all([...this.#closing].map((handle) => handle.close().catch(() => undefined)));
     });
   }
 
@@ -941,7 +944,13 @@ export class DeliveryJournal implements DeliveryLog {
     this.#handle = temp;
     this.#bytes = compaction.bytes;
     this.#compactAt = Math.max(this.#compactAfterBytes, 2 * compaction.bytes);
-    await previous.close().catch(() => undefined);
+    // Nothing writes to the old file any more. Its last close frees the blocks of the file the
+    // rename unlinked (milliseconds for a large journal): the write queue does not wait for it.
+    this.#closing.add(previous);
+    void previous
+      .close()
+      .catch(() => undefined)
+      .finally(() => this.#closing.delete(previous));
     if (this.#fsync) {
       try {
         await syncDirectory(dirname(this.file));
@@ -962,8 +971,12 @@ export class DeliveryJournal implements DeliveryLog {
 const SLICE_MS = 2;
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** A compaction syncs its temporary file each time this much more was written. */
-const SYNC_STEP_BYTES = 1024 * 1024;
+/**
+ * A compaction syncs its temporary file each time this much more was written. The journal's own
+ * syncs wait behind these flushes on the disk (with 1 MiB steps, its syncs during a compaction took
+ * p99 16-27 ms against 4-5 ms outside one): smaller steps make each wait shorter.
+ */
+const SYNC_STEP_BYTES = 256 * 1024;
 
 /** Writes the lines (each followed by a newline) at the handle's position; returns the bytes written. */
 async function writeAll(handle: FileHandle, lines: readonly string[]): Promise<number> {

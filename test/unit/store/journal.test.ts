@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { appendFile, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -466,6 +466,34 @@ describe('DeliveryJournal: compaction', () => {
     const third = await tracked();
     expect([third.get(idOf(delivery(1))), third.get(idOf(delivery(2)))]).toEqual(records);
   });
+
+  it.runIf(process.platform === 'linux')(
+    'GIVEN compactions that replace the file WHEN the journal is closed THEN no handle to a replaced file is left open',
+    async () => {
+      const openFilesOf = async () => {
+        const out: string[] = [];
+        for (const fd of await readdir('/proc/self/fd')) {
+          const target = await readlink(join('/proc/self/fd', fd)).catch(() => '');
+          if (target.startsWith(dir)) out.push(target);
+        }
+        return out;
+      };
+      const journal = await open({ retentionMs: 0 });
+      for (let n = 0; n < 20; n++) {
+        await journal.record([delivery(n)]);
+        await journal.markSent(idOf(delivery(n)), `m${n}`);
+        await journal.markFinal('devnet', `0x${n.toString(16)}`);
+        await journal.compact();
+        // Writes go on while the replaced file is closed in the background.
+        expect(journal.has(idOf(delivery(n)))).toBe(false);
+      }
+      await journal.record([delivery(99)]);
+      await journal.close();
+      expect(await openFilesOf()).toEqual([]);
+      const again = await tracked();
+      expect(again.unfinished().map((r) => r.id)).toEqual([idOf(delivery(99))]);
+    },
+  );
 });
 
 describe('DeliveryJournal: write failures', () => {
