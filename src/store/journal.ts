@@ -597,6 +597,11 @@ export class DeliveryJournal implements DeliveryLog {
     return this.#writeFailure;
   }
 
+  /** Every record the journal holds, in recording order (for moving it elsewhere: `npm run migrate-data`). */
+  records(): DeliveryRecord[] {
+    return [...this.#records.byId.values()];
+  }
+
   stats(): JournalStats {
     const stats: JournalStats = {
       records: this.#records.byId.size,
