@@ -20,6 +20,7 @@ import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CHANNEL = '777000000000000001';
+const DIGEST_CHANNEL = '777000000000000002';
 const BLOCKS = 100;
 const ALERTS_PER_BLOCK = 10;
 
@@ -192,4 +193,39 @@ describe('several processes on one database', () => {
     const survivors = replicas.filter((r) => r !== leader);
     expect(survivors.filter((r) => /now leads ingest/.test(r.logs()))).toHaveLength(1);
   }, 240_000);
+
+  it('GIVEN a digest due while 3 replicas run THEN it is posted once', async () => {
+    await startReplica('d');
+    const running = replicas.filter((r) => r.child.exitCode === null && r.child.signalCode === null);
+    expect(running).toHaveLength(3);
+    await until(() => running.every((r) => /floorwatch started/.test(r.logs())), 'three replicas started', 60_000);
+    // Due at the next minute that is at least 15 s away, set as /digest set would, from another process.
+    const due = new Date(Math.ceil((Date.now() + 15_000) / 60_000) * 60_000);
+    const chat = `discord:${DIGEST_CHANNEL}`;
+    const shared = await openSharedDatabase({ url: databaseUrl, poolSize: 2 }, pino({ level: 'silent' }), () => {});
+    try {
+      await shared.rules.updateChat(chat, (settings) => {
+        settings.digest = {
+          hour: due.getUTCHours(),
+          minute: due.getUTCMinutes(),
+          timeZone: 'UTC',
+          collections: [{ network: 'devnet', address: cats.address.toLowerCase(), name: 'Moon Cats' }],
+          days: 1,
+          setAt: new Date().toISOString(),
+        };
+      });
+    } finally {
+      await shared.close();
+    }
+    const digests = () =>
+      (discord.messages.get(DIGEST_CHANNEL) ?? []).filter((m) =>
+        JSON.stringify((m as { embeds?: unknown[] }).embeds ?? []).includes('Daily digest'),
+      );
+    await until(() => digests().length > 0, 'the digest', due.getTime() - Date.now() + 45_000);
+    // Long enough for a second replica's posting to have arrived, were there one.
+    await sleep(5_000);
+    expect(digests()).toHaveLength(1);
+    const posters = running.filter((r) => /now leads digests/.test(r.logs()));
+    expect(posters.length).toBeGreaterThanOrEqual(1);
+  }, 150_000);
 });
