@@ -6,6 +6,7 @@ import { PassThrough, Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/devnet/index.ts';
 import { type RunningBot, startBot } from '../../src/main.ts';
+import { platformEnv } from '../helpers/devnet-data.ts';
 
 /*
  * Issue 14 part 4: the bot runs (src/main.ts, in this process) against a local platform started by
@@ -37,9 +38,6 @@ async function until(check: () => boolean, what: string, timeoutMs = 20_000): Pr
 }
 
 async function start(env: Record<string, string> = {}): Promise<Run> {
-  const info = devnet.info();
-  const network = info.networks[0];
-  if (!network) throw new Error('no network');
   let text = '';
   const stdout = new Writable({
     write(chunk, _encoding, done) {
@@ -50,17 +48,7 @@ async function start(env: Record<string, string> = {}): Promise<Run> {
   const input = new PassThrough();
   const bot = await startBot({
     env: {
-      FLOORWATCH_METADATA_URL: devnet.endpoints.metadataUrl,
-      FLOORWATCH_MARKETPLACE_URL: devnet.endpoints.marketplaceUrl,
-      FLOORWATCH_INDEXER_URL: devnet.endpoints.indexerUrl,
-      FLOORWATCH_RELAYER_URL: devnet.endpoints.relayerUrl,
-      FLOORWATCH_API_URL: devnet.endpoints.apiUrl,
-      FLOORWATCH_ACCESS_KEY: devnet.accessKey,
-      FLOORWATCH_SECRET_TOKEN: devnet.secretToken,
-      FLOORWATCH_PROJECT_ID: String(devnet.projectId),
-      FLOORWATCH_NETWORKS: `${network.name}:${network.chainId}`,
-      FLOORWATCH_MARKETPLACE_CONTRACTS: `${network.name}:${network.marketplaceContract}`,
-      FLOORWATCH_RPC_URL: devnet.chainRpcUrl,
+      ...platformEnv(devnet),
       FLOORWATCH_DATA_DIR: dataDir,
       FLOORWATCH_LOG_LEVEL: 'info',
       ...env,

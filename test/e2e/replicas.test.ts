@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/devnet/index.ts';
 import { openSharedDatabase } from '../../src/store/pg/index.ts';
 import { FakeDiscord } from '../fakes/discord.ts';
+import { platformEnv } from '../helpers/devnet-data.ts';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
 
 /*
@@ -51,9 +52,6 @@ async function until(check: () => boolean, what: string, timeoutMs = 30_000): Pr
 }
 
 async function startReplica(name: string): Promise<Replica> {
-  const info = devnet.info();
-  const network = info.networks[0];
-  if (!network) throw new Error('no network');
   const dataDir = await mkdtemp(join(tmpdir(), `floorwatch-replica-${name}-`));
   dirs.push(dataDir);
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
@@ -61,17 +59,7 @@ async function startReplica(name: string): Promise<Replica> {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: {
       PATH: process.env.PATH,
-      FLOORWATCH_METADATA_URL: devnet.endpoints.metadataUrl,
-      FLOORWATCH_MARKETPLACE_URL: devnet.endpoints.marketplaceUrl,
-      FLOORWATCH_INDEXER_URL: devnet.endpoints.indexerUrl,
-      FLOORWATCH_RELAYER_URL: devnet.endpoints.relayerUrl,
-      FLOORWATCH_API_URL: devnet.endpoints.apiUrl,
-      FLOORWATCH_ACCESS_KEY: devnet.accessKey,
-      FLOORWATCH_SECRET_TOKEN: devnet.secretToken,
-      FLOORWATCH_PROJECT_ID: String(devnet.projectId),
-      FLOORWATCH_NETWORKS: `${network.name}:${network.chainId}`,
-      FLOORWATCH_MARKETPLACE_CONTRACTS: `${network.name}:${network.marketplaceContract}`,
-      FLOORWATCH_RPC_URL: devnet.chainRpcUrl,
+      ...platformEnv(devnet),
       FLOORWATCH_DATABASE_URL: databaseUrl,
       FLOORWATCH_DATA_DIR: dataDir,
       FLOORWATCH_LOG_LEVEL: 'info',

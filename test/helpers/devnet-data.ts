@@ -21,3 +21,25 @@ export async function listedToken(platform: PlatformClient, address: string, net
   if (!tokenId) throw new Error('no listed token');
   return tokenId;
 }
+
+/**
+ * The environment that points the bot at a local platform as at a real one: its endpoints, keys,
+ * project, first network, marketplace contract and JSON-RPC (for backfill).
+ */
+export function platformEnv(devnet: Devnet): Record<string, string> {
+  const network = devnet.info().networks[0];
+  if (!network) throw new Error('the local platform has no network');
+  return {
+    FLOORWATCH_METADATA_URL: devnet.endpoints.metadataUrl,
+    FLOORWATCH_MARKETPLACE_URL: devnet.endpoints.marketplaceUrl,
+    FLOORWATCH_INDEXER_URL: devnet.endpoints.indexerUrl,
+    FLOORWATCH_RELAYER_URL: devnet.endpoints.relayerUrl,
+    FLOORWATCH_API_URL: devnet.endpoints.apiUrl,
+    FLOORWATCH_ACCESS_KEY: devnet.accessKey,
+    FLOORWATCH_SECRET_TOKEN: devnet.secretToken,
+    FLOORWATCH_PROJECT_ID: String(devnet.projectId),
+    FLOORWATCH_NETWORKS: `${network.name}:${network.chainId}`,
+    FLOORWATCH_MARKETPLACE_CONTRACTS: `${network.name}:${network.marketplaceContract}`,
+    FLOORWATCH_RPC_URL: devnet.chainRpcUrl,
+  };
+}
