@@ -22,34 +22,47 @@ interface Entry {
   wallets: ReadonlySet<string> | undefined;
 }
 
-interface Bucket {
-  // Rules without token or wallet filters.
-  any: WatchRule[];
+/** The rules of one network, collection and kind, when some of them filter on tokens or wallets or ignore some. */
+class Bucket {
   // How many of the bucket's rules ignore some wallets (checked on lookup only when there are some).
-  ignoring: number;
+  ignoring = 0;
   // Rules with a token filter (and maybe a wallet filter), by canonical token id.
   byToken: Map<string, Entry[]> | undefined;
   // Rules with a wallet filter only, by lower-case wallet.
   byWallet: Map<string, WatchRule[]> | undefined;
+
+  constructor(
+    // Rules without token or wallet filters.
+    readonly any: WatchRule[],
+  ) {}
 }
 
-// Position of each kind in a collection's bucket array (no prototype: unknown kinds give undefined).
+/**
+ * The rules of one network, collection and kind: the rule itself when there is one, a plain list
+ * while none of them filters on tokens or wallets or ignores some (nearly always), a {@link Bucket}
+ * otherwise. These are the cheapest shapes for the 100,000s of collections that a rule or two each watch.
+ */
+type Slot = WatchRule | WatchRule[] | Bucket;
+
+const isBucket = (slot: Slot): slot is Bucket => slot instanceof Bucket;
+
+// Position of each kind in a network's per-kind maps (no prototype: unknown kinds give undefined).
 const KIND_SLOT: Readonly<Record<string, number | undefined>> = Object.assign(
   Object.create(null) as Record<string, number | undefined>,
   Object.fromEntries(ALERT_KINDS.map((k, i) => [k, i])),
 );
 
-// network -> collection -> buckets by kind slot.
-type Buckets = Map<string, Map<string, Array<Bucket | undefined>>>;
+// network -> kind slot -> collection -> the rules.
+type Buckets = Map<string, Array<Map<string, Slot> | undefined>>;
 
-interface Indexed {
-  rule: WatchRule;
+/** What a rule is indexed under: computed from the rule when it is added, and again when it is removed. */
+interface Keys {
   collection: string;
   // Kinds the rule is indexed under (none when paused); shared by rules with the same kinds.
   kinds: readonly AlertKind[];
   tokens: readonly string[];
   wallets: readonly string[];
-  entry: Entry | undefined;
+  ignoring: boolean;
 }
 
 /** A rule's ignored wallets (lower-case), for the rules that have some. */
@@ -61,6 +74,8 @@ function normaliseTokenId(id: string): string {
   if (t.length > 1 && t.charCodeAt(0) === 48 && /^[0-9]+$/.test(t)) return BigInt(t).toString();
   return t;
 }
+
+const lowerWallet = (wallet: string): string => wallet.trim().toLowerCase();
 
 const NONE: readonly string[] = Object.freeze([]);
 
@@ -82,24 +97,28 @@ function addTo<T>(map: Map<string, T[]>, key: string, item: T): void {
   else map.set(key, [item]);
 }
 
-function removeFrom<T>(map: Map<string, T[]> | undefined, key: string, item: T): void {
+function removeFrom<T>(map: Map<string, T[]> | undefined, key: string, found: (item: T) => boolean): void {
   const list = map?.get(key);
   if (!list) return;
-  const at = list.indexOf(item);
+  const at = list.findIndex(found);
   if (at >= 0) list.splice(at, 1);
   if (list.length === 0) map?.delete(key);
 }
 
 /**
- * Watch rules indexed by network, collection and kind; within such a bucket, by token id (rules with
+ * Watch rules indexed by network, kind and collection; within such a bucket, by token id (rules with
  * a token filter, whose wallet filter, if any, is checked on lookup), by wallet (rules with only a
  * wallet filter), or in an "any" list. Paused rules are kept (`size`, `get`) but not indexed: they
  * never match and cost nothing at lookup; `add` of the same rule unpaused indexes it. Collections and
  * wallets are compared lower-case, token ids as canonical decimals. Removal is linear in the size of
  * the rule's lists (rare: a user command); lookup is not.
+ *
+ * A rule is held as the object given, and must not be changed in place while it is held (replace it
+ * with `add`): its removal finds it where its fields say. The store's rules are never changed in place.
+ * The index costs about 100 bytes per rule beyond the rules themselves.
  */
 export class RuleIndex {
-  private readonly rules = new Map<string, Indexed>();
+  private readonly rules = new Map<string, WatchRule>();
   private readonly kindLists = new Map<string, readonly AlertKind[]>();
   private readonly buckets: Buckets = new Map();
   private changes = 0;
@@ -123,7 +142,7 @@ export class RuleIndex {
 
   /** The rule with this id, paused or not. */
   get(ruleId: string): WatchRule | undefined {
-    return this.rules.get(ruleId)?.rule;
+    return this.rules.get(ruleId);
   }
 
   /** Adds a rule, or replaces the rule with the same id (how edits, pause and resume arrive). */
@@ -160,12 +179,13 @@ export class RuleIndex {
    * Rules that ignore a wallet involved in the event are left out.
    */
   candidates(event: ChainEvent): WatchRule[] {
-    const slot = KIND_SLOT[event.kind];
-    const bucket = slot === undefined ? undefined : this.buckets.get(event.network)?.get(event.collection)?.[slot];
-    if (!bucket) return [];
-    if (!bucket.byToken && !bucket.byWallet && bucket.ignoring === 0) return bucket.any.slice();
-    const out = this.#collect(bucket, event);
-    return bucket.ignoring > 0 ? out.filter((rule) => !ignores(rule, event)) : out;
+    const kind = KIND_SLOT[event.kind];
+    const slot = kind === undefined ? undefined : this.buckets.get(event.network)?.[kind]?.get(event.collection);
+    if (!slot) return [];
+    if (Array.isArray(slot)) return slot.slice();
+    if (!isBucket(slot)) return [slot];
+    const out = this.#collect(slot, event);
+    return slot.ignoring > 0 ? out.filter((rule) => !ignores(rule, event)) : out;
   }
 
   #collect(bucket: Bucket, event: ChainEvent): WatchRule[] {
@@ -208,39 +228,63 @@ export class RuleIndex {
   /** Networks and the collections (lower-case) that active rules watch: what to subscribe to. */
   collectionsByNetwork(): Map<string, Set<string>> {
     const out = new Map<string, Set<string>>();
-    for (const [network, collections] of this.buckets) out.set(network, new Set(collections.keys()));
+    for (const [network, kinds] of this.buckets) {
+      const collections = new Set<string>();
+      for (const byCollection of kinds)
+        if (byCollection) for (const collection of byCollection.keys()) collections.add(collection);
+      out.set(network, collections);
+    }
     return out;
   }
 
-  private insert(rule: WatchRule): void {
+  private keys(rule: WatchRule): Keys {
     const lower = rule.collection.toLowerCase();
-    const indexed: Indexed = {
-      rule,
+    if (rule.paused) return { collection: lower, kinds: NO_KINDS, tokens: NONE, wallets: NONE, ignoring: false };
+    return {
       // The store keeps addresses lower-case: reuse its string rather than hold a copy per rule.
       collection: lower === rule.collection ? rule.collection : lower,
-      kinds: NO_KINDS,
+      kinds: this.indexedKinds(rule.kinds),
       tokens: unique(rule.tokenIds, normaliseTokenId),
-      wallets: unique(rule.wallets, (w) => w.trim().toLowerCase()),
-      entry: undefined,
+      wallets: unique(rule.wallets, lowerWallet),
+      ignoring: rule.ignoreWallets !== undefined && rule.ignoreWallets.length > 0,
     };
-    this.rules.set(rule.id, indexed);
+  }
+
+  private insert(rule: WatchRule): void {
+    this.rules.set(rule.id, rule);
     if (rule.paused) return;
-    const ignored = unique(rule.ignoreWallets, (w) => w.trim().toLowerCase());
-    if (ignored.length > 0) ignoredWallets.set(rule, new Set(ignored));
-    if (indexed.tokens.length > 0) {
-      indexed.entry = { rule, wallets: indexed.wallets.length > 0 ? new Set(indexed.wallets) : undefined };
-    }
-    indexed.kinds = this.indexedKinds(rule.kinds);
-    for (const kind of indexed.kinds) {
-      const bucket = this.bucket(rule.network, indexed.collection, kind, true);
-      if (!bucket) continue;
-      if (ignoredWallets.has(rule)) bucket.ignoring++;
-      if (indexed.entry) {
+    const keys = this.keys(rule);
+    if (keys.ignoring) ignoredWallets.set(rule, new Set(unique(rule.ignoreWallets, lowerWallet)));
+    const entry: Entry | undefined =
+      keys.tokens.length > 0
+        ? { rule, wallets: keys.wallets.length > 0 ? new Set(keys.wallets) : undefined }
+        : undefined;
+    const plain = !entry && keys.wallets.length === 0 && !keys.ignoring;
+    for (const kind of keys.kinds) {
+      const byCollection = this.byCollection(rule.network, kind, true);
+      if (!byCollection) continue;
+      const slot = byCollection.get(keys.collection);
+      if (plain) {
+        if (!slot) byCollection.set(keys.collection, rule);
+        else if (Array.isArray(slot)) slot.push(rule);
+        else if (isBucket(slot)) slot.any.push(rule);
+        else byCollection.set(keys.collection, [slot, rule]);
+        continue;
+      }
+      let bucket: Bucket;
+      if (slot && isBucket(slot)) bucket = slot;
+      else {
+        const any = slot === undefined ? [] : Array.isArray(slot) ? slot : [slot];
+        bucket = new Bucket(any);
+        byCollection.set(keys.collection, bucket);
+      }
+      if (keys.ignoring) bucket.ignoring++;
+      if (entry) {
         bucket.byToken ??= new Map();
-        for (const token of indexed.tokens) addTo(bucket.byToken, token, indexed.entry);
-      } else if (indexed.wallets.length > 0) {
+        for (const token of keys.tokens) addTo(bucket.byToken, token, entry);
+      } else if (keys.wallets.length > 0) {
         bucket.byWallet ??= new Map();
-        for (const wallet of indexed.wallets) addTo(bucket.byWallet, wallet, rule);
+        for (const wallet of keys.wallets) addTo(bucket.byWallet, wallet, rule);
       } else {
         bucket.any.push(rule);
       }
@@ -259,57 +303,65 @@ export class RuleIndex {
   }
 
   private delete(ruleId: string): boolean {
-    const indexed = this.rules.get(ruleId);
-    if (!indexed) return false;
+    const rule = this.rules.get(ruleId);
+    if (!rule) return false;
     this.rules.delete(ruleId);
-    const { rule, collection, entry } = indexed;
-    for (const kind of indexed.kinds) {
-      const bucket = this.bucket(rule.network, collection, kind, false);
-      if (!bucket) continue;
-      if (ignoredWallets.has(rule)) bucket.ignoring--;
-      if (entry) {
-        for (const token of indexed.tokens) removeFrom(bucket.byToken, token, entry);
-        if (bucket.byToken?.size === 0) bucket.byToken = undefined;
-      } else if (indexed.wallets.length > 0) {
-        for (const wallet of indexed.wallets) removeFrom(bucket.byWallet, wallet, rule);
-        if (bucket.byWallet?.size === 0) bucket.byWallet = undefined;
-      } else {
-        const at = bucket.any.indexOf(rule);
-        if (at >= 0) bucket.any.splice(at, 1);
+    const keys = this.keys(rule);
+    for (const kind of keys.kinds) {
+      const byCollection = this.byCollection(rule.network, kind, false);
+      const slot = byCollection?.get(keys.collection);
+      if (!byCollection || !slot) continue;
+      let left: Slot | undefined = slot;
+      if (slot === rule) left = undefined;
+      else if (Array.isArray(slot)) {
+        const at = slot.indexOf(rule);
+        if (at >= 0) slot.splice(at, 1);
+      } else if (isBucket(slot)) {
+        if (keys.ignoring) slot.ignoring--;
+        if (keys.tokens.length > 0) {
+          for (const token of keys.tokens) removeFrom(slot.byToken, token, (entry) => entry.rule === rule);
+          if (slot.byToken?.size === 0) slot.byToken = undefined;
+        } else if (keys.wallets.length > 0) {
+          for (const wallet of keys.wallets) removeFrom(slot.byWallet, wallet, (r) => r === rule);
+          if (slot.byWallet?.size === 0) slot.byWallet = undefined;
+        } else {
+          const at = slot.any.indexOf(rule);
+          if (at >= 0) slot.any.splice(at, 1);
+        }
+        if (!slot.byToken && !slot.byWallet && slot.ignoring === 0) left = slot.any;
       }
-      if (bucket.any.length === 0 && !bucket.byToken && !bucket.byWallet) {
-        const collections = this.buckets.get(rule.network);
-        const kinds = collections?.get(collection);
-        const slot = KIND_SLOT[kind];
-        if (kinds && slot !== undefined) kinds[slot] = undefined;
-        if (kinds?.every((b) => b === undefined)) collections?.delete(collection);
-        if (collections?.size === 0) this.buckets.delete(rule.network);
-      }
+      if (Array.isArray(left) && left.length <= 1) left = left[0];
+      if (left === undefined) {
+        byCollection.delete(keys.collection);
+        if (byCollection.size === 0) this.dropKind(rule.network, kind);
+      } else if (left !== slot) byCollection.set(keys.collection, left);
     }
     return true;
   }
 
-  private bucket(network: string, collection: string, kind: AlertKind, create: boolean): Bucket | undefined {
-    let collections = this.buckets.get(network);
-    if (!collections) {
-      if (!create) return undefined;
-      collections = new Map();
-      this.buckets.set(network, collections);
-    }
-    let kinds = collections.get(collection);
-    if (!kinds) {
-      if (!create) return undefined;
-      kinds = new Array<Bucket | undefined>(ALERT_KINDS.length).fill(undefined);
-      collections.set(collection, kinds);
-    }
+  private dropKind(network: string, kind: AlertKind): void {
+    const kinds = this.buckets.get(network);
+    const slot = KIND_SLOT[kind];
+    if (!kinds || slot === undefined) return;
+    kinds[slot] = undefined;
+    if (kinds.every((byCollection) => byCollection === undefined)) this.buckets.delete(network);
+  }
+
+  private byCollection(network: string, kind: AlertKind, create: boolean): Map<string, Slot> | undefined {
     const slot = KIND_SLOT[kind];
     if (slot === undefined) return undefined;
-    let bucket = kinds[slot];
-    if (!bucket && create) {
-      bucket = { any: [], ignoring: 0, byToken: undefined, byWallet: undefined };
-      kinds[slot] = bucket;
+    let kinds = this.buckets.get(network);
+    if (!kinds) {
+      if (!create) return undefined;
+      kinds = new Array<Map<string, Slot> | undefined>(ALERT_KINDS.length).fill(undefined);
+      this.buckets.set(network, kinds);
     }
-    return bucket;
+    let byCollection = kinds[slot];
+    if (!byCollection && create) {
+      byCollection = new Map();
+      kinds[slot] = byCollection;
+    }
+    return byCollection;
   }
 }
 

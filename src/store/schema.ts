@@ -98,26 +98,55 @@ export type ValidatedState = Omit<v.InferOutput<typeof stateSchema>, 'rules'> & 
 /** The first problems of a value that does not match `stateSchema`, each with the path of its field. */
 export type SchemaProblems = string[];
 
+/** Rules already checked one by one as the file was read (see {@link RuleChecker}). */
+export interface CheckedRules {
+  rules: WatchRuleRecord[];
+  /** The problems of the first rule that failed, when one did (the rules after it are not kept). */
+  problems: SchemaProblems | undefined;
+}
+
 /**
  * Validates parsed JSON against the state schema: the typed state, or the problems with the path
- * of each bad field (`rules[0]: expected an object, found null`).
+ * of each bad field (`rules[0]: expected an object, found null`). Problems outside the rules come
+ * first. With `checked`, the rules were read and checked one by one already (`data.rules` is then
+ * an empty list standing for them).
  */
 export function validateState(
   data: unknown,
+  checked?: CheckedRules,
 ): { ok: true; state: ValidatedState } | { ok: false; problems: SchemaProblems } {
   const result = v.safeParse(stateSchema, data);
   if (!result.success) return { ok: false, problems: result.issues.slice(0, 3).map((i) => describeIssue(i)) };
-  const intern = new Interner();
+  if (checked) {
+    if (checked.problems) return { ok: false, problems: checked.problems };
+    return { ok: true, state: { ...result.output, rules: checked.rules } };
+  }
+  const checker = new RuleChecker();
   const rules: WatchRuleRecord[] = [];
   for (const [index, raw] of result.output.rules.entries()) {
-    const rule = v.safeParse(watchRule, raw);
-    if (!rule.success) {
-      return { ok: false, problems: rule.issues.slice(0, 3).map((i) => describeIssue(i, `rules[${index}]`)) };
-    }
-    // The file's own object is kept (the checked copy is dropped at once), with its repeated texts shared.
-    rules.push(intern.rule(raw as WatchRuleRecord));
+    const rule = checker.check(raw, index);
+    if (!rule.ok) return rule;
+    rules.push(rule.rule);
   }
   return { ok: true, state: { ...result.output, rules } };
+}
+
+/**
+ * Checks watch rules one at a time, as they are read, so that a file of 100,000 rules is never held
+ * twice. A rule that passes is the caller's own object, kept as it is (the checked copy is dropped
+ * at once), with the texts that many rules repeat shared.
+ */
+export class RuleChecker {
+  readonly #intern = new Interner();
+
+  /** `raw` as a rule, or the problems of the rule at `index` in the file, each with its field's path. */
+  check(raw: unknown, index: number): { ok: true; rule: WatchRuleRecord } | { ok: false; problems: SchemaProblems } {
+    const result = v.safeParse(watchRule, raw);
+    if (!result.success) {
+      return { ok: false, problems: result.issues.slice(0, 3).map((i) => describeIssue(i, `rules[${index}]`)) };
+    }
+    return { ok: true, rule: this.#intern.rule(raw as WatchRuleRecord) };
+  }
 }
 
 /**

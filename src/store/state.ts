@@ -1,11 +1,11 @@
-import { open, readFile, rename } from 'node:fs/promises';
+import { type FileHandle, open, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { type Adapter, Low } from 'lowdb';
 import type { RulesRepository } from '../core/ports.ts';
 import type { ChatSettings, DigestSettings, StoredButton } from '../core/settings.ts';
 import { type Destination, destinationKey, type WatchRule } from '../core/types.ts';
 import { type Dict, dict, own } from '../records.ts';
-import { validateState } from './schema.ts';
+import { type CheckedRules, RuleChecker, validateState } from './schema.ts';
 
 /** The persisted state, version 1. */
 export interface StateV1 {
@@ -75,7 +75,7 @@ const MIGRATIONS: Record<number, (data: Record<string, unknown>) => Record<strin
   1: (v1) => ({ ...v1, version: 2, rules: [], nextRuleNumber: 1 }),
 };
 
-function migrate(file: string, data: unknown): State {
+function migrate(file: string, data: unknown, checkedRules?: CheckedRules): State {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw new StoreFileError(file, 'does not hold a JSON object');
   }
@@ -97,7 +97,8 @@ function migrate(file: string, data: unknown): State {
     current = step(current);
     version = Number(current.version);
   }
-  const checked = validateState(current);
+  // Rules checked while the file was read belong to a file of the current version (see readState).
+  const checked = validateState(current, found === STATE_VERSION ? checkedRules : undefined);
   if (!checked.ok) throw new StoreFileError(file, `has invalid content (${checked.problems.join('; ')})`);
   const state: State = { ...checked.state, nextRuleNumber: checked.state.nextRuleNumber ?? 1 };
   // Ids are never reused, even when the counter was lost.
@@ -105,10 +106,14 @@ function migrate(file: string, data: unknown): State {
   return state;
 }
 
+/** Rules turned into text and written at a time: the state file is never held whole in memory. */
+const RULES_PER_WRITE = 1_000;
+
 /**
- * lowdb's storage port for the state file: the JSON text is taken when the write starts, written
- * to a temporary file, synced, and renamed over the file, so the file is always one whole state
- * and a confirmed change survives a power cut.
+ * lowdb's storage port for the state file: the state is taken when the write starts (the rules list
+ * copied, the rest turned into text; rules are never changed in place, so that the copy holds them
+ * as they are now), written to a temporary file a thousand rules at a time, synced, and renamed over
+ * the file, so the file is always one whole state and a confirmed change survives a power cut.
  */
 class DurableJsonFile implements Adapter<State> {
   readonly #file: string;
@@ -124,10 +129,11 @@ class DurableJsonFile implements Adapter<State> {
   }
 
   async write(data: State): Promise<void> {
-    const text = JSON.stringify(data);
+    const pieces = snapshot(data);
     const handle = await open(this.#temp, 'w');
     try {
-      await handle.writeFile(text, 'utf8');
+      // writeFile on a handle writes at the current position, all of it (write alone may stop short).
+      for (const piece of pieces) await handle.writeFile(piece(), 'utf8');
       await handle.sync();
     } finally {
       await handle.close();
@@ -135,6 +141,38 @@ class DurableJsonFile implements Adapter<State> {
     await rename(this.#temp, this.#file);
     await syncDirectory(dirname(this.#file));
   }
+}
+
+/**
+ * The JSON text of `data` as JSON.stringify writes it, in pieces made on demand. Everything but the
+ * rules is turned into text now; the rules list is copied now and turned into text piece by piece.
+ */
+function snapshot(data: State): Array<() => string> {
+  const pieces: Array<() => string> = [];
+  let head = '{';
+  for (const [key, value] of Object.entries(data)) {
+    if (value === undefined) continue;
+    const name = `${head === '{' ? '' : ','}${JSON.stringify(key)}:`;
+    if (key !== 'rules' || !Array.isArray(value)) {
+      head += name + JSON.stringify(value);
+      continue;
+    }
+    const rules: readonly WatchRule[] = value.slice();
+    const before = `${head}${name}[`;
+    pieces.push(() => before);
+    for (let at = 0; at < rules.length; at += RULES_PER_WRITE) {
+      pieces.push(() => {
+        let text = at === 0 ? '' : ',';
+        const end = Math.min(rules.length, at + RULES_PER_WRITE);
+        for (let i = at; i < end; i++) text += (i === at ? '' : ',') + JSON.stringify(rules[i]);
+        return text;
+      });
+    }
+    head = ']';
+  }
+  const tail = `${head}}`;
+  pieces.push(() => tail);
+  return pieces;
 }
 
 async function syncDirectory(dir: string): Promise<void> {
@@ -146,6 +184,16 @@ async function syncDirectory(dir: string): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+function sharedDestination(shared: Map<string, Destination>, destination: Destination): Destination {
+  const key = destinationKey(destination);
+  let known = shared.get(key);
+  if (!known) {
+    known = { platform: destination.platform, chatId: destination.chatId };
+    shared.set(key, known);
+  }
+  return known;
 }
 
 /** A change applied in memory and waiting for the write that makes it durable. */
@@ -202,10 +250,16 @@ export class StateStore implements RulesRepository {
   #settleIdle: (() => void) | undefined;
 
   /** One destination object per chat, shared by its rules (see {@link StateStore.rules}). */
-  readonly #destinations = new Map<string, Destination>();
+  readonly #destinations: Map<string, Destination>;
 
-  private constructor(file: string, db: Low<State>, options: StateStoreOptions) {
+  private constructor(
+    file: string,
+    db: Low<State>,
+    options: StateStoreOptions,
+    destinations = new Map<string, Destination>(),
+  ) {
     this.file = file;
+    this.#destinations = destinations;
     this.#db = db;
     this.#coalesceMs = options.coalesceMs ?? WRITE_COALESCE_MS;
     this.#buttonTtlMs = options.buttonTtlMs ?? BUTTON_TTL_MS;
@@ -216,32 +270,48 @@ export class StateStore implements RulesRepository {
   }
 
   #sharedDestination(destination: Destination): Destination {
-    const key = destinationKey(destination);
-    let shared = this.#destinations.get(key);
-    if (!shared) {
-      shared = { platform: destination.platform, chatId: destination.chatId };
-      this.#destinations.set(key, shared);
-    }
-    return shared;
+    return sharedDestination(this.#destinations, destination);
   }
 
   static async open(file: string, options: StateStoreOptions = {}): Promise<StateStore> {
     const db = new Low<State>(new DurableJsonFile(file), emptyState());
-    let text: string | undefined;
+    let handle: FileHandle | undefined;
     try {
-      text = await readFile(file, 'utf8');
+      handle = await open(file, 'r');
     } catch (cause) {
       if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') {
         throw new StoreFileError(file, `cannot be read (${(cause as Error).message})`, { cause });
       }
     }
-    if (text === undefined) {
+    if (handle === undefined) {
       try {
         await db.write();
       } catch (cause) {
         throw new StoreFileError(file, `cannot be created (${(cause as Error).message})`, { cause });
       }
+      return new StateStore(file, db, options);
+    }
+    const destinations = new Map<string, Destination>();
+    let read: { top: Record<string, unknown>; rules: CheckedRules | undefined } | undefined;
+    try {
+      read = await readState(handle, (rule) => {
+        rule.destination = sharedDestination(destinations, rule.destination);
+      });
+    } catch (cause) {
+      throw new StoreFileError(file, `cannot be read (${(cause as Error).message})`, { cause });
+    } finally {
+      await handle.close();
+    }
+    if (read) {
+      db.data = migrate(file, read.top, read.rules);
     } else {
+      // Not a plain state file of this version: read whole, so that the problem is told as JSON.parse tells it.
+      let text: string;
+      try {
+        text = await readFile(file, 'utf8');
+      } catch (cause) {
+        throw new StoreFileError(file, `cannot be read (${(cause as Error).message})`, { cause });
+      }
       if (text.trim() === '') throw new StoreFileError(file, 'is empty (a truncated write?)');
       let parsed: unknown;
       try {
@@ -249,9 +319,10 @@ export class StateStore implements RulesRepository {
       } catch (cause) {
         throw new StoreFileError(file, `is not valid JSON (${(cause as Error).message})`, { cause });
       }
+      text = '';
       db.data = migrate(file, parsed);
     }
-    return new StateStore(file, db, options);
+    return new StateStore(file, db, options, destinations);
   }
 
   get data(): Readonly<State> {
@@ -519,4 +590,306 @@ function copyChat(settings: ChatSettings): ChatSettings {
   copy.aliases = dict(copy.aliases);
   if (copy.digest?.lastMarket) copy.digest.lastMarket = dict(copy.digest.lastMarket);
   return copy;
+}
+
+/** Bytes read from the state file at a time. */
+const READ_CHUNK = 256 * 1024;
+
+// What the reader expects next, outside a value.
+const BEFORE_OBJECT = 0;
+const BEFORE_KEY = 1;
+const AFTER_KEY = 2;
+const BEFORE_VALUE = 3;
+const AFTER_VALUE = 4;
+const BEFORE_ELEMENT = 5;
+const AFTER_ELEMENT = 6;
+const DONE = 7;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+const isJsonSpace = (byte: number): boolean => byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+
+/** The file does not have the shape {@link readState} reads: read it whole instead. */
+class NotPlain extends Error {}
+
+/**
+ * Reads a state file of the current version without ever holding its whole text or its whole
+ * parsed tree: the file is read in chunks, each top-level value is parsed on its own, and each
+ * watch rule is parsed, checked and kept (or dropped) as soon as its text is complete, so that
+ * only the rules themselves stay. `onRule` sees each rule that passes.
+ *
+ * Returns the top-level object (with an empty `rules` list standing for the rules checked), or
+ * undefined when the file is anything else (empty, not JSON, not an object, an older version,
+ * a version given after the rules): the caller then reads it whole, as JSON.parse reads it, which
+ * also tells the problem in JSON.parse's words. It throws only when the file cannot be read.
+ */
+async function readState(
+  handle: FileHandle,
+  onRule: (rule: WatchRule) => void,
+): Promise<{ top: Record<string, unknown>; rules: CheckedRules | undefined } | undefined> {
+  const reader = new StateReader(onRule);
+  const chunk = Buffer.allocUnsafeSlow(READ_CHUNK);
+  try {
+    for (;;) {
+      const { bytesRead } = await handle.read(chunk, 0, READ_CHUNK, null);
+      if (bytesRead === 0) return reader.end();
+      reader.feed(chunk, bytesRead);
+    }
+  } catch (error) {
+    if (error instanceof NotPlain) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The byte-level scanner behind {@link readState} (see there), fed the file's bytes in chunks of any
+ * size; `feed` and `end` throw when the file is not one it reads. JSON's structural bytes are ASCII,
+ * never part of a UTF-8 sequence, so that values are cut at byte boundaries that are also
+ * character boundaries. Exported for tests.
+ */
+export class StateReader {
+  readonly #onRule: (rule: WatchRule) => void;
+  readonly #top: Record<string, unknown> = {};
+  #mode = BEFORE_OBJECT;
+  /** A comma was read: a key or an element must follow. */
+  #required = false;
+  #key = '';
+
+  // The value being read: since `#start` in the current chunk, after `#pieces` from earlier chunks.
+  #inValue = false;
+  #pieces: Buffer[] = [];
+  #start = 0;
+  /** 0: a string, 1: an object or a list, 2: a number or a literal. */
+  #kind = 0;
+  #depth = 0;
+  #inString = false;
+  #escaped = false;
+
+  // The rules list, while it is read.
+  #inRules = false;
+  #index = 0;
+  #checker: RuleChecker | undefined;
+  #checked: CheckedRules | undefined;
+  #raw: unknown[] | undefined;
+
+  constructor(onRule: (rule: WatchRule) => void) {
+    this.#onRule = onRule;
+  }
+
+  feed(chunk: Buffer, length: number): void {
+    let i = 0;
+    this.#start = 0;
+    while (i < length) {
+      if (this.#inValue) {
+        i = this.#scanValue(chunk, i, length);
+        continue;
+      }
+      const byte = chunk[i] as number;
+      if (isJsonSpace(byte)) {
+        i++;
+        continue;
+      }
+      switch (this.#mode) {
+        case BEFORE_OBJECT:
+          if (byte !== 0x7b) throw new NotPlain();
+          this.#mode = BEFORE_KEY;
+          break;
+        case BEFORE_KEY:
+          if (byte === 0x7d && !this.#required) this.#mode = DONE;
+          else if (byte === QUOTE) this.#begin(chunk, i);
+          else throw new NotPlain();
+          break;
+        case AFTER_KEY:
+          if (byte !== 0x3a) throw new NotPlain();
+          this.#mode = BEFORE_VALUE;
+          break;
+        case BEFORE_VALUE:
+          if (this.#key === 'rules' && byte === 0x5b) this.#beginRules();
+          else this.#begin(chunk, i);
+          break;
+        case AFTER_VALUE:
+          if (byte === 0x2c) {
+            this.#mode = BEFORE_KEY;
+            this.#required = true;
+          } else if (byte === 0x7d) this.#mode = DONE;
+          else throw new NotPlain();
+          break;
+        case BEFORE_ELEMENT:
+          if (byte === 0x5d && !this.#required) this.#endRules();
+          else this.#begin(chunk, i);
+          break;
+        case AFTER_ELEMENT:
+          if (byte === 0x2c) {
+            this.#mode = BEFORE_ELEMENT;
+            this.#required = true;
+          } else if (byte === 0x5d) this.#endRules();
+          else throw new NotPlain();
+          break;
+        default:
+          throw new NotPlain();
+      }
+      if (!this.#inValue) i++;
+    }
+    // A value that goes on in the next chunk: keep its bytes so far (the chunk is reused).
+    if (this.#inValue) this.#pieces.push(Buffer.from(chunk.subarray(this.#start, length)));
+  }
+
+  end(): { top: Record<string, unknown>; rules: CheckedRules | undefined } {
+    if (this.#mode !== DONE || this.#inValue) throw new NotPlain();
+    const top = this.#top;
+    if (this.#raw) top.rules = this.#raw;
+    // Rules are checked as they come only in a file that said first that it is of this version.
+    else if (this.#checked && top.version !== STATE_VERSION) throw new NotPlain();
+    return { top, rules: this.#checked };
+  }
+
+  #begin(chunk: Buffer, at: number): void {
+    const byte = chunk[at] as number;
+    this.#inValue = true;
+    this.#start = at;
+    this.#pieces.length = 0;
+    this.#kind = byte === QUOTE ? 0 : byte === 0x7b || byte === 0x5b ? 1 : 2;
+    this.#depth = 0;
+    this.#inString = false;
+    this.#escaped = false;
+  }
+
+  /** Reads on in the value from `i`; returns where to go on (past the value's end, when it ends). */
+  #scanValue(chunk: Buffer, i: number, length: number): number {
+    if (this.#kind === 2) {
+      while (i < length) {
+        const byte = chunk[i] as number;
+        if (byte === 0x2c || byte === 0x7d || byte === 0x5d || isJsonSpace(byte)) {
+          this.#finish(chunk, i);
+          return i;
+        }
+        i++;
+      }
+      return i;
+    }
+    if (this.#kind === 0 && !this.#inString) {
+      // The opening quote.
+      this.#inString = true;
+      i++;
+    }
+    while (i < length) {
+      if (this.#inString) {
+        const quote = chunk.indexOf(QUOTE, i);
+        const stop = quote < 0 || quote >= length ? length : quote;
+        // Backslashes just before the quote (or the chunk's end): an odd number escapes it.
+        let run = 0;
+        while (stop - run - 1 >= i && chunk[stop - run - 1] === BACKSLASH) run++;
+        const escaping = (run + (stop - run === i && this.#escaped ? 1 : 0)) % 2 === 1;
+        if (stop === length) {
+          this.#escaped = escaping;
+          return length;
+        }
+        this.#escaped = false;
+        i = stop + 1;
+        if (escaping) continue;
+        this.#inString = false;
+        if (this.#kind === 0) {
+          this.#finish(chunk, i);
+          return i;
+        }
+        continue;
+      }
+      const byte = chunk[i] as number;
+      i++;
+      if (byte === QUOTE) this.#inString = true;
+      else if (byte === 0x7b || byte === 0x5b) this.#depth++;
+      else if (byte === 0x7d || byte === 0x5d) {
+        this.#depth--;
+        if (this.#depth === 0) {
+          this.#finish(chunk, i);
+          return i;
+        }
+      }
+    }
+    return i;
+  }
+
+  /** The value ends before `end`: parses it and hands it on. */
+  #finish(chunk: Buffer, end: number): void {
+    this.#inValue = false;
+    this.#required = false;
+    let text: string;
+    if (this.#pieces.length === 0) text = chunk.toString('utf8', this.#start, end);
+    else {
+      this.#pieces.push(chunk.subarray(this.#start, end));
+      text = Buffer.concat(this.#pieces).toString('utf8');
+      this.#pieces.length = 0;
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new NotPlain();
+    }
+    if (this.#mode === BEFORE_KEY) {
+      this.#key = value as string;
+      this.#mode = AFTER_KEY;
+    } else if (this.#mode === BEFORE_VALUE) {
+      this.#set(this.#key, value);
+      this.#mode = AFTER_VALUE;
+    } else {
+      this.#element(value);
+      this.#mode = AFTER_ELEMENT;
+    }
+  }
+
+  /** As JSON.parse sets a key: an own property (even `__proto__`), the last of duplicates winning. */
+  #set(key: string, value: unknown): void {
+    Object.defineProperty(this.#top, key, { value, enumerable: true, writable: true, configurable: true });
+    if (key === 'rules' && !this.#inRules) {
+      this.#checked = undefined;
+      this.#raw = undefined;
+    }
+  }
+
+  #beginRules(): void {
+    this.#inRules = true;
+    this.#index = 0;
+    this.#set('rules', []);
+    if (this.#top.version === STATE_VERSION) {
+      this.#checker = new RuleChecker();
+      this.#checked = { rules: [], problems: undefined };
+      this.#raw = undefined;
+    } else {
+      // A file of an older version (or that says its version later): its rules are read as they are.
+      this.#checker = undefined;
+      this.#checked = undefined;
+      this.#raw = [];
+    }
+    this.#mode = BEFORE_ELEMENT;
+  }
+
+  #element(value: unknown): void {
+    const index = this.#index++;
+    if (this.#raw) {
+      this.#raw.push(value);
+      return;
+    }
+    const checked = this.#checked as CheckedRules;
+    // After a bad rule, the others are only parsed: a JSON error further on is told first.
+    if (checked.problems || !this.#checker) return;
+    const result = this.#checker.check(value, index);
+    if (!result.ok) {
+      checked.problems = result.problems;
+      checked.rules = [];
+      this.#checker = undefined;
+      return;
+    }
+    const rule = result.rule as WatchRule;
+    this.#onRule(rule);
+    checked.rules.push(rule);
+  }
+
+  #endRules(): void {
+    this.#inRules = false;
+    this.#checker = undefined;
+    this.#required = false;
+    this.#mode = AFTER_VALUE;
+  }
 }

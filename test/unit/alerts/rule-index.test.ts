@@ -383,3 +383,87 @@ describe('matchDestinations', () => {
     expect(unpriced).toEqual([rules[0]?.id, rules[2]?.id]);
   });
 });
+
+describe('RuleIndex against a plain scan (property)', () => {
+  const COLLECTIONS = [COLLECTION, OTHER_COLLECTION, COLLECTION.toUpperCase().replace('0X', '0x')];
+  const WALLETS = [ALICE, BOB, CAROL];
+  const KINDS = ['sale', 'listing', 'mint'] as const;
+  const ruleArb = fc.record({
+    id: fc.constantFrom('r1', 'r2', 'r3', 'r4', 'r5', 'r6'),
+    network: fc.constantFrom('polygon', 'base'),
+    collection: fc.constantFrom(...COLLECTIONS),
+    kinds: fc.array(fc.constantFrom(...KINDS), { minLength: 1, maxLength: 3 }),
+    tokenIds: fc.option(fc.array(fc.constantFrom('1', '01', '2'), { maxLength: 2 }), { nil: undefined }),
+    wallets: fc.option(fc.array(fc.constantFrom(...WALLETS), { maxLength: 2 }), { nil: undefined }),
+    ignoreWallets: fc.option(fc.array(fc.constantFrom(...WALLETS), { maxLength: 1 }), { nil: undefined }),
+    paused: fc.boolean(),
+  });
+  const step = fc.oneof(
+    ruleArb.map((r) => ({ add: r })),
+    fc.constantFrom('r1', 'r2', 'r3', 'r4', 'r5', 'r6').map((id) => ({ remove: id })),
+  );
+  const events = KINDS.flatMap((kind) =>
+    ['polygon', 'base'].flatMap((network) =>
+      [COLLECTION, OTHER_COLLECTION].flatMap((collection) =>
+        [
+          { tokens: [{ tokenId: '1', amount: '1' }], from: ALICE, to: BOB, accounts: [ALICE, BOB] },
+          { tokens: [{ tokenId: '2', amount: '1' }], from: CAROL, to: BOB, accounts: [] },
+        ].map((rest) => event({ kind, network, collection, ...rest })),
+      ),
+    ),
+  );
+
+  const involves = (wallets: readonly string[] | undefined, e: ReturnType<typeof event>) =>
+    (wallets ?? []).some((w) => [...e.accounts, e.from, e.to].includes(w.toLowerCase()));
+  const scan = (rules: Iterable<WatchRule>, e: ReturnType<typeof event>) =>
+    [...rules]
+      .filter(
+        (r) =>
+          !r.paused &&
+          r.network === e.network &&
+          r.collection.toLowerCase() === e.collection &&
+          r.kinds.includes(e.kind) &&
+          (r.tokenIds?.length
+            ? e.tokens.some((t) => r.tokenIds?.some((id) => BigInt(id).toString() === t.tokenId)) &&
+              (!r.wallets?.length || involves(r.wallets, e))
+            : !r.wallets?.length || involves(r.wallets, e)) &&
+          !involves(r.ignoreWallets, e),
+      )
+      .map((r) => r.id)
+      .sort();
+
+  it('GIVEN any sequence of adds, replacements and removals THEN candidates and watched collections are what a scan of the rules finds', () => {
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 25 }), (steps) => {
+        const index = new RuleIndex();
+        const held = new Map<string, WatchRule>();
+        for (const s of steps) {
+          if ('add' in s) {
+            const { tokenIds, wallets, ignoreWallets, ...rest } = s.add;
+            const r = rule({
+              ...rest,
+              ...(tokenIds ? { tokenIds } : {}),
+              ...(wallets ? { wallets } : {}),
+              ...(ignoreWallets ? { ignoreWallets } : {}),
+            });
+            index.add(r);
+            held.set(r.id, r);
+          } else {
+            expect(index.remove(s.remove)).toBe(held.delete(s.remove));
+          }
+          expect(index.size).toBe(held.size);
+          for (const e of events) expect(ids(index.candidates(e))).toEqual(scan(held.values(), e));
+          const watched = new Map<string, Set<string>>();
+          for (const r of held.values()) {
+            if (r.paused) continue;
+            const set = watched.get(r.network) ?? new Set<string>();
+            set.add(r.collection.toLowerCase());
+            watched.set(r.network, set);
+          }
+          expect(index.collectionsByNetwork()).toEqual(watched);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
