@@ -36,16 +36,8 @@ import { PlatformClient } from './platform/client.ts';
 import { FileCursorStore } from './store/cursors.ts';
 import { DeliveryJournal } from './store/journal.ts';
 import { DataDirError, lockDataDir } from './store/lock.ts';
-import {
-  chatsOf,
-  DatabaseError,
-  DELIVERIES_CHANNEL,
-  DIGESTS_LOCK,
-  Leadership,
-  openSharedDatabase,
-  PgCursorStore,
-  type SharedDatabase,
-} from './store/pg/index.ts';
+import { DatabaseError } from './store/pg/errors.ts';
+import type { Leadership, SharedDatabase } from './store/pg/index.ts';
 import { StateStore, StoreFileError } from './store/state.ts';
 
 export const VERSION = '0.1.0';
@@ -55,6 +47,8 @@ export const COMMANDS_DIR = join(ROOT, 'commands');
 const SOURCE_EXTENSION = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
 /** Where logs go when the terminal chat runs on a terminal. */
 export const LOG_FILE = 'floorwatch.log';
+/** With a shared database, the lock of the process that posts the digests. */
+const DIGESTS_LOCK = 'digests';
 
 export interface RunningBot {
   config: Config;
@@ -193,8 +187,10 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     let store: RulesRepository;
     let journal: DeliveryLog;
     let shared: SharedDatabase | undefined;
-    if (config.database) {
-      shared = await openSharedDatabase(config.database, logger, (error) => fatal(error));
+    // Loaded only when used: the database driver and migrations cost start-up time.
+    const pgStore = config.database ? await import('./store/pg/index.ts') : undefined;
+    if (config.database && pgStore) {
+      shared = await pgStore.openSharedDatabase(config.database, logger, (error) => fatal(error));
       const opened = shared;
       stops.push(() => opened.close());
       store = shared.rules;
@@ -230,7 +226,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     stops.push(() => dispatcher.stop());
     // With a shared database, a chat's deliveries are sent by the process that holds its claim.
     let claims: ChatClaims | undefined;
-    if (shared) {
+    if (shared && pgStore) {
       const opened = shared;
       claims = new ChatClaims({
         locks: shared.locks,
@@ -239,7 +235,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         logger: deliveryLogger,
       });
       const chatClaims = claims;
-      await shared.db.listen(DELIVERIES_CHANNEL, (payload) => chatClaims.noticed(chatsOf(payload)));
+      await shared.db.listen(pgStore.DELIVERIES_CHANNEL, (payload) => chatClaims.noticed(pgStore.chatsOf(payload)));
       opened.db.onResync(() => void chatClaims.sweep());
       stops.push(async () => chatClaims.stop());
     }
@@ -290,9 +286,10 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     let backfill: Backfill | undefined;
     if (rpcUrl && config.backfill.maxBlocks > 0) {
       const onWriteError = (error: unknown) => logger.warn({ err: error }, 'could not save the block cursors');
-      const cursors = shared
-        ? new PgCursorStore(shared.db, { onWriteError })
-        : await FileCursorStore.open(join(config.dataDir, 'cursors.json'), { onWriteError });
+      const cursors =
+        shared && pgStore
+          ? new pgStore.PgCursorStore(shared.db, { onWriteError })
+          : await FileCursorStore.open(join(config.dataDir, 'cursors.json'), { onWriteError });
       backfill = new Backfill({
         settings: { rpcUrl, maxBlocks: config.backfill.maxBlocks, resumeOnActivate: shared !== undefined },
         cursors,
@@ -305,8 +302,8 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     // End backfill.
     // With a shared database one process at a time ingests each network's streams.
     let ingest: Leadership | undefined;
-    if (shared) {
-      ingest = new Leadership({
+    if (shared && pgStore) {
+      ingest = new pgStore.Leadership({
         locks: shared.locks,
         space: 'ingest',
         keys: () => platform.networks.all.map((n) => n.name),
@@ -357,8 +354,8 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     });
     scheduler = digestScheduler;
     let digestLeader: Leadership | undefined;
-    if (shared) {
-      digestLeader = new Leadership({
+    if (shared && pgStore) {
+      digestLeader = new pgStore.Leadership({
         locks: shared.locks,
         space: 'digests',
         keys: () => [DIGESTS_LOCK],

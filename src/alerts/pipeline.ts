@@ -186,7 +186,7 @@ export class AlertPipeline {
     }
     dispatcher.enqueue(unfinished);
     dispatcher.enqueueEdits(edits);
-    this.#index.replaceAll(store.rules);
+    this.#refreshIndex();
     store.onRulesChanged(() => this.#rulesChanged());
     await this.#plan();
     this.#options.backfill?.started();
@@ -272,8 +272,22 @@ export class AlertPipeline {
     return state.streams.network;
   }
 
+  /**
+   * Indexes the rules, in a process that ingests some network; one that ingests none (another
+   * process leads them all, with a shared database) keeps no index: it matches nothing.
+   */
+  #refreshIndex(): void {
+    const ingests = this.#options.ingests;
+    const any = !ingests || this.#options.platform.networks.all.some((n) => ingests(n.name));
+    if (any) this.#index.replaceAll(this.#options.store.rules);
+    else if (this.#indexed) this.#index.replaceAll([]);
+    this.#indexed = any;
+  }
+
+  #indexed = false;
+
   #rulesChanged(): void {
-    this.#index.replaceAll(this.#options.store.rules);
+    this.#refreshIndex();
     clearTimeout(this.#replanTimer);
     this.#replanTimer = setTimeout(() => {
       this.#planning = this.#planning
@@ -286,7 +300,10 @@ export class AlertPipeline {
 
   /** Opens or closes streams now, e.g. when this process starts or stops ingesting a network. */
   replan(): Promise<void> {
-    const run = this.#planning.then(() => this.#plan());
+    const run = this.#planning.then(() => {
+      this.#refreshIndex();
+      return this.#plan();
+    });
     this.#planning = run.catch(() => {});
     return run;
   }

@@ -17,7 +17,7 @@ export class PgCursorStore implements CursorStore {
 
   constructor(db: Database, options: { writeDelayMs?: number; onWriteError?: (error: unknown) => void } = {}) {
     this.#db = db;
-    this.#delayMs = options.writeDelayMs ?? 1_000;
+    this.#delayMs = options.writeDelayMs ?? 250;
     this.#onWriteError = options.onWriteError;
   }
 

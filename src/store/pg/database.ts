@@ -11,21 +11,12 @@ import { fileURLToPath } from 'node:url';
 import { runner } from 'node-pg-migrate';
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { DatabaseError } from './errors.ts';
+
+export { DatabaseError };
 
 /** Where migrations record what they ran. */
 export const MIGRATIONS_TABLE = 'floorwatch_migrations';
-
-/** The database could not be reached or used; the message names the server, never the password. */
-export class DatabaseError extends Error {
-  override name = 'DatabaseError';
-  /** The server's SQLSTATE or the system error code, when known. */
-  readonly code: string | undefined;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    const cause = options?.cause as { code?: unknown } | undefined;
-    this.code = typeof cause?.code === 'string' ? cause.code : undefined;
-  }
-}
 
 /** `postgres://user@host:port/db`, without the password (for messages and logs). */
 export function describeDatabaseUrl(url: string): string {

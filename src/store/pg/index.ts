@@ -9,9 +9,6 @@ export { DatabaseError } from './database.ts';
 export { Leadership } from './locks.ts';
 export { DELIVERIES_CHANNEL };
 
-/** The lock key of the process that posts the digests. */
-export const DIGESTS_LOCK = 'digests';
-
 /** Everything a process needs of the shared database. */
 export interface SharedDatabase {
   db: Database;

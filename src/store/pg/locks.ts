@@ -102,7 +102,7 @@ export class Leadership {
     this.#keys = options.keys;
     this.#onAcquired = options.onAcquired;
     this.#logger = options.logger;
-    this.#everyMs = options.everyMs ?? 2_000;
+    this.#everyMs = options.everyMs ?? 1_000;
   }
 
   /** Tries once now (resolves after that try), then every `everyMs`. */
