@@ -212,16 +212,16 @@ async function round(url: string, workers: number, shape: Shape): Promise<{ perS
       });
     }
     try {
-      await Promise.all(
-        children.map(async (child) => {
-          const ready = new Promise<void>((resolve, reject) => {
-            child.on('message', (m: { kind: string }) => m.kind === 'ready' && resolve());
-            child.once('exit', (code) => reject(new Error(`a worker exited (${code})`)));
-          });
-          child.send({ kind: 'start', url, ...shape } satisfies WorkerStart);
-          await ready;
-        }),
-      );
+      // One after another: each opens the database, which runs the migrations, and node-pg-migrate
+      // refuses a second run while another holds its lock ("Another migration is already running").
+      for (const child of children) {
+        const ready = new Promise<void>((resolve, reject) => {
+          child.on('message', (m: { kind: string }) => m.kind === 'ready' && resolve());
+          child.once('exit', (code) => reject(new Error(`a worker exited (${code})`)));
+        });
+        child.send({ kind: 'start', url, ...shape } satisfies WorkerStart);
+        await ready;
+      }
       const go = now();
       for (const child of children) child.send({ kind: 'go' } satisfies WorkerGo);
       const deadline = Date.now() + 600_000;

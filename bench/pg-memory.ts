@@ -141,6 +141,8 @@ async function breakdownChild(url: string): Promise<void> {
     peakHeapUsed,
     peakRss,
   };
+  const status = await readFile('/proc/self/status', 'utf8');
+  report.peakRss = Math.max(report.peakRss, Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024);
   process.send?.(report);
   await db.close();
 }
@@ -398,7 +400,7 @@ async function main(): Promise<void> {
     const d = (x: number, y: number) => mb((x - y) / 1024 / 1024);
     const perRule = (x: number, y: number) => `${Math.round((x - y) / b.rules)} B/rule`;
     console.log(
-      `where the rules' memory goes (one process, --expose-gc, figures after a full GC): PgRulesRepository.open of ${b.rules.toLocaleString('en-US')} rules took ${(b.loadMs / 1000).toFixed(1)} s and keeps ${d(b.loaded.heapUsed, b.base.heapUsed)} of heap (${perRule(b.loaded.heapUsed, b.base.heapUsed)}); while reading, heap used peaked ${d(b.peakHeapUsed, b.base.heapUsed)} above the start and RSS at ${mb(b.peakRss / 1024 / 1024)} (all rows of the SELECT, their parsed JSON, then the checked and copied rules, at once); the pipeline's RuleIndex over them adds ${d(b.indexed.heapUsed, b.loaded.heapUsed)} (${perRule(b.indexed.heapUsed, b.loaded.heapUsed)}); rules and index settled: RSS ${mb(b.indexed.rss / 1024 / 1024)}, heap used ${mb(b.indexed.heapUsed / 1024 / 1024)} (a bare process: ${mb(b.base.rss / 1024 / 1024)}, ${mb(b.base.heapUsed / 1024 / 1024)})`,
+      `where the rules' memory goes (one process, --expose-gc, figures after a full GC): PgRulesRepository.open of ${b.rules.toLocaleString('en-US')} rules took ${(b.loadMs / 1000).toFixed(1)} s and keeps ${d(b.loaded.heapUsed, b.base.heapUsed)} of heap (${perRule(b.loaded.heapUsed, b.base.heapUsed)}); while reading, RSS reached ${mb(b.peakRss / 1024 / 1024)} (VmHWM; all rows of the SELECT, their parsed JSON, then the checked and copied rules, at once); the pipeline's RuleIndex over them adds ${d(b.indexed.heapUsed, b.loaded.heapUsed)} (${perRule(b.indexed.heapUsed, b.loaded.heapUsed)}); rules and index settled: RSS ${mb(b.indexed.rss / 1024 / 1024)}, heap used ${mb(b.indexed.heapUsed / 1024 / 1024)} (a bare process: ${mb(b.base.rss / 1024 / 1024)}, ${mb(b.base.heapUsed / 1024 / 1024)})`,
     );
   } finally {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
