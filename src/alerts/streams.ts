@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { StreamHealth } from '../core/status.ts';
 import type { PlatformClient } from '../platform/client.ts';
@@ -23,6 +24,8 @@ export const MAX_CONTRACTS_PER_STREAM = 5_000;
 
 interface Running {
   key: string;
+  /** The share of the filter this stream subscribes with. */
+  filter: EventFilter;
   controller: AbortController;
   connected: Promise<void>;
   state: StreamHealth['events'];
@@ -87,7 +90,7 @@ export class NetworkStreams {
 
   /** The contracts the events streams watch now. */
   contracts(): string[] {
-    return [...this.#events.keys()].flatMap((key) => (JSON.parse(key) as EventFilter).contractAddresses ?? []);
+    return [...this.#events.values()].flatMap((running) => running.filter.contractAddresses ?? []);
   }
 
   health(): StreamHealth {
@@ -117,10 +120,17 @@ export class NetworkStreams {
     if (this.#events.size === 0) this.#backfill?.activate();
     const next = new Map<string, Running>();
     const opened: Running[] = [];
+    // New streams open one after another: 20 subscriptions of 5,000 contracts at once would hold
+    // all their request bodies and first answers in memory together.
+    let turn: Promise<void> = Promise.resolve();
     for (const share of shares) {
-      const key = JSON.stringify(share);
-      const running = this.#events.get(key) ?? this.#openEvents(share, key);
-      if (!this.#events.has(key)) opened.push(running);
+      const key = shareKey(share);
+      let running = this.#events.get(key);
+      if (!running) {
+        running = this.#openEvents(share, key, turn);
+        opened.push(running);
+        turn = running.connected;
+      }
       next.set(key, running);
     }
     if (opened.length === 0 && next.size === this.#events.size) return;
@@ -163,9 +173,9 @@ export class NetworkStreams {
     this.#health.events = this.#events.size === 0 ? 'idle' : worst;
   }
 
-  #openEvents(filter: EventFilter, key: string): Running {
+  #openEvents(filter: EventFilter, key: string, after: Promise<void>): Running {
     const controller = new AbortController();
-    const running: Running = { key, controller, connected: Promise.resolve(), state: 'connecting' };
+    const running: Running = { key, filter, controller, connected: Promise.resolve(), state: 'connecting' };
     let markConnected: () => void = () => undefined;
     const connected = new Promise<void>((resolve) => {
       markConnected = resolve;
@@ -194,6 +204,8 @@ export class NetworkStreams {
     );
     void (async () => {
       try {
+        await after;
+        if (controller.signal.aborted) return;
         for await (const log of stream) {
           if (this.#current(running)) this.#seen(log.blockNumber);
           if (this.#backfill?.hold(() => this.#onLog(log))) continue;
@@ -304,6 +316,11 @@ const EVENTS_STATE_ORDER: ReadonlyArray<StreamHealth['events']> = [
   'reconnecting',
   'failed',
 ];
+
+/** A short key for a share of the filter (its JSON is 200 KB at 5,000 contracts). */
+function shareKey(share: EventFilter): string {
+  return createHash('sha256').update(JSON.stringify(share)).digest('base64');
+}
 
 /**
  * The filter in shares of at most `max` contracts. A contract's share follows from its address, so
