@@ -235,7 +235,9 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         logger: deliveryLogger,
       });
       const chatClaims = claims;
-      await shared.db.listen(pgStore.DELIVERIES_CHANNEL, (payload) => chatClaims.noticed(pgStore.chatsOf(payload)));
+      await shared.db.listen(pgStore.DELIVERIES_CHANNEL, (payload) =>
+        chatClaims.noticed(pgStore.chatsOf(payload, opened.deliveries.origin)),
+      );
       opened.db.onResync(() => void chatClaims.sweep());
       stops.push(async () => chatClaims.stop());
     }

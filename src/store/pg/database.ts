@@ -92,6 +92,8 @@ export class Database {
         direction: 'up',
         migrationsTable: MIGRATIONS_TABLE,
         checkOrder: true,
+        // Replicas starting together wait for the first one's migration instead of failing.
+        advisoryLockMode: 'wait',
         log: (message: string) => this.#logger.debug({ migration: message }, 'database migration'),
       });
     } finally {

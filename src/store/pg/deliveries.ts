@@ -13,7 +13,7 @@
  * {@link JournalWriteError}, as a full disk does for the journal: the pipeline keeps the alerts in
  * memory and writes them again.
  */
-import type { PoolClient } from 'pg';
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
   type DeliveryRecord,
@@ -59,9 +59,69 @@ interface Row {
   payload: string;
 }
 
-/** A notification: the chats with new deliveries or edits to make. */
+/** A notification: the chats with new deliveries or edits to make, and the process that wrote them. */
 export interface DeliveryNotice {
   chats: string[];
+  origin: string;
+}
+
+/**
+ * Calls made in the same tick, run as one statement: each call resolves with its row, or rejects
+ * with `refused(id)` when the statement did not return it.
+ */
+class Batch<R extends { id: string }> {
+  readonly #run: (ids: string[], values: Array<string | null>) => Promise<R[]>;
+  readonly #keep: (row: R) => DeliveryRecord;
+  readonly #refused: (id: string) => Error;
+  #pending: Array<{
+    id: string;
+    value: string | null;
+    resolve: (r: DeliveryRecord) => void;
+    reject: (e: unknown) => void;
+  }> = [];
+
+  constructor(
+    run: (ids: string[], values: Array<string | null>) => Promise<R[]>,
+    keep: (row: R) => DeliveryRecord,
+    refused: (id: string) => Error,
+  ) {
+    this.#run = run;
+    this.#keep = keep;
+    this.#refused = refused;
+  }
+
+  add(id: string, value: string | null): Promise<DeliveryRecord> {
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ id, value, resolve, reject });
+      if (this.#pending.length === 1) queueMicrotask(() => void this.#flush());
+    });
+  }
+
+  async #flush(): Promise<void> {
+    const calls = this.#pending;
+    this.#pending = [];
+    // The same delivery twice in one tick: the first call goes now, the next with the next statement.
+    const now = new Map<string, (typeof calls)[number]>();
+    for (const call of calls) {
+      if (now.has(call.id)) this.#pending.push(call);
+      else now.set(call.id, call);
+    }
+    if (this.#pending.length) queueMicrotask(() => void this.#flush());
+    try {
+      const rows = await this.#run(
+        [...now.keys()],
+        [...now.values()].map((c) => c.value),
+      );
+      const byId = new Map(rows.map((row) => [row.id, row]));
+      for (const [id, call] of now) {
+        const row = byId.get(id);
+        if (row) call.resolve(this.#keep(row));
+        else call.reject(this.#refused(id));
+      }
+    } catch (error) {
+      for (const call of now.values()) call.reject(error);
+    }
+  }
 }
 
 export interface PgDeliveryLogOptions {
@@ -71,6 +131,8 @@ export interface PgDeliveryLogOptions {
 }
 
 export class PgDeliveryLog implements DeliveryLog {
+  /** Tells this process's notifications from the others' (it acts on its own writes directly). */
+  readonly origin = randomUUID();
   readonly #db: Database;
   readonly #logger: Logger;
   readonly #records = new Map<string, DeliveryRecord>();
@@ -121,9 +183,11 @@ export class PgDeliveryLog implements DeliveryLog {
     }
     if (rows.length === 0) return [];
     const column = (i: number) => rows.map((r) => r[i]);
-    const inserted = await this.#transaction(async (query) => {
-      const result = await query<Row>(
-        `INSERT INTO deliveries (id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload,
+    // One statement (one round trip, its own transaction). The notifications go out on commit, one
+    // per chat: PostgreSQL sends identical ones of a transaction once.
+    const inserted = await this.#run<Row & { notified: unknown }>(
+      `WITH inserted AS (
+         INSERT INTO deliveries (id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload,
                                  state, created_at, updated_at)
          SELECT id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload, 'pending', now(), now()
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[],
@@ -131,37 +195,48 @@ export class PgDeliveryLog implements DeliveryLog {
               WITH ORDINALITY AS t(id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload, n)
          ORDER BY n
          ON CONFLICT (id) DO NOTHING
-         RETURNING *`,
-        [0, 1, 2, 3, 4, 5, 6, 7, 8].map(column),
-      );
-      const chats = [...new Set(result.rows.map((r) => r.chat_key))];
-      if (chats.length) await query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, JSON.stringify({ chats })]);
-      return result.rows;
-    });
+         RETURNING *)
+       SELECT *, pg_notify($10, json_build_object('chats', json_build_array(chat_key), 'origin', $11::text)::text) AS notified
+       FROM inserted`,
+      [...[0, 1, 2, 3, 4, 5, 6, 7, 8].map(column), DELIVERIES_CHANNEL, this.origin],
+    );
     // RETURNING gives no order: the sequence does.
     return inserted.sort((a, b) => Number(a.seq) - Number(b.seq)).map((row) => this.#keep(row));
   }
 
+  /** Calls made in the same tick (the deliveries of one message) share one statement. */
   markSending(id: string, key?: string): Promise<DeliveryRecord> {
-    return this.#change(
-      id,
-      `UPDATE deliveries SET state = 'sending', attempts = attempts + 1, send_key = COALESCE($2, send_key),
-              updated_at = now()
-       WHERE id = $1 AND state IN ('pending', 'sending') AND NOT reorged RETURNING *`,
-      [id, key ?? null],
-      'cannot be sent (it is no longer pending)',
-    );
+    return this.#sending.add(id, key ?? null);
   }
 
   markSent(id: string, messageId: string): Promise<DeliveryRecord> {
-    return this.#change(
-      id,
-      `UPDATE deliveries SET state = 'sent', message_id = $2, updated_at = now()
-       WHERE id = $1 AND state = 'sending' RETURNING *`,
-      [id, messageId],
-      'is not being sent',
-    );
+    return this.#sent.add(id, messageId);
   }
+
+  readonly #sending = new Batch(
+    (ids, keys) =>
+      this.#run<Row>(
+        `UPDATE deliveries d SET state = 'sending', attempts = d.attempts + 1, send_key = COALESCE(t.key, d.send_key),
+                updated_at = now()
+         FROM unnest($1::text[], $2::text[]) AS t(id, key)
+         WHERE d.id = t.id AND d.state IN ('pending', 'sending') AND NOT d.reorged RETURNING d.*`,
+        [ids, keys],
+      ),
+    (row) => this.#keep(row),
+    (id) => new JournalError(this.#db.where, `delivery ${JSON.stringify(id)} cannot be sent (it is no longer pending)`),
+  );
+
+  readonly #sent = new Batch(
+    (ids, messageIds) =>
+      this.#run<Row>(
+        `UPDATE deliveries d SET state = 'sent', message_id = t.message_id, updated_at = now()
+         FROM unnest($1::text[], $2::text[]) AS t(id, message_id)
+         WHERE d.id = t.id AND d.state = 'sending' RETURNING d.*`,
+        [ids, messageIds],
+      ),
+    (row) => this.#keep(row),
+    (id) => new JournalError(this.#db.where, `delivery ${JSON.stringify(id)} is not being sent`),
+  );
 
   markFailed(id: string, error: string, options: { final?: boolean } = {}): Promise<DeliveryRecord> {
     return this.#change(
@@ -185,18 +260,17 @@ export class PgDeliveryLog implements DeliveryLog {
   }
 
   async markReorged(network: string, txnHash: string): Promise<DeliveryRecord[]> {
-    const rows = await this.#transaction(async (query) => {
-      const result = await query<Row>(
-        `UPDATE deliveries SET reorged = true, updated_at = now(),
+    const rows = await this.#run<Row & { notified: unknown }>(
+      `WITH changed AS (
+         UPDATE deliveries SET reorged = true, updated_at = now(),
                 state = CASE WHEN state = 'pending' THEN 'dropped' ELSE state END
-         WHERE network = $1 AND txn_hash = $2 AND NOT reorged RETURNING *`,
-        [network, txnHash],
-      );
-      const edits = result.rows.filter((r) => r.state === 'sent' && r.edited_at === null);
-      const chats = [...new Set(edits.map((r) => r.chat_key))];
-      if (chats.length) await query('SELECT pg_notify($1, $2)', [DELIVERIES_CHANNEL, JSON.stringify({ chats })]);
-      return result.rows;
-    });
+         WHERE network = $1 AND txn_hash = $2 AND NOT reorged RETURNING *)
+       SELECT *, CASE WHEN state = 'sent' AND edited_at IS NULL
+                 THEN pg_notify($3, json_build_object('chats', json_build_array(chat_key), 'origin', $4::text)::text)
+                 END AS notified
+       FROM changed`,
+      [network, txnHash, DELIVERIES_CHANNEL, this.origin],
+    );
     return rows
       .sort((a, b) => Number(a.seq) - Number(b.seq))
       .map((row) => this.#keep(row))
@@ -206,15 +280,10 @@ export class PgDeliveryLog implements DeliveryLog {
   async markFinal(network: string, txnHash: string): Promise<void> {
     const ids = [...(this.#byTxn.get(`${network}|${txnHash}`) ?? [])];
     if (!ids.some((id) => this.#records.get(id)?.final === false)) return;
-    const rows = await this.#transaction(
-      async (query) =>
-        (
-          await query<Row>(
-            `UPDATE deliveries SET final = true, updated_at = now()
-             WHERE network = $1 AND txn_hash = $2 AND NOT final RETURNING *`,
-            [network, txnHash],
-          )
-        ).rows,
+    const rows = await this.#run<Row>(
+      `UPDATE deliveries SET final = true, updated_at = now()
+       WHERE network = $1 AND txn_hash = $2 AND NOT final RETURNING *`,
+      [network, txnHash],
     );
     for (const row of rows) this.#keep(row);
   }
@@ -308,30 +377,19 @@ export class PgDeliveryLog implements DeliveryLog {
   // ---- internals ----
 
   async #change(id: string, sql: string, values: unknown[], refusal: string): Promise<DeliveryRecord> {
-    const rows = await this.#transaction(async (query) => (await query<Row>(sql, values)).rows);
+    const rows = await this.#run<Row>(sql, values);
     const row = rows[0];
     if (!row) throw new JournalError(this.#db.where, `delivery ${JSON.stringify(id)} ${refusal}`);
     return this.#keep(row);
   }
 
-  async #transaction<T>(
-    work: (query: <R extends object>(sql: string, values?: unknown[]) => Promise<{ rows: R[] }>) => Promise<T>,
-  ): Promise<T> {
-    let client: PoolClient | undefined;
+  /** One statement (its own transaction); a failure is a write failure, as a full disk is for the journal. */
+  async #run<R extends object>(sql: string, values: unknown[]): Promise<R[]> {
     try {
-      client = await this.#db.pool.connect();
-      await client.query('BEGIN');
-      const c = client;
-      const result = await work(async <R extends object>(sql: string, values?: unknown[]) => {
-        const answer = await c.query(sql, values);
-        return { rows: answer.rows as R[] };
-      });
-      await client.query('COMMIT');
+      const { rows } = await this.#db.pool.query<R>(sql, values);
       this.#failure = undefined;
-      return result;
+      return rows;
     } catch (cause) {
-      await client?.query('ROLLBACK').catch(() => {});
-      if (cause instanceof TypeError) throw cause;
       const at = new Date().toISOString();
       const code = (cause as { code?: unknown }).code;
       const message = cause instanceof Error ? cause.message : String(cause);
@@ -344,8 +402,6 @@ export class PgDeliveryLog implements DeliveryLog {
         broken: false,
       };
       throw new JournalWriteError(this.#db.where, `a write failed (${message})`, { cause });
-    } finally {
-      client?.release();
     }
   }
 

@@ -57,10 +57,14 @@ export async function openSharedDatabase(
   }
 }
 
-/** The chats named by a delivery notification (nothing for a payload that is not one). */
-export function chatsOf(payload: string): string[] {
+/**
+ * The chats named by a delivery notification of another process (nothing for a payload that is not
+ * one, or for one of `ownOrigin`'s: a process acts on its own writes directly).
+ */
+export function chatsOf(payload: string, ownOrigin?: string): string[] {
   try {
     const notice = JSON.parse(payload) as Partial<DeliveryNotice>;
+    if (ownOrigin !== undefined && notice.origin === ownOrigin) return [];
     return Array.isArray(notice.chats) ? notice.chats.filter((c): c is string => typeof c === 'string') : [];
   } catch {
     return [];

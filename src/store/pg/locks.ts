@@ -19,6 +19,8 @@ export class AdvisoryLocks {
   readonly #client: pg.Client;
   readonly #held = new Set<string>();
   #lost = false;
+  /** One query at a time on the connection (pg queues them, but will stop doing so). */
+  #queue: Promise<unknown> = Promise.resolve();
 
   private constructor(client: pg.Client) {
     this.#client = client;
@@ -40,13 +42,27 @@ export class AdvisoryLocks {
   }
 
   /** Takes the lock unless another process holds it; true when this process holds it now. */
-  async tryLock(space: LockSpace, key: string): Promise<boolean> {
+  tryLock(space: LockSpace, key: string): Promise<boolean> {
     const id = `${space}:${key}`;
-    if (this.#held.has(id)) return true;
-    if (this.#lost) return false;
-    const { rows } = await this.#client.query<{ locked: boolean }>(
-      'SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked',
-      [LOCK_SPACE[space], key],
+    if (this.#held.has(id)) return Promise.resolve(true);
+    if (this.#lost) return Promise.resolve(false);
+    // PostgreSQL's advisory locks count: taking one twice would need two unlocks.
+    let trying = this.#trying.get(id);
+    if (!trying) {
+      trying = this.#take(space, key, id).finally(() => this.#trying.delete(id));
+      this.#trying.set(id, trying);
+    }
+    return trying;
+  }
+
+  readonly #trying = new Map<string, Promise<boolean>>();
+
+  async #take(space: LockSpace, key: string, id: string): Promise<boolean> {
+    const { rows } = await this.#serial(() =>
+      this.#client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked', [
+        LOCK_SPACE[space],
+        key,
+      ]),
     );
     const locked = rows[0]?.locked === true;
     if (locked) this.#held.add(id);
@@ -56,7 +72,15 @@ export class AdvisoryLocks {
   async unlock(space: LockSpace, key: string): Promise<void> {
     const id = `${space}:${key}`;
     if (!this.#held.delete(id) || this.#lost) return;
-    await this.#client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [LOCK_SPACE[space], key]);
+    await this.#serial(() =>
+      this.#client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [LOCK_SPACE[space], key]),
+    );
+  }
+
+  #serial<T>(query: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(query, query);
+    this.#queue = run.catch(() => undefined);
+    return run;
   }
 
   holds(space: LockSpace, key: string): boolean {
