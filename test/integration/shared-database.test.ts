@@ -119,6 +119,28 @@ describe('rules and settings shared by several processes', () => {
     expect(restarted.rules.chat('discord:4242').aliases.mc?.address).toBe('0x00000000000000000000000000000000000000c1');
   });
 
+  it('GIVEN more rules than one page of reading THEN a process reads them all, in creation order, each chat sharing one destination', async () => {
+    const url = await postgres.freshDatabase();
+    const seed = await processOn(url);
+    // 45,000 rules in 900 chats, written as /watch add would store them.
+    await seed.db.pool.query(
+      `INSERT INTO rules (id, chat_key, rule)
+       SELECT 'r' || n, 'discord:' || (n % 900),
+              jsonb_build_object('id', 'r' || n, 'destination', jsonb_build_object('platform', 'discord', 'chatId', (n % 900)::text),
+                'network', 'devnet', 'collection', '0x00000000000000000000000000000000000000c1', 'collectionName', 'Moon Cats',
+                'kinds', jsonb_build_array('sale'), 'paused', false, 'createdBy', 'discord:1',
+                'createdAt', '2026-11-25T00:00:00.000Z')
+       FROM generate_series(1, 45000) AS n`,
+    );
+    const reader = await processOn(url);
+    expect(reader.rules.rules).toHaveLength(45_000);
+    expect(reader.rules.rules.slice(0, 3).map((r) => r.id)).toEqual(['r1', 'r2', 'r3']);
+    expect(reader.rules.rules.at(-1)?.id).toBe('r45000');
+    const ofChat = reader.rules.rules.filter((r) => r.destination.chatId === '7');
+    expect(ofChat).toHaveLength(50);
+    expect(new Set(ofChat.map((r) => r.destination)).size).toBe(1);
+  });
+
   it('GIVEN the database goes away WHEN a rule is added THEN the change is refused with a clear error and undone in memory', async () => {
     const url = await postgres.freshDatabase();
     const a = await processOn(url);

@@ -13,13 +13,15 @@ import type { RulesRepository } from '../../core/ports.ts';
 import type { ChatSettings, DigestSettings, StoredButton } from '../../core/settings.ts';
 import { type Destination, destinationKey, type WatchRule } from '../../core/types.ts';
 import { type Dict, dict, own } from '../../records.ts';
-import { validateState } from '../schema.ts';
+import { RuleChecker, validateState } from '../schema.ts';
 import { BUTTON_TTL_MS, MAX_STORED_BUTTONS, StoreFileError, StoreWriteError } from '../state.ts';
 import type { Database } from './database.ts';
 
 const CHANNEL = 'floorwatch_state';
 /** Notifications carry at most 8,000 bytes; a change naming more keys asks for a full reload. */
 const MAX_NOTIFIED_KEYS = 100;
+/** Rules read per query when everything is read. */
+const RULES_PAGE = 20_000;
 
 interface StateNotice {
   /** The process that made the change (it already holds it). */
@@ -51,8 +53,6 @@ export class PgRulesRepository implements RulesRepository {
   #chats: Dict<ChatSettings> = dict();
   #buttons: Dict<StoredButton> = dict();
   #rules: WatchRule[] = [];
-  /** Creation order of each rule (the `seq` column). */
-  readonly #seq = new Map<string, number>();
   readonly #destinations = new Map<string, Destination>();
   #writes = 0;
   #pending = new Set<Promise<unknown>>();
@@ -171,20 +171,18 @@ export class PgRulesRepository implements RulesRepository {
       async (sql, notice) => {
         const numbered = (await sql(`SELECT nextval('rule_numbers') AS n`)) as { rows: Array<{ n: string }> };
         stored = { ...rule, id: `r${numbered.rows[0]?.n}`, destination };
-        const inserted = (await sql('INSERT INTO rules (id, chat_key, rule) VALUES ($1, $2, $3) RETURNING seq', [
+        await sql('INSERT INTO rules (id, chat_key, rule) VALUES ($1, $2, $3)', [
           stored.id,
           destinationKey(destination),
           JSON.stringify(stored),
-        ])) as { rows: Array<{ seq: string }> };
-        this.#seq.set(stored.id, Number(inserted.rows[0]?.seq));
-        this.#rules.push(stored);
+        ]);
+        this.#insertInOrder(stored);
         notice.rules = [stored.id];
       },
       () => {
         if (!stored) return;
         const at = this.#rules.lastIndexOf(stored);
         if (at >= 0) this.#rules.splice(at, 1);
-        this.#seq.delete(stored.id);
       },
     );
     return stored;
@@ -204,7 +202,7 @@ export class PgRulesRepository implements RulesRepository {
       },
       () => {
         const at = this.#rules.findIndex((r) => r.id === id);
-        if (next === null) this.#insertBySeq(current);
+        if (next === null) this.#insertInOrder(current);
         else if (at >= 0) this.#rules[at] = current;
       },
       { rules: [id] },
@@ -311,26 +309,46 @@ export class PgRulesRepository implements RulesRepository {
       });
   }
 
+  /**
+   * Reads everything again. Rules are read in pages and checked one by one, so that a million of
+   * them never exist as rows, parsed JSON and checked copies all at once.
+   */
   async #loadAll(): Promise<void> {
-    const [chats, rules, buttons] = await Promise.all([
+    const [chats, buttons] = await Promise.all([
       this.#db.pool.query<{ chat_key: string; settings: unknown }>('SELECT chat_key, settings FROM chats'),
-      this.#db.pool.query<{ seq: string; rule: unknown }>('SELECT seq, rule FROM rules ORDER BY seq'),
       this.#db.pool.query<{ hash: string; action: string; created_at: Date }>(
         'SELECT hash, action, created_at FROM buttons ORDER BY created_at',
       ),
     ]);
     const state = this.#validated(
       chats.rows.map((r) => [r.chat_key, r.settings]),
-      rules.rows.map((r) => r.rule),
+      [],
       buttons.rows.map((r) => [r.hash, { action: r.action, createdAt: r.created_at.toISOString() }]),
     );
+    const checker = new RuleChecker();
+    const rules: WatchRule[] = [];
+    for (let after = 0; ; ) {
+      const { rows } = await this.#db.pool.query<{ seq: string; rule: unknown }>(
+        'SELECT seq, rule FROM rules WHERE seq > $1 ORDER BY seq LIMIT $2',
+        [after, RULES_PAGE],
+      );
+      for (const row of rows) rules.push(this.#checked(checker, row.rule, rules.length));
+      const last = rows.at(-1);
+      if (!last || rows.length < RULES_PAGE) break;
+      after = Number(last.seq);
+    }
     this.#chats = state.chats;
     this.#buttons = state.buttons;
-    this.#seq.clear();
-    this.#rules = state.rules.map((rule, i) => {
-      this.#seq.set(rule.id, Number(rules.rows[i]?.seq));
-      return { ...rule, destination: this.#sharedDestination(rule.destination) };
-    });
+    this.#rules = rules;
+  }
+
+  /** A stored rule, checked, its texts shared, its destination the chat's one object. */
+  #checked(checker: RuleChecker, raw: unknown, index: number): WatchRule {
+    const checked = checker.check(raw, index);
+    if (!checked.ok) throw new StoreFileError(this.#db.where, `holds an invalid rule (${checked.problems.join('; ')})`);
+    const rule = checked.rule as WatchRule;
+    rule.destination = this.#sharedDestination(rule.destination);
+    return rule;
   }
 
   async #loadSome(notice: StateNotice): Promise<void> {
@@ -352,20 +370,12 @@ export class PgRulesRepository implements RulesRepository {
       }
     }
     if (notice.rules?.length) {
-      const { rows } = await pool.query<{ id: string; seq: string; rule: unknown }>(
-        'SELECT id, seq, rule FROM rules WHERE id = ANY($1)',
-        [notice.rules],
-      );
-      const state = this.#validated(
-        [],
-        rows.map((r) => r.rule),
-        [],
-      );
+      const { rows } = await pool.query<{ rule: unknown }>('SELECT rule FROM rules WHERE id = ANY($1)', [notice.rules]);
+      const checker = new RuleChecker();
       const ids = new Set(notice.rules);
       this.#rules = this.#rules.filter((r) => !ids.has(r.id));
-      state.rules.forEach((rule, i) => {
-        this.#seq.set(rule.id, Number(rows[i]?.seq));
-        this.#insertBySeq({ ...rule, destination: this.#sharedDestination(rule.destination) });
+      rows.forEach((row, i) => {
+        this.#insertInOrder(this.#checked(checker, row.rule, i));
       });
     }
     if (notice.buttons?.length) {
@@ -401,13 +411,19 @@ export class PgRulesRepository implements RulesRepository {
     };
   }
 
-  #insertBySeq(rule: WatchRule): void {
-    const seq = this.#seq.get(rule.id) ?? Number.MAX_SAFE_INTEGER;
+  /** Rules stay in creation order, which is the order of their numbers (`r12` before `r13`). */
+  #insertInOrder(rule: WatchRule): void {
+    const number = ruleNumber(rule.id);
+    const last = this.#rules.at(-1);
+    if (!last || ruleNumber(last.id) < number) {
+      this.#rules.push(rule);
+      return;
+    }
     let low = 0;
     let high = this.#rules.length;
     while (low < high) {
       const mid = (low + high) >>> 1;
-      if ((this.#seq.get((this.#rules[mid] as WatchRule).id) ?? 0) < seq) low = mid + 1;
+      if (ruleNumber((this.#rules[mid] as WatchRule).id) < number) low = mid + 1;
       else high = mid;
     }
     this.#rules.splice(low, 0, rule);
@@ -436,6 +452,10 @@ export class PgRulesRepository implements RulesRepository {
 }
 
 /** The notice as sent: a change naming too many keys for one notification asks for a full reload. */
+function ruleNumber(id: string): number {
+  return Number(id.slice(1));
+}
+
 function merge(notice: StateNotice): StateNotice {
   const out: StateNotice = { origin: notice.origin };
   for (const key of ['chats', 'rules', 'buttons'] as const) {
