@@ -97,7 +97,13 @@ export class ChatClaims implements DeliveryQueue {
       this.#o.logger.warn({ err: error }, 'could not look for chats with deliveries to send');
       return;
     }
-    await Promise.all(chats.map((chatKey) => this.#work(chatKey)));
+    // A chat this process is sending to gets its new work from records and notices: the sweep is for
+    // the others' chats, and for held ones gone quiet with work left (a notice lost on a reconnect).
+    const toLoad = chats.filter((chatKey) => {
+      const claim = this.#claims.get(chatKey);
+      return !claim || this.#o.dispatcher.isIdle(claim.destination);
+    });
+    await Promise.all(toLoad.map((chatKey) => this.#work(chatKey)));
     await this.#releaseIdle();
   }
 

@@ -65,61 +65,68 @@ export interface DeliveryNotice {
   origin: string;
 }
 
-/**
- * Calls made in the same tick, run as one statement: each call resolves with its row, or rejects
- * with `refused(id)` when the statement did not return it.
- */
-class Batch<R extends { id: string }> {
-  readonly #run: (ids: string[], values: Array<string | null>) => Promise<R[]>;
-  readonly #keep: (row: R) => DeliveryRecord;
-  readonly #refused: (id: string) => Error;
-  #pending: Array<{
-    id: string;
-    value: string | null;
-    resolve: (r: DeliveryRecord) => void;
-    reject: (e: unknown) => void;
-  }> = [];
+interface PendingCall<A, R> {
+  key: string;
+  arg: A;
+  resolve: (result: R) => void;
+  reject: (error: unknown) => void;
+}
 
-  constructor(
-    run: (ids: string[], values: Array<string | null>) => Promise<R[]>,
-    keep: (row: R) => DeliveryRecord,
-    refused: (id: string) => Error,
-  ) {
+/**
+ * Group commit for one kind of statement: calls made while the previous statement runs (or in the
+ * same tick) share the next one. Under load that is a handful of statements for hundreds of calls;
+ * alone, a call waits for nothing. `run` answers each call's key with its result or an Error; a key
+ * asked twice waits for the statement after (it may depend on the first call's effect).
+ */
+class GroupCommit<A, R> {
+  readonly #run: (calls: ReadonlyArray<{ key: string; arg: A }>) => Promise<Map<string, R | Error>>;
+  #pending: Array<PendingCall<A, R>> = [];
+  #running = false;
+  #scheduled = false;
+
+  constructor(run: (calls: ReadonlyArray<{ key: string; arg: A }>) => Promise<Map<string, R | Error>>) {
     this.#run = run;
-    this.#keep = keep;
-    this.#refused = refused;
   }
 
-  add(id: string, value: string | null): Promise<DeliveryRecord> {
+  call(key: string, arg: A): Promise<R> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ id, value, resolve, reject });
-      if (this.#pending.length === 1) queueMicrotask(() => void this.#flush());
+      this.#pending.push({ key, arg, resolve, reject });
+      this.#kick();
+    });
+  }
+
+  #kick(): void {
+    if (this.#running || this.#scheduled || this.#pending.length === 0) return;
+    this.#scheduled = true;
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      void this.#flush();
     });
   }
 
   async #flush(): Promise<void> {
-    const calls = this.#pending;
-    this.#pending = [];
-    // The same delivery twice in one tick: the first call goes now, the next with the next statement.
-    const now = new Map<string, (typeof calls)[number]>();
-    for (const call of calls) {
-      if (now.has(call.id)) this.#pending.push(call);
-      else now.set(call.id, call);
+    if (this.#running) return;
+    this.#running = true;
+    const now = new Map<string, PendingCall<A, R>>();
+    const later: Array<PendingCall<A, R>> = [];
+    for (const call of this.#pending) {
+      if (now.has(call.key)) later.push(call);
+      else now.set(call.key, call);
     }
-    if (this.#pending.length) queueMicrotask(() => void this.#flush());
+    this.#pending = later;
     try {
-      const rows = await this.#run(
-        [...now.keys()],
-        [...now.values()].map((c) => c.value),
-      );
-      const byId = new Map(rows.map((row) => [row.id, row]));
-      for (const [id, call] of now) {
-        const row = byId.get(id);
-        if (row) call.resolve(this.#keep(row));
-        else call.reject(this.#refused(id));
+      const results = await this.#run([...now.values()].map(({ key, arg }) => ({ key, arg })));
+      for (const [key, call] of now) {
+        const result = results.get(key);
+        if (result instanceof Error) call.reject(result);
+        else if (result === undefined) call.reject(new Error(`no result for ${key}`));
+        else call.resolve(result);
       }
     } catch (error) {
       for (const call of now.values()) call.reject(error);
+    } finally {
+      this.#running = false;
+      this.#kick();
     }
   }
 }
@@ -204,39 +211,50 @@ export class PgDeliveryLog implements DeliveryLog {
     return inserted.sort((a, b) => Number(a.seq) - Number(b.seq)).map((row) => this.#keep(row));
   }
 
-  /** Calls made in the same tick (the deliveries of one message) share one statement. */
+  /** Group-committed: concurrent calls share one statement (see {@link GroupCommit}). */
   markSending(id: string, key?: string): Promise<DeliveryRecord> {
-    return this.#sending.add(id, key ?? null);
+    return this.#sending.call(id, key ?? null);
   }
 
   markSent(id: string, messageId: string): Promise<DeliveryRecord> {
-    return this.#sent.add(id, messageId);
+    return this.#sent.call(id, messageId);
   }
 
-  readonly #sending = new Batch(
-    (ids, keys) =>
-      this.#run<Row>(
+  readonly #sending = new GroupCommit<string | null, DeliveryRecord>(async (calls) =>
+    this.#byId(
+      calls,
+      await this.#run<Row>(
         `UPDATE deliveries d SET state = 'sending', attempts = d.attempts + 1, send_key = COALESCE(t.key, d.send_key),
                 updated_at = now()
          FROM unnest($1::text[], $2::text[]) AS t(id, key)
          WHERE d.id = t.id AND d.state IN ('pending', 'sending') AND NOT d.reorged RETURNING d.*`,
-        [ids, keys],
+        [calls.map((c) => c.key), calls.map((c) => c.arg)],
       ),
-    (row) => this.#keep(row),
-    (id) => new JournalError(this.#db.where, `delivery ${JSON.stringify(id)} cannot be sent (it is no longer pending)`),
+      'cannot be sent (it is no longer pending)',
+    ),
   );
 
-  readonly #sent = new Batch(
-    (ids, messageIds) =>
-      this.#run<Row>(
+  readonly #sent = new GroupCommit<string, DeliveryRecord>(async (calls) =>
+    this.#byId(
+      calls,
+      await this.#run<Row>(
         `UPDATE deliveries d SET state = 'sent', message_id = t.message_id, updated_at = now()
          FROM unnest($1::text[], $2::text[]) AS t(id, message_id)
          WHERE d.id = t.id AND d.state = 'sending' RETURNING d.*`,
-        [ids, messageIds],
+        [calls.map((c) => c.key), calls.map((c) => c.arg)],
       ),
-    (row) => this.#keep(row),
-    (id) => new JournalError(this.#db.where, `delivery ${JSON.stringify(id)} is not being sent`),
+      'is not being sent',
+    ),
   );
+
+  #byId(calls: ReadonlyArray<{ key: string }>, rows: Row[], refusal: string): Map<string, DeliveryRecord | Error> {
+    const out = new Map<string, DeliveryRecord | Error>();
+    for (const row of rows) out.set(row.id, this.#keep(row));
+    for (const { key } of calls) {
+      if (!out.has(key)) out.set(key, new JournalError(this.#db.where, `delivery ${JSON.stringify(key)} ${refusal}`));
+    }
+    return out;
+  }
 
   markFailed(id: string, error: string, options: { final?: boolean } = {}): Promise<DeliveryRecord> {
     return this.#change(
@@ -322,17 +340,22 @@ export class PgDeliveryLog implements DeliveryLog {
    * The chat's deliveries still to send and edits still to make, in recording order, after `afterSeq`
    * (for the holder of the chat's claim). Each comes with its sequence number.
    */
-  async openFor(chatKey: string, afterSeq = 0): Promise<Array<{ seq: number; record: DeliveryRecord }>> {
-    const { rows } = await this.#db.pool.query<Row>(
-      `SELECT * FROM deliveries
-       WHERE chat_key = $1
-         AND ((seq > $2 AND state IN ('pending', 'sending') AND NOT reorged)
-              OR (state = 'sent' AND reorged AND edited_at IS NULL))
-       ORDER BY seq`,
-      [chatKey, afterSeq],
-    );
-    return rows.map((row) => ({ seq: Number(row.seq), record: this.#keep(row) }));
+  openFor(chatKey: string, afterSeq = 0): Promise<Array<{ seq: number; record: DeliveryRecord }>> {
+    return this.#open.call(chatKey, afterSeq);
   }
+
+  readonly #open = new GroupCommit<number, Array<{ seq: number; record: DeliveryRecord }>>(async (calls) => {
+    const { rows } = await this.#db.pool.query<Row>(
+      `SELECT d.* FROM deliveries d JOIN unnest($1::text[], $2::bigint[]) AS t(chat_key, after) ON d.chat_key = t.chat_key
+       WHERE (d.seq > t.after AND d.state IN ('pending', 'sending') AND NOT d.reorged)
+          OR (d.state = 'sent' AND d.reorged AND d.edited_at IS NULL)
+       ORDER BY d.seq`,
+      [calls.map((c) => c.key), calls.map((c) => c.arg)],
+    );
+    const out = new Map<string, Array<{ seq: number; record: DeliveryRecord }>>(calls.map((c) => [c.key, []]));
+    for (const row of rows) out.get(row.chat_key)?.push({ seq: Number(row.seq), record: this.#keep(row) });
+    return out;
+  });
 
   /** Chats with deliveries to send or edits to make (for claims that start or look around). */
   async chatsWithWork(): Promise<string[]> {
