@@ -410,7 +410,8 @@ async function scenario(
     dispatcher = new Dispatcher({ journal, sinks, logger });
     const chatClaims = new ChatClaims({ locks: shared.locks, log: journal, dispatcher, logger });
     claims = chatClaims;
-    await shared.db.listen(DELIVERIES_CHANNEL, (payload) => chatClaims.noticed(chatsOf(payload)));
+    const origin = journal.origin;
+    await shared.db.listen(DELIVERIES_CHANNEL, (payload) => chatClaims.noticed(chatsOf(payload, origin)));
     await chatClaims.start();
     const marketplaceContracts = Object.fromEntries(devnet.info.networks.map((n) => [n.name, [n.marketplaceContract]]));
     const enricher = new TimedEnricher(platform, new CurrencyDirectory(platform, nativeSymbols(devnet.info)), logger);

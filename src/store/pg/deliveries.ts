@@ -295,16 +295,23 @@ export class PgDeliveryLog implements DeliveryLog {
       .filter((r) => r.state === 'sent' && r.editedAt === undefined);
   }
 
+  /** Advisory (only shortens how long deliveries are kept): group-committed, for this process's deliveries. */
   async markFinal(network: string, txnHash: string): Promise<void> {
     const ids = [...(this.#byTxn.get(`${network}|${txnHash}`) ?? [])];
     if (!ids.some((id) => this.#records.get(id)?.final === false)) return;
+    await this.#final.call(`${network}|${txnHash}`, [network, txnHash]);
+  }
+
+  readonly #final = new GroupCommit<[string, string], true>(async (calls) => {
     const rows = await this.#run<Row>(
-      `UPDATE deliveries SET final = true, updated_at = now()
-       WHERE network = $1 AND txn_hash = $2 AND NOT final RETURNING *`,
-      [network, txnHash],
+      `UPDATE deliveries d SET final = true, updated_at = now()
+       FROM unnest($1::text[], $2::text[]) AS t(network, txn_hash)
+       WHERE d.network = t.network AND d.txn_hash = t.txn_hash AND NOT d.final RETURNING d.*`,
+      [calls.map((c) => c.arg[0]), calls.map((c) => c.arg[1])],
     );
     for (const row of rows) this.#keep(row);
-  }
+    return new Map(calls.map((c) => [c.key, true as const]));
+  });
 
   get(id: string): DeliveryRecord | undefined {
     return this.#records.get(id);
