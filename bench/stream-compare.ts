@@ -393,12 +393,15 @@ function ours(client: PlatformClient): Reader {
     let logs = 0;
     let checksum = 0;
     let bad = 0;
-    for await (const log of client.indexer.subscribeEvents(
+    // As the alert pipeline reads it (src/alerts/streams.ts): the logs that arrived together, as a batch.
+    for await (const batch of client.indexer.subscribeEventBatches(
       { network: 'polygon', filter: FILTER },
       { signal, reconnect: false, badLineReportMs: 0, onBadLine: () => bad++ },
     )) {
-      logs++;
-      checksum += log.blockNumber + (log.event?.values.length ?? 0);
+      for (const log of batch) {
+        logs++;
+        checksum += log.blockNumber + (log.event?.values.length ?? 0);
+      }
     }
     if (bad > 0) throw new Error(`our reader skipped ${bad} lines`);
     return { logs, checksum };

@@ -180,7 +180,7 @@ export class NetworkStreams {
     const connected = new Promise<void>((resolve) => {
       markConnected = resolve;
     });
-    const stream = this.#platform.indexer.subscribeEvents(
+    const stream = this.#platform.indexer.subscribeEventBatches(
       { network: this.network, filter },
       {
         signal: controller.signal,
@@ -206,10 +206,14 @@ export class NetworkStreams {
       try {
         await after;
         if (controller.signal.aborted) return;
-        for await (const log of stream) {
-          if (this.#current(running)) this.#seen(log.blockNumber);
-          if (this.#backfill?.hold(() => this.#onLog(log))) continue;
-          this.#onLog(log);
+        for await (const logs of stream) {
+          for (const log of logs) {
+            // Stopped or replaced while this batch was handed out: the rest is not this stream's any more.
+            if (controller.signal.aborted) return;
+            if (this.#current(running)) this.#seen(log.blockNumber);
+            if (this.#backfill?.hold(() => this.#onLog(log))) continue;
+            this.#onLog(log);
+          }
         }
       } catch (error) {
         running.state = 'failed';

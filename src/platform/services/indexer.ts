@@ -1,6 +1,6 @@
 import { expandTemplate } from '../networks.ts';
 import * as n from '../normalize.ts';
-import { type StreamOptions, streamRpc } from '../stream.ts';
+import { type StreamOptions, streamRpc, streamRpcBatches } from '../stream.ts';
 import type { CallOptions, RpcRequest } from '../transport.ts';
 import type {
   EventFilter,
@@ -46,6 +46,23 @@ export class IndexerService {
     options?: StreamOptions,
   ): AsyncGenerator<EventLog, void, undefined> {
     return streamRpc(
+      this.ctx.transport,
+      this.#streamRequest(args.network, 'SubscribeEvents', args.filter),
+      'log',
+      n.eventLog,
+      options,
+    );
+  }
+
+  /**
+   * {@link IndexerService.subscribeEvents} a batch at a time: the logs that arrived together, in order
+   * (what the alert pipeline reads: no await per log).
+   */
+  subscribeEventBatches(
+    args: { network: string | number; filter: EventFilter },
+    options?: StreamOptions,
+  ): AsyncGenerator<EventLog[], void, undefined> {
+    return streamRpcBatches(
       this.ctx.transport,
       this.#streamRequest(args.network, 'SubscribeEvents', args.filter),
       'log',

@@ -108,6 +108,29 @@ describe('framing', () => {
     await events.return(undefined);
   });
 
+  it('GIVEN lines written in chunks WHEN read a batch at a time THEN each batch holds what arrived together, none empty, all in order', async () => {
+    const batches = client.indexer.subscribeEventBatches(
+      { network: 'polygon', filter: FILTER },
+      { signal: controller.signal, reconnect: FAST_RECONNECT },
+    );
+    const first = take(batches, 1);
+    const stream = await server.nextStream(EVENTS);
+    await stream.write(Array.from({ length: 50 }, (_, i) => `${JSON.stringify({ log: wireEventLog(i) })}\n`).join(''));
+    const [batch] = await first;
+    const seen = [...(batch ?? [])];
+    expect(seen.length).toBeGreaterThan(0);
+    // A heartbeat alone is no batch; the next lines are.
+    await stream.write('\n');
+    await stream.write(`${JSON.stringify({ log: wireEventLog(50) })}\n`);
+    while (seen.length < 51) {
+      const [next] = await take(batches, 1);
+      expect(next?.length).toBeGreaterThan(0);
+      seen.push(...(next ?? []));
+    }
+    expect(seen).toEqual(Array.from({ length: 51 }, (_, i) => typedLog(i)));
+    await batches.return(undefined);
+  });
+
   it('GIVEN many lines in one chunk WHEN written at once THEN every record arrives in order', async () => {
     const events = subscribe();
     const pending = take(events, 200);
