@@ -187,13 +187,16 @@ class TimedEnricher extends Enricher {
 /** Notes when each log comes out of the platform client's event streams (what the pipeline reads). */
 function timeStreams(platform: PlatformClient): void {
   const indexer = platform.indexer;
-  const subscribe = indexer.subscribeEvents.bind(indexer);
-  indexer.subscribeEvents = (args, options) => {
+  // The pipeline reads logs a batch at a time (subscribeEventBatches): each log of a batch left the
+  // client when its batch did.
+  const subscribe = indexer.subscribeEventBatches.bind(indexer);
+  indexer.subscribeEventBatches = (args, options) => {
     const inner = subscribe(args, options);
-    return (async function* timed(): AsyncGenerator<EventLog, void, undefined> {
-      for await (const log of inner) {
-        timesOf(log.txnHash).log = now();
-        yield log;
+    return (async function* timed(): AsyncGenerator<EventLog[], void, undefined> {
+      for await (const batch of inner) {
+        const at = now();
+        for (const log of batch) timesOf(log.txnHash).log = at;
+        yield batch;
       }
     })();
   };

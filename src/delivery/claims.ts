@@ -42,6 +42,12 @@ interface Claim {
   destination: Destination;
   /** The highest recording sequence handed to the dispatcher. */
   seq: number;
+  /**
+   * Deliveries handed to the dispatcher and open when last read: never handed twice. A delivery whose
+   * recording committed after a later one's is below `seq` when it appears; the sweep's full read
+   * (from sequence 0) finds it, and this set keeps that read from handing out the others again.
+   */
+  handed: Set<string>;
   idleSince: number | undefined;
 }
 
@@ -97,13 +103,9 @@ export class ChatClaims implements DeliveryQueue {
       this.#o.logger.warn({ err: error }, 'could not look for chats with deliveries to send');
       return;
     }
-    // A chat this process is sending to gets its new work from records and notices: the sweep is for
-    // the others' chats, and for held ones gone quiet with work left (a notice lost on a reconnect).
-    const toLoad = chats.filter((chatKey) => {
-      const claim = this.#claims.get(chatKey);
-      return !claim || this.#o.dispatcher.isIdle(claim.destination);
-    });
-    await Promise.all(toLoad.map((chatKey) => this.#work(chatKey)));
+    // Chats nobody holds are taken; the held ones with open work are read whole, for deliveries that
+    // committed out of sequence order (or whose notice was lost on a reconnect). One statement for all.
+    await Promise.all(chats.map((chatKey) => this.#work(chatKey, true)));
     await this.#releaseIdle();
   }
 
@@ -120,10 +122,10 @@ export class ChatClaims implements DeliveryQueue {
     this.#timer.unref();
   }
 
-  #work(chatKey: string): Promise<void> {
+  #work(chatKey: string, full = false): Promise<void> {
     const previous = this.#busy.get(chatKey) ?? Promise.resolve();
     const next = previous
-      .then(() => this.#load(chatKey))
+      .then(() => this.#load(chatKey, full))
       .catch((error: unknown) =>
         this.#o.logger.warn({ err: error, chat: chatKey }, 'could not take a chat’s deliveries'),
       );
@@ -134,21 +136,29 @@ export class ChatClaims implements DeliveryQueue {
     return next;
   }
 
-  async #load(chatKey: string): Promise<void> {
+  async #load(chatKey: string, full: boolean): Promise<void> {
     if (this.#stopped) return;
     let claim = this.#claims.get(chatKey);
     if (!claim) {
       if (!(await this.#o.locks.tryLock('chat', chatKey))) return;
-      claim = { destination: destinationOf(chatKey), seq: 0, idleSince: undefined };
+      claim = { destination: destinationOf(chatKey), seq: 0, handed: new Set(), idleSince: undefined };
       this.#claims.set(chatKey, claim);
     }
-    const open = await this.#o.log.openFor(chatKey, claim.seq);
+    const open = await this.#o.log.openFor(chatKey, full ? 0 : claim.seq);
     const sends: DeliveryRecord[] = [];
     const edits: DeliveryRecord[] = [];
+    // A full read lists every open delivery: the ones handed earlier and closed since leave the set.
+    if (full) {
+      const stillOpen = new Set(open.map((o) => handedKey(o.record)));
+      for (const key of claim.handed) if (!stillOpen.has(key)) claim.handed.delete(key);
+    }
     for (const { seq, record } of open) {
+      if (seq > claim.seq && !record.reorged) claim.seq = seq;
+      const key = handedKey(record);
+      if (claim.handed.has(key)) continue;
+      claim.handed.add(key);
       if (record.reorged) edits.push(record);
       else sends.push(record);
-      if (seq > claim.seq && !record.reorged) claim.seq = seq;
     }
     if (sends.length) this.#o.dispatcher.enqueue(sends);
     if (edits.length) this.#o.dispatcher.enqueueEdits(edits);
@@ -178,6 +188,11 @@ export class ChatClaims implements DeliveryQueue {
       );
     }
   }
+}
+
+/** A delivery to send and the edit of the same delivery (once reorganised) are two pieces of work. */
+function handedKey(record: DeliveryRecord): string {
+  return `${record.reorged ? 'edit' : 'send'}:${record.id}`;
 }
 
 function destinationOf(chatKey: string): Destination {

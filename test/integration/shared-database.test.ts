@@ -1,5 +1,6 @@
 // The PostgreSQL stores, as several processes use them: each "process" here is its own pool,
 // listening connection and lock connection on one real server (see test/helpers/postgres.ts).
+import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
@@ -257,6 +258,49 @@ describe('claims and leadership', () => {
     await eventually(async () => (await other.shared.deliveries.openFor('discord:4242')).length === 0);
     other.claims.stop();
     await other.dispatcher.stop();
+  });
+
+  it('GIVEN a delivery that commits after a later one was sent THEN the claim still sends it, within a sweep, once', async () => {
+    const url = await postgres.freshDatabase();
+    const sink = new RecordingSink('discord', 1);
+    const shared = await processOn(url);
+    const dispatcher = new Dispatcher({
+      journal: shared.deliveries,
+      sinks: new Map([['discord', sink]]),
+      logger: silent,
+    });
+    const claims = new ChatClaims({
+      locks: shared.locks,
+      log: shared.deliveries,
+      dispatcher,
+      logger: silent,
+      sweepMs: 100,
+    });
+    await shared.db.listen(DELIVERIES_CHANNEL, (payload) => claims.noticed(chatsOf(payload)));
+    await claims.start();
+    // Another process's recording takes its sequence number first but commits last.
+    const slow = new pg.Client({ connectionString: url });
+    await slow.connect();
+    try {
+      await slow.query('BEGIN');
+      await slow.query(
+        `INSERT INTO deliveries (id, event_id, chat_key, network, txn_hash, block_number, state, created_at, updated_at, payload)
+         VALUES ('slow>discord:4242', 'slow', 'discord:4242', 'devnet', '0xslow', 1, 'pending', now(), now(), '{"title":"slow"}')`,
+      );
+      await shared.deliveries.record([delivery(2)]);
+      await sink.until(() => sink.sent.length === 1);
+      await slow.query(`SELECT pg_notify('floorwatch_deliveries', '{"chats":["discord:4242"],"origin":"other"}')`);
+      await slow.query('COMMIT');
+    } finally {
+      await slow.end();
+    }
+    await sink.until(() => sink.sent.length === 2, 5_000);
+    await shared.deliveries.record([delivery(3)]);
+    await sink.until(() => sink.sent.length === 3, 5_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(sink.sent.map((m) => m.replies[0]?.title)).toEqual(['sale 2', 'slow', 'sale 3']);
+    claims.stop();
+    await dispatcher.stop();
   });
 
   it('GIVEN the ingest leader dies THEN another process leads the network within seconds', async () => {

@@ -190,9 +190,24 @@ export class PgDeliveryLog implements DeliveryLog {
     }
     if (rows.length === 0) return [];
     const column = (i: number) => rows.map((r) => r[i]);
+    // One recording at a time: sequence numbers are taken in the statement, so two at once could
+    // commit out of order, and a chat's claim reading in between would see the later one first.
+    const turn = this.#recording.then(() => this.#insert(column));
+    this.#recording = turn.then(
+      () => undefined,
+      () => undefined,
+    );
+    const inserted = await turn;
+    // RETURNING gives no order: the sequence does.
+    return inserted.sort((a, b) => Number(a.seq) - Number(b.seq)).map((row) => this.#keep(row));
+  }
+
+  #recording: Promise<void> = Promise.resolve();
+
+  #insert(column: (i: number) => unknown[]): Promise<Array<Row & { notified: unknown }>> {
     // One statement (one round trip, its own transaction). The notifications go out on commit, one
     // per chat: PostgreSQL sends identical ones of a transaction once.
-    const inserted = await this.#run<Row & { notified: unknown }>(
+    return this.#run<Row & { notified: unknown }>(
       `WITH inserted AS (
          INSERT INTO deliveries (id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload,
                                  state, created_at, updated_at)
@@ -207,8 +222,6 @@ export class PgDeliveryLog implements DeliveryLog {
        FROM inserted`,
       [...[0, 1, 2, 3, 4, 5, 6, 7, 8].map(column), DELIVERIES_CHANNEL, this.origin],
     );
-    // RETURNING gives no order: the sequence does.
-    return inserted.sort((a, b) => Number(a.seq) - Number(b.seq)).map((row) => this.#keep(row));
   }
 
   /** Group-committed: concurrent calls share one statement (see {@link GroupCommit}). */
