@@ -2,6 +2,7 @@ import { open, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { CursorStore } from '../core/ports.ts';
 import { StoreFileError, StoreWriteError } from './state.ts';
+import { syncDirectory } from './sync-directory.ts';
 
 /** Options of {@link FileCursorStore}. */
 export interface FileCursorStoreOptions {
@@ -118,15 +119,4 @@ function parse(file: string, text: string): Map<string, number> {
     out.set(network, block);
   }
   return out;
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } catch {
-    // Some file systems cannot sync a directory; the rename is still atomic there.
-  } finally {
-    await handle.close();
-  }
 }

@@ -6,6 +6,7 @@ import type { ChatSettings, DigestSettings, StoredButton } from '../core/setting
 import { type Destination, destinationKey, type WatchRule } from '../core/types.ts';
 import { type Dict, dict, own } from '../records.ts';
 import { type CheckedRules, RuleChecker, validateState } from './schema.ts';
+import { syncDirectory } from './sync-directory.ts';
 
 /** The persisted state, version 1. */
 export interface StateV1 {
@@ -173,17 +174,6 @@ function snapshot(data: State): Array<() => string> {
   const tail = `${head}}`;
   pieces.push(() => tail);
   return pieces;
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } catch {
-    // Some file systems cannot sync a directory; the rename is still atomic there.
-  } finally {
-    await handle.close();
-  }
 }
 
 function sharedDestination(shared: Map<string, Destination>, destination: Destination): Destination {
