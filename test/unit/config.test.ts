@@ -111,4 +111,29 @@ describe('loadConfig', () => {
     expect(problems.join('\n')).toMatch(/FLOORWATCH_API_URL must not carry a query/);
     expect(problems.join('\n')).not.toContain('SECRET123');
   });
+
+  it('GIVEN read-back and database settings THEN they are checked, and the database password is a secret', async () => {
+    expect(problemsOf({ ...real, FLOORWATCH_RPC_URL: 'ftp://rpc.example' })[0]).toMatch(
+      /FLOORWATCH_RPC_URL must be an http\(s\) JSON-RPC address/,
+    );
+    // Two networks: one address for both would read one chain's logs for the other.
+    expect(problemsOf({ ...real, FLOORWATCH_RPC_URL: 'https://rpc.example/KEY' })[0]).toMatch(
+      /must contain \{network\}/,
+    );
+    expect(problemsOf({ ...real, FLOORWATCH_BACKFILL_MAX_BLOCKS: '-1' })[0]).toMatch(/FLOORWATCH_BACKFILL_MAX_BLOCKS/);
+    const config = loadConfig(
+      {
+        ...real,
+        FLOORWATCH_RPC_URL: 'https://{network}.rpc.example/KEY',
+        FLOORWATCH_BACKFILL_MAX_BLOCKS: '0',
+        FLOORWATCH_DATABASE_URL: 'postgres://bot:s3cret-pw@db.example:5432/floorwatch',
+      },
+      '/srv/bot',
+    );
+    expect(config.backfill).toEqual({ rpcUrl: 'https://{network}.rpc.example/KEY', maxBlocks: 0 });
+    expect(config.database).toEqual({ url: 'postgres://bot:s3cret-pw@db.example:5432/floorwatch', poolSize: 10 });
+    const { secretsOf } = await import('../../src/config.ts');
+    expect(secretsOf(config)).toContain('s3cret-pw');
+    expect(problemsOf({ ...real, FLOORWATCH_DATABASE_POOL: '1' })[0]).toMatch(/FLOORWATCH_DATABASE_POOL/);
+  });
 });
