@@ -34,6 +34,38 @@ export class LineSplitter {
     return lines;
   }
 
+  /**
+   * Feeds one chunk and hands each line it completes to `visit` as soon as it is found, decoded only
+   * then, so that a chunk's lines are never all alive at once. `visit` returning false stops at that
+   * line (the rest of the chunk is dropped: the caller is ending the stream). Returns how many lines
+   * were completed (blank ones included).
+   */
+  each(chunk: Buffer, visit: (line: string) => boolean): number {
+    let count = 0;
+    let start = 0;
+    let index = chunk.indexOf(NEWLINE, start);
+    while (index !== -1) {
+      let line: string;
+      if (this.#pendingBytes > 0) {
+        this.#pending.push(chunk.subarray(start, index));
+        line = Buffer.concat(this.#pending, this.#pendingBytes + index - start).toString('utf8');
+        this.#pending = [];
+        this.#pendingBytes = 0;
+      } else {
+        line = chunk.toString('utf8', start, index);
+      }
+      count++;
+      start = index + 1;
+      if (!visit(line)) return count;
+      index = chunk.indexOf(NEWLINE, start);
+    }
+    if (start < chunk.length) {
+      this.#pending.push(chunk.subarray(start));
+      this.#pendingBytes += chunk.length - start;
+    }
+    return count;
+  }
+
   /** Bytes of an unfinished line waiting for its newline. */
   get pendingBytes(): number {
     return this.#pendingBytes;

@@ -221,9 +221,9 @@ export function step(value: unknown, what: string): Step {
  * must be one nobody else holds (a freshly parsed line). Others are copied with `null` dropped,
  * numbers in text fields turned to text, a missing `uid` filled and `event` reduced to its five fields.
  */
-export function eventLog(value: unknown, clean = false): EventLog {
+export function eventLog(value: unknown): EventLog {
   const src = object(value, 'log');
-  if (isTypedLog(src, clean)) return src as unknown as EventLog;
+  if (isTypedLog(src)) return src as unknown as EventLog;
   const out = compact(src);
   requireString(out, 'txnHash', 'log');
   requireString(out, 'contractAddress', 'log');
@@ -273,13 +273,13 @@ function isCompact(src: Json): boolean {
  * fields are text, `blockNumber` a number, `uid` present, nothing `null`, and `event` (when present)
  * has exactly its five fields, with lists where lists belong and text values only.
  */
-function isTypedLog(src: Json, clean: boolean): boolean {
+function isTypedLog(src: Json): boolean {
   if (
     typeof src.uid !== 'string' ||
     typeof src.txnHash !== 'string' ||
     typeof src.contractAddress !== 'string' ||
     typeof src.blockNumber !== 'number' ||
-    (!clean && !isCompact(src))
+    !isCompact(src)
   ) {
     return false;
   }

@@ -93,7 +93,7 @@ export function streamRpc<T>(
   transport: Transport,
   request: RpcRequest,
   outputKey: string,
-  normalize: (value: unknown, clean: boolean) => T,
+  normalize: (value: unknown) => T,
   options: StreamOptions = {},
 ): AsyncGenerator<T, void, undefined> {
   const signal = options.signal ?? new AbortController().signal;
@@ -108,7 +108,7 @@ export function streamRpcBatches<T>(
   transport: Transport,
   request: RpcRequest,
   outputKey: string,
-  normalize: (value: unknown, clean: boolean) => T,
+  normalize: (value: unknown) => T,
   options: StreamOptions = {},
 ): AsyncGenerator<T[], void, undefined> {
   return streamBatches(
@@ -126,7 +126,7 @@ async function* streamBatches<T>(
   transport: Transport,
   request: RpcRequest,
   outputKey: string,
-  normalize: (value: unknown, clean: boolean) => T,
+  normalize: (value: unknown) => T,
   options: StreamOptions,
   signal: AbortSignal,
 ): AsyncGenerator<T[], void, undefined> {
@@ -167,30 +167,28 @@ async function* streamBatches<T>(
             await chunks.more();
             continue;
           }
-          const lines = splitter.push(chunk);
-          if (splitter.pendingBytes > maxLineBytes) {
-            throw new PlatformBadResponseError(operation, host, `stream line longer than ${maxLineBytes} bytes`);
-          }
-          if (lines.length === 0) continue;
-          watchdog.disarm();
           let batch: T[] = [];
-          for (const line of lines) {
-            if (line.length === 0 || line === '\r') continue;
+          let streamError: PlatformApiError | undefined;
+          // Each line is decoded and parsed as it is found: a chunk's lines are never all alive at once.
+          const completed = splitter.each(chunk, (line) => {
+            if (line.length === 0 || line === '\r') return true;
             const item = readLine(line, outputKey, operation, host, transport, normalize);
             if (item instanceof Skipped) {
               badLines.add(item.error);
-              continue;
+              return true;
             }
             if (item instanceof PlatformApiError) {
-              if (batch.length > 0) {
-                failures = 0;
-                yield batch;
-                if (signal.aborted) return;
-              }
-              throw item;
+              streamError = item;
+              return false;
             }
             batch.push(item);
+            return true;
+          });
+          if (splitter.pendingBytes > maxLineBytes) {
+            throw new PlatformBadResponseError(operation, host, `stream line longer than ${maxLineBytes} bytes`);
           }
+          if (completed === 0) continue;
+          watchdog.disarm();
           if (batch.length > 0) {
             // Only a delivered record counts as recovery: real servers send a heartbeat at open even when
             // they fail right after, and the back-off must still grow then.
@@ -199,6 +197,7 @@ async function* streamBatches<T>(
             batch = [];
             if (signal.aborted) return;
           }
+          if (streamError) throw streamError;
           watchdog.arm();
         }
         reason = new PlatformApiError(operation, host, {
@@ -392,7 +391,7 @@ function readLine<T>(
   operation: string,
   host: string,
   transport: Transport,
-  normalize: (value: unknown, clean: boolean) => T,
+  normalize: (value: unknown) => T,
 ): T | Skipped | PlatformApiError {
   let parsed: unknown;
   try {
@@ -426,8 +425,7 @@ function readLine<T>(
     return new Skipped(new PlatformBadResponseError(operation, host, `stream line has no "${outputKey}"`));
   }
   try {
-    // A line without `null` and `__proto__` anywhere lets the normalizer skip looking for them.
-    return normalize(item, line.indexOf('null') === -1 && line.indexOf('__proto__') === -1);
+    return normalize(item);
   } catch (cause) {
     return new Skipped(
       new PlatformBadResponseError(
