@@ -51,6 +51,26 @@ describe('LineSplitter', () => {
     );
   });
 
+  it('GIVEN any partition of the input WHEN visited line by line with each() THEN the lines and counts match push(), and a visit returning false stops there', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.integer({ min: 1, max: BYTES.length - 1 }), { maxLength: 40 }), (cuts) => {
+        const points = [0, ...cuts.sort((a, b) => a - b), BYTES.length];
+        const chunks = points.slice(1).map((end, i) => BYTES.subarray(points[i], end));
+        const splitter = new LineSplitter();
+        const seen: string[] = [];
+        let counted = 0;
+        for (const chunk of chunks) counted += splitter.each(chunk, (line) => seen.push(line) > 0);
+        expect(seen).toEqual(INPUT);
+        expect(counted).toBe(INPUT.length);
+      }),
+      { numRuns: 300 },
+    );
+    const splitter = new LineSplitter();
+    const seen: string[] = [];
+    expect(splitter.each(BYTES, (line) => seen.push(line) < 2)).toBe(2);
+    expect(seen).toEqual(INPUT.slice(0, 2));
+  });
+
   it('GIVEN arbitrary text lines WHEN cut anywhere THEN they come back unchanged', () => {
     fc.assert(
       fc.property(
