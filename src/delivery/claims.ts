@@ -186,6 +186,7 @@ export class ChatClaims implements DeliveryQueue {
       await turn.catch((error: unknown) =>
         this.#o.logger.warn({ err: error, chat: chatKey }, 'could not give back a chat'),
       );
+      if (this.#busy.get(chatKey) === turn) this.#busy.delete(chatKey);
     }
   }
 }

@@ -303,6 +303,48 @@ describe('claims and leadership', () => {
     await dispatcher.stop();
   });
 
+  it('GIVEN a chat gone quiet THEN its claim is given back, and another process can take the chat', async () => {
+    const url = await postgres.freshDatabase();
+    const sink = new RecordingSink('discord', 1);
+    const start = async () => {
+      const shared = await processOn(url);
+      const dispatcher = new Dispatcher({
+        journal: shared.deliveries,
+        sinks: new Map([['discord', sink]]),
+        logger: silent,
+      });
+      const claims = new ChatClaims({
+        locks: shared.locks,
+        log: shared.deliveries,
+        dispatcher,
+        logger: silent,
+        sweepMs: 50,
+        releaseAfterIdleMs: 200,
+      });
+      await shared.db.listen(DELIVERIES_CHANNEL, (payload) =>
+        claims.noticed(chatsOf(payload, shared.deliveries.origin)),
+      );
+      await claims.start();
+      return { shared, dispatcher, claims };
+    };
+    const a = await start();
+    await a.shared.deliveries.record([delivery(1)]);
+    await sink.until(() => sink.sent.length === 1);
+    expect(a.claims.held()).toEqual(['discord:4242']);
+    // Quiet: the sweep gives the claim back.
+    const deadline = Date.now() + 5_000;
+    while (a.claims.held().length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(a.claims.held()).toEqual([]);
+    a.claims.stop();
+    const b = await start();
+    await a.shared.deliveries.record([delivery(2)]);
+    await sink.until(() => sink.sent.length === 2);
+    expect(b.claims.held()).toEqual(['discord:4242']);
+    expect(sink.sent.map((m) => m.replies[0]?.title)).toEqual(['sale 1', 'sale 2']);
+    b.claims.stop();
+    await Promise.all([a.dispatcher.stop(), b.dispatcher.stop()]);
+  });
+
   it('GIVEN the ingest leader dies THEN another process leads the network within seconds', async () => {
     const url = await postgres.freshDatabase();
     const acquired: string[] = [];
