@@ -47,6 +47,34 @@ async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 1
   }
 }
 
+/**
+ * A process that sends deliveries: its own stores, a dispatcher to `sink` and chat claims that hear
+ * the delivery notifications (all of them: the tests record directly, as another process would).
+ */
+async function deliveringProcess(
+  url: string,
+  sink: RecordingSink,
+  claimOptions: { sweepMs: number; releaseAfterIdleMs?: number },
+  dispatcherOptions: { retryDelayMs?: number } = {},
+) {
+  const shared = await processOn(url);
+  const dispatcher = new Dispatcher({
+    journal: shared.deliveries,
+    sinks: new Map([['discord', sink]]),
+    logger: silent,
+    ...dispatcherOptions,
+  });
+  const claims = new ChatClaims({
+    locks: shared.locks,
+    log: shared.deliveries,
+    dispatcher,
+    logger: silent,
+    ...claimOptions,
+  });
+  await shared.db.listen(DELIVERIES_CHANNEL, (payload) => claims.noticed(chatsOf(payload)));
+  return { shared, dispatcher, claims };
+}
+
 function rule(chat: Destination, collection: string): Omit<WatchRule, 'id'> {
   return {
     destination: chat,
@@ -211,26 +239,8 @@ describe('claims and leadership', () => {
   it('GIVEN a process sending a chat dies THEN another takes the chat and sends the rest, in order, each once', async () => {
     const url = await postgres.freshDatabase();
     const sink = new RecordingSink('discord', 1);
-    const start = async (name: string) => {
-      const shared = await processOn(url);
-      const dispatcher = new Dispatcher({
-        journal: shared.deliveries,
-        sinks: new Map([['discord', sink]]),
-        logger: silent,
-        retryDelayMs: 10,
-      });
-      const claims = new ChatClaims({
-        locks: shared.locks,
-        log: shared.deliveries,
-        dispatcher,
-        logger: silent,
-        sweepMs: 100,
-      });
-      await shared.db.listen(DELIVERIES_CHANNEL, (payload) => claims.noticed(chatsOf(payload)));
-      return { name, shared, dispatcher, claims };
-    };
-    const first = await start('a');
-    const second = await start('b');
+    const first = await deliveringProcess(url, sink, { sweepMs: 100 }, { retryDelayMs: 10 });
+    const second = await deliveringProcess(url, sink, { sweepMs: 100 }, { retryDelayMs: 10 });
     await first.claims.start();
     await second.claims.start();
     await first.shared.deliveries.record([delivery(1), delivery(2)]);
@@ -263,20 +273,7 @@ describe('claims and leadership', () => {
   it('GIVEN a delivery that commits after a later one was sent THEN the claim still sends it, within a sweep, once', async () => {
     const url = await postgres.freshDatabase();
     const sink = new RecordingSink('discord', 1);
-    const shared = await processOn(url);
-    const dispatcher = new Dispatcher({
-      journal: shared.deliveries,
-      sinks: new Map([['discord', sink]]),
-      logger: silent,
-    });
-    const claims = new ChatClaims({
-      locks: shared.locks,
-      log: shared.deliveries,
-      dispatcher,
-      logger: silent,
-      sweepMs: 100,
-    });
-    await shared.db.listen(DELIVERIES_CHANNEL, (payload) => claims.noticed(chatsOf(payload)));
+    const { shared, dispatcher, claims } = await deliveringProcess(url, sink, { sweepMs: 100 });
     await claims.start();
     // Another process's recording takes its sequence number first but commits last.
     const slow = new pg.Client({ connectionString: url });
@@ -307,25 +304,9 @@ describe('claims and leadership', () => {
     const url = await postgres.freshDatabase();
     const sink = new RecordingSink('discord', 1);
     const start = async () => {
-      const shared = await processOn(url);
-      const dispatcher = new Dispatcher({
-        journal: shared.deliveries,
-        sinks: new Map([['discord', sink]]),
-        logger: silent,
-      });
-      const claims = new ChatClaims({
-        locks: shared.locks,
-        log: shared.deliveries,
-        dispatcher,
-        logger: silent,
-        sweepMs: 50,
-        releaseAfterIdleMs: 200,
-      });
-      await shared.db.listen(DELIVERIES_CHANNEL, (payload) =>
-        claims.noticed(chatsOf(payload, shared.deliveries.origin)),
-      );
-      await claims.start();
-      return { shared, dispatcher, claims };
+      const started = await deliveringProcess(url, sink, { sweepMs: 50, releaseAfterIdleMs: 200 });
+      await started.claims.start();
+      return started;
     };
     const a = await start();
     await a.shared.deliveries.record([delivery(1)]);
