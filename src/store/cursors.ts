@@ -1,6 +1,7 @@
 import { open, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { CursorStore } from '../core/ports.ts';
+import { LazyWrite } from './lazy-write.ts';
 import { StoreFileError, StoreWriteError } from './state.ts';
 import { syncDirectory } from './sync-directory.ts';
 
@@ -24,18 +25,14 @@ export class FileCursorStore implements CursorStore {
   readonly #file: string;
   readonly #temp: string;
   readonly #cursors: Map<string, number>;
-  readonly #delayMs: number;
-  readonly #onWriteError: ((error: unknown) => void) | undefined;
+  readonly #lazy: LazyWrite;
   #dirty = false;
-  #timer: NodeJS.Timeout | undefined;
-  #writing: Promise<void> = Promise.resolve();
 
   private constructor(file: string, cursors: Map<string, number>, options: FileCursorStoreOptions) {
     this.#file = file;
     this.#temp = join(dirname(file), `.${basename(file)}.tmp`);
     this.#cursors = cursors;
-    this.#delayMs = options.writeDelayMs ?? 1_000;
-    this.#onWriteError = options.onWriteError;
+    this.#lazy = new LazyWrite(options.writeDelayMs ?? 1_000, () => this.#write(), options.onWriteError);
   }
 
   static async open(file: string, options: FileCursorStoreOptions = {}): Promise<FileCursorStore> {
@@ -60,42 +57,31 @@ export class FileCursorStore implements CursorStore {
     if (current !== undefined && block <= current) return;
     this.#cursors.set(network, block);
     this.#dirty = true;
-    this.#timer ??= setTimeout(() => {
-      this.#timer = undefined;
-      this.#write().catch((error: unknown) => this.#onWriteError?.(error));
-    }, this.#delayMs);
-    this.#timer.unref();
+    this.#lazy.schedule();
   }
 
   async flush(): Promise<void> {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    await this.#write();
+    await this.#lazy.flush();
   }
 
-  #write(): Promise<void> {
-    this.#writing = this.#writing
-      .catch(() => undefined)
-      .then(async () => {
-        if (!this.#dirty) return;
-        this.#dirty = false;
-        const text = JSON.stringify({ v: FORMAT_VERSION, networks: Object.fromEntries(this.#cursors) });
-        try {
-          const handle = await open(this.#temp, 'w');
-          try {
-            await handle.writeFile(text, 'utf8');
-            await handle.sync();
-          } finally {
-            await handle.close();
-          }
-          await rename(this.#temp, this.#file);
-          await syncDirectory(dirname(this.#file));
-        } catch (error) {
-          this.#dirty = true;
-          throw new StoreWriteError(this.#file, error);
-        }
-      });
-    return this.#writing;
+  async #write(): Promise<void> {
+    if (!this.#dirty) return;
+    this.#dirty = false;
+    const text = JSON.stringify({ v: FORMAT_VERSION, networks: Object.fromEntries(this.#cursors) });
+    try {
+      const handle = await open(this.#temp, 'w');
+      try {
+        await handle.writeFile(text, 'utf8');
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(this.#temp, this.#file);
+      await syncDirectory(dirname(this.#file));
+    } catch (error) {
+      this.#dirty = true;
+      throw new StoreWriteError(this.#file, error);
+    }
   }
 }
 

@@ -1,4 +1,5 @@
 import type { CursorStore } from '../../core/ports.ts';
+import { LazyWrite } from '../lazy-write.ts';
 import type { Database } from './database.ts';
 
 /**
@@ -9,16 +10,12 @@ import type { Database } from './database.ts';
  */
 export class PgCursorStore implements CursorStore {
   readonly #db: Database;
-  readonly #delayMs: number;
-  readonly #onWriteError: ((error: unknown) => void) | undefined;
+  readonly #lazy: LazyWrite;
   readonly #dirty = new Map<string, number>();
-  #timer: NodeJS.Timeout | undefined;
-  #writing: Promise<void> = Promise.resolve();
 
   constructor(db: Database, options: { writeDelayMs?: number; onWriteError?: (error: unknown) => void } = {}) {
     this.#db = db;
-    this.#delayMs = options.writeDelayMs ?? 250;
-    this.#onWriteError = options.onWriteError;
+    this.#lazy = new LazyWrite(options.writeDelayMs ?? 250, () => this.#write(), options.onWriteError);
   }
 
   async get(network: string): Promise<number | undefined> {
@@ -36,40 +33,29 @@ export class PgCursorStore implements CursorStore {
       throw new RangeError(`cursor block must be a whole number, got ${block}`);
     if ((this.#dirty.get(network) ?? -1) >= block) return;
     this.#dirty.set(network, block);
-    this.#timer ??= setTimeout(() => {
-      this.#timer = undefined;
-      this.#write().catch((error: unknown) => this.#onWriteError?.(error));
-    }, this.#delayMs);
-    this.#timer.unref();
+    this.#lazy.schedule();
   }
 
   async flush(): Promise<void> {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
-    await this.#write();
+    await this.#lazy.flush();
   }
 
-  #write(): Promise<void> {
-    this.#writing = this.#writing
-      .catch(() => undefined)
-      .then(async () => {
-        if (this.#dirty.size === 0) return;
-        const entries = [...this.#dirty];
-        this.#dirty.clear();
-        try {
-          await this.#db.pool.query(
-            `INSERT INTO cursors (network, block, updated_at)
-             SELECT * , now() FROM unnest($1::text[], $2::bigint[])
-             ON CONFLICT (network) DO UPDATE SET block = GREATEST(cursors.block, EXCLUDED.block), updated_at = now()`,
-            [entries.map(([n]) => n), entries.map(([, b]) => b)],
-          );
-        } catch (error) {
-          for (const [network, block] of entries) {
-            if ((this.#dirty.get(network) ?? -1) < block) this.#dirty.set(network, block);
-          }
-          throw error;
-        }
-      });
-    return this.#writing;
+  async #write(): Promise<void> {
+    if (this.#dirty.size === 0) return;
+    const entries = [...this.#dirty];
+    this.#dirty.clear();
+    try {
+      await this.#db.pool.query(
+        `INSERT INTO cursors (network, block, updated_at)
+         SELECT * , now() FROM unnest($1::text[], $2::bigint[])
+         ON CONFLICT (network) DO UPDATE SET block = GREATEST(cursors.block, EXCLUDED.block), updated_at = now()`,
+        [entries.map(([n]) => n), entries.map(([, b]) => b)],
+      );
+    } catch (error) {
+      for (const [network, block] of entries) {
+        if ((this.#dirty.get(network) ?? -1) < block) this.#dirty.set(network, block);
+      }
+      throw error;
+    }
   }
 }
