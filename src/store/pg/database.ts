@@ -208,5 +208,3 @@ function redact(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
   return { name: error.name, message: error.message, code: (error as { code?: unknown }).code };
 }
-
-export { reason as databaseErrorReason };

@@ -143,7 +143,6 @@ export class PgDeliveryLog implements DeliveryLog {
   readonly #db: Database;
   readonly #logger: Logger;
   readonly #records = new Map<string, DeliveryRecord>();
-  readonly #seq = new Map<string, number>();
   readonly #byTxn = new Map<string, Set<string>>();
   #failure: JournalWriteFailure | undefined;
   readonly #cleanup: NodeJS.Timeout | undefined;
@@ -386,11 +385,6 @@ export class PgDeliveryLog implements DeliveryLog {
     return rows.map((r) => r.chat_key);
   }
 
-  /** The sequence number of a delivery this process holds. */
-  seqOf(id: string): number | undefined {
-    return this.#seq.get(id);
-  }
-
   /** Open deliveries are taken chat by chat by the claims (see {@link PgDeliveryLog.openFor}). */
   unfinished(): DeliveryRecord[] {
     return [];
@@ -451,7 +445,6 @@ export class PgDeliveryLog implements DeliveryLog {
   #keep(row: Row): DeliveryRecord {
     const record = toRecord(row);
     this.#records.set(record.id, record);
-    this.#seq.set(record.id, Number(row.seq));
     const key = `${record.network}|${record.txnHash}`;
     const ids = this.#byTxn.get(key);
     if (ids) ids.add(record.id);
@@ -464,7 +457,6 @@ export class PgDeliveryLog implements DeliveryLog {
     for (const [id, record] of this.#records) {
       if (!isClosed(record) || now - Date.parse(record.updatedAt) < CACHE_MS) continue;
       this.#records.delete(id);
-      this.#seq.delete(id);
       const key = `${record.network}|${record.txnHash}`;
       const ids = this.#byTxn.get(key);
       ids?.delete(id);
