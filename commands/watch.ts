@@ -60,11 +60,14 @@ function describeRule(rule: WatchRule): Rich {
   return [code(rule.id), ` ${rule.paused ? '(paused) ' : ''}${parts.join(' · ')}`];
 }
 
-function ruleOfChat(ctx: CommandContext, id: string): WatchRule {
+/** The rules of the chat a command came from. */
+function rulesOfChat(ctx: CommandContext): Promise<WatchRule[]> {
+  return ctx.store.rulesOf(ctx.chatKey);
+}
+
+async function ruleOfChat(ctx: CommandContext, id: string): Promise<WatchRule> {
   const wanted = id.toLowerCase().startsWith('r') ? id.toLowerCase() : `r${id}`;
-  const rule = ctx.store.rules.find(
-    (r) => r.id === wanted && r.destination.platform === ctx.chat.platform && r.destination.chatId === ctx.chat.id,
-  );
+  const rule = (await rulesOfChat(ctx)).find((r) => r.id === wanted);
   if (!rule) throw new UserError('not_found', { what: `This chat has no rule ${echo(id)}. /watch list shows them.` });
   return rule;
 }
@@ -169,12 +172,7 @@ export default defineGroup({
           createdBy: `${ctx.chat.platform}:${ctx.actor.id}`,
           createdAt: ctx.now().toISOString(),
         };
-        const same = ctx.store.rules.find(
-          (r) =>
-            r.destination.platform === ctx.chat.platform &&
-            r.destination.chatId === ctx.chat.id &&
-            ruleIdentity(r) === ruleIdentity(wanted),
-        );
+        const same = (await rulesOfChat(ctx)).find((r) => ruleIdentity(r) === ruleIdentity(wanted));
         if (same) {
           throw new UserError('not_found', {
             what: `${same.id} already watches exactly this${same.paused ? ` (paused: /watch resume ${same.id})` : ''}.`,
@@ -198,9 +196,7 @@ export default defineGroup({
       description: "This chat's alert rules",
       options: [],
       async run(ctx) {
-        const rules = ctx.store.rules.filter(
-          (r) => r.destination.platform === ctx.chat.platform && r.destination.chatId === ctx.chat.id,
-        );
+        const rules = await rulesOfChat(ctx);
         return {
           title: 'Alert rules',
           tone: 'info',
@@ -219,7 +215,7 @@ export default defineGroup({
       permission: 'manage',
       options: [ruleOption],
       async run(ctx, { rule }) {
-        const found = ruleOfChat(ctx, rule);
+        const found = await ruleOfChat(ctx, rule);
         await ctx.store.updateRule(found.id, () => null);
         return { tone: 'success', lines: [`Rule ${found.id} removed.`] };
       },
@@ -230,7 +226,7 @@ export default defineGroup({
       permission: 'manage',
       options: [ruleOption],
       async run(ctx, { rule }) {
-        const found = ruleOfChat(ctx, rule);
+        const found = await ruleOfChat(ctx, rule);
         await ctx.store.updateRule(found.id, (r) => ({ ...r, paused: true }));
         return { tone: 'success', lines: [`Rule ${found.id} paused. /watch resume ${found.id} turns it back on.`] };
       },
@@ -241,7 +237,7 @@ export default defineGroup({
       permission: 'manage',
       options: [ruleOption],
       async run(ctx, { rule }) {
-        const found = ruleOfChat(ctx, rule);
+        const found = await ruleOfChat(ctx, rule);
         await ctx.store.updateRule(found.id, (r) => ({ ...r, paused: false }));
         return { tone: 'success', lines: [`Rule ${found.id} is on again.`] };
       },
@@ -252,7 +248,7 @@ export default defineGroup({
       permission: 'manage',
       options: [ruleOption],
       async run(ctx, { rule }) {
-        const found = ruleOfChat(ctx, rule);
+        const found = await ruleOfChat(ctx, rule);
         const { collectibles } = await ctx.platform.marketplace.listCollectibles({
           network: found.network,
           side: 'listing',

@@ -456,9 +456,9 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         readiness: () =>
           checkReadiness({
             watchedNetworks: () =>
-              store.rules
-                .filter((r) => !r.paused && platform.networks.find(r.network) && (ingest?.leads(r.network) ?? true))
-                .map((r) => r.network),
+              alertPipeline
+                .watchedNetworks()
+                .filter((network) => platform.networks.find(network) && (ingest?.leads(network) ?? true)),
             streams: () => alertPipeline.health(),
             chats: () => chats,
             dataDir: config.dataDir,

@@ -1,9 +1,9 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { deliveryId, JournalWriteError, type NewDelivery } from '../core/deliveries.ts';
-import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
+import type { DeliveryLog, RulesChange, RulesRepository } from '../core/ports.ts';
 import type { JournalBacklog, JournalWriteFailure, StreamHealth } from '../core/status.ts';
-import { type Destination, destinationKey, type WatchRule } from '../core/types.ts';
+import { type Destination, destinationKey } from '../core/types.ts';
 import type { DeliveryQueue } from '../delivery/dispatcher.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
@@ -12,7 +12,7 @@ import { classifyTransaction, TransactionAssembler } from './classify.ts';
 import type { EnrichedEvent, Enricher } from './enrich.ts';
 import type { MarketRecorder } from './market-history.ts';
 import { alertsFor } from './render.ts';
-import { matchDestinations, RuleIndex } from './rule-index.ts';
+import { type MatchingRule, matchDestinations, RuleIndex } from './rule-index.ts';
 import { NetworkStreams, type StreamOptionsForAlerts } from './streams.ts';
 import type { ChainEvent } from './types.ts';
 
@@ -117,7 +117,7 @@ interface Outage {
  * checkpoint: reached once the events before it are recorded.
  */
 type Slot =
-  | { kind: 'event'; event: ChainEvent; rules: WatchRule[]; enriched: EnrichedEvent | undefined }
+  | { kind: 'event'; event: ChainEvent; rules: MatchingRule[]; enriched: EnrichedEvent | undefined }
   | { kind: 'reorg'; txnHash: string }
   | { kind: 'checkpoint'; reached: () => void };
 
@@ -155,9 +155,18 @@ export class AlertPipeline {
   readonly #options: AlertPipelineOptions;
   /** Recent listings by what makes them identical, with the transaction that made each. */
   readonly #listings: LRUCache<string, { network: string; txnHash: string }> | undefined;
-  readonly #index = new RuleIndex();
+  #index = new RuleIndex();
+  /** Whether the index holds the rules (it does in a process that ingests some network). */
+  #indexed = false;
+  /** Index loads, one at a time. */
+  #indexing: Promise<void> = Promise.resolve();
+  /** The load that has not finished yet, if any (asking again while it runs waits for it). */
+  #loading: Promise<void> | undefined;
+  /** Rule changes heard while the index loads, applied once it has. */
+  #heldChanges: RulesChange[] | undefined;
   readonly #networks = new Map<string, NetworkState>();
-  #watched = new Map<string, Set<string>>();
+  /** What each network's streams were last planned from: planning again from the same is skipped. */
+  readonly #plannedFrom = new Map<string, { index: RuleIndex; version: number; ingested: boolean }>();
   #replanTimer: NodeJS.Timeout | undefined;
   #planning: Promise<void> = Promise.resolve();
   #stopped = false;
@@ -186,8 +195,8 @@ export class AlertPipeline {
     }
     dispatcher.enqueue(unfinished);
     dispatcher.enqueueEdits(edits);
-    this.#refreshIndex();
-    store.onRulesChanged(() => this.#rulesChanged());
+    store.onRulesChanged((change) => this.#rulesChanged(change));
+    await this.#refreshIndex();
     await this.#plan();
     this.#options.backfill?.started();
   }
@@ -260,7 +269,7 @@ export class AlertPipeline {
   /** Pauses the rules of a destination that cannot be posted to any more. */
   async destinationUnreachable(destination: Destination, reason: string): Promise<void> {
     const key = destinationKey(destination);
-    const rules = this.#options.store.rules.filter((r) => destinationKey(r.destination) === key && !r.paused);
+    const rules = (await this.#options.store.rulesOf(key)).filter((r) => !r.paused);
     for (const rule of rules) await this.#options.store.updateRule(rule.id, (r) => ({ ...r, paused: true }));
     this.#options.logger.warn(
       { destination: key, rules: rules.map((r) => r.id), reason },
@@ -272,25 +281,69 @@ export class AlertPipeline {
     return state.streams.network;
   }
 
-  /**
-   * Indexes the rules, in a process that ingests some network; one that ingests none (another
-   * process leads them all, with a shared database) keeps no index: it matches nothing.
-   */
-  #refreshIndex(): void {
-    const ingests = this.#options.ingests;
-    const any = !ingests || this.#options.platform.networks.all.some((n) => ingests(n.name));
-    if (any) this.#index.replaceAll(this.#options.store.rules);
-    else if (this.#indexed) this.#index.replaceAll([]);
-    this.#indexed = any;
+  /** Networks with active watch rules, as this process's index has them (none when it ingests nothing). */
+  watchedNetworks(): string[] {
+    return this.#index.networks();
   }
 
-  #indexed = false;
+  /**
+   * Indexes the rules, in a process that ingests some network; one that ingests none (another
+   * process leads them all, with a shared database) keeps no index: it matches nothing. Once loaded,
+   * the index follows the store's changes.
+   */
+  #refreshIndex(): Promise<void> {
+    const ingests = this.#options.ingests;
+    const any = !ingests || this.#options.platform.networks.all.some((n) => ingests(n.name));
+    if (any && !this.#indexed) return this.#loading ?? this.#reloadIndex();
+    if (!any && this.#indexed) {
+      this.#indexed = false;
+      this.#index = new RuleIndex();
+    }
+    return this.#indexing;
+  }
 
-  #rulesChanged(): void {
-    this.#refreshIndex();
+  /** Reads every rule into a new index, then applies the changes heard meanwhile, and uses it. */
+  #reloadIndex(): Promise<void> {
+    const load = this.#indexing.then(async () => {
+      if (this.#indexed) return;
+      this.#heldChanges = [];
+      try {
+        const index = new RuleIndex();
+        for await (const page of this.#options.store.allRules()) for (const rule of page) index.add(rule);
+        const held = this.#heldChanges;
+        this.#heldChanges = undefined;
+        for (const change of held) if (!change.all) applyChange(index, change);
+        this.#index = index;
+        this.#indexed = true;
+        // Everything changed meanwhile (the store lost its feed of changes): read it all once more.
+        if (held.some((change) => change.all)) this.#rulesChanged({ all: true });
+      } finally {
+        this.#heldChanges = undefined;
+      }
+    });
+    this.#loading = load;
+    this.#indexing = load
+      .catch((error: unknown) => {
+        this.#options.logger.error({ err: error }, 'could not read the watch rules');
+      })
+      .finally(() => {
+        if (this.#loading === load) this.#loading = undefined;
+      });
+    return load;
+  }
+
+  #rulesChanged(change: RulesChange): void {
+    if (this.#heldChanges) this.#heldChanges.push(change);
+    else if (change.all) {
+      if (this.#indexed) {
+        this.#indexed = false;
+        this.#reloadIndex().catch(() => {});
+      }
+    } else if (this.#indexed) applyChange(this.#index, change);
     clearTimeout(this.#replanTimer);
     this.#replanTimer = setTimeout(() => {
       this.#planning = this.#planning
+        .then(() => this.#indexing)
         .then(() => this.#plan())
         .catch((error: unknown) => {
           this.#options.logger.error({ err: error }, 'could not re-plan the alert streams');
@@ -300,8 +353,8 @@ export class AlertPipeline {
 
   /** Opens or closes streams now, e.g. when this process starts or stops ingesting a network. */
   replan(): Promise<void> {
-    const run = this.#planning.then(() => {
-      this.#refreshIndex();
+    const run = this.#planning.then(async () => {
+      await this.#refreshIndex();
       return this.#plan();
     });
     this.#planning = run.catch(() => {});
@@ -311,26 +364,44 @@ export class AlertPipeline {
   /** One events filter per network: the watched collections plus the marketplace contracts. */
   async #plan(): Promise<void> {
     if (this.#stopped) return;
-    this.#watched = this.#index.collectionsByNetwork();
-    const networks = new Set([...this.#watched.keys(), ...this.#networks.keys()]);
+    const index = this.#index;
+    const networks = new Set([...index.networks(), ...this.#networks.keys()]);
     const plans: Promise<void>[] = [];
     for (const network of networks) {
       if (!this.#options.platform.networks.find(network)) {
         this.#options.logger.warn({ network }, 'rules name a network the platform client does not know');
         continue;
       }
-      // A network another process ingests gets no streams here (an empty filter closes them).
-      const ingested = this.#options.ingests?.(network) ?? true;
-      const collections = ingested ? [...(this.#watched.get(network) ?? [])].sort() : [];
-      const marketplaces = collections.length ? (this.#options.marketplaceContracts?.[network] ?? []) : [];
-      const filter: EventFilter = { contractAddresses: [...collections, ...marketplaces.map((m) => m.toLowerCase())] };
-      plans.push(this.#state(network).streams.plan(filter));
+      plans.push(this.#planNetwork(index, network));
     }
     await Promise.all(plans);
     this.#options.logger.debug(
-      { networks: [...this.#watched].map(([n, c]) => `${n}:${c.size}`) },
+      { networks: index.networks().map((n) => `${n}:${index.collectionCount(n)}`) },
       'alert streams planned',
     );
+  }
+
+  /**
+   * Subscribes a network's streams to its watched collections and the marketplace contracts. Not
+   * async: the contracts (packed, however many: a million watched collections are no million strings)
+   * are split into the streams' shares before this returns, and not kept while they connect.
+   */
+  #planNetwork(index: RuleIndex, network: string): Promise<void> {
+    // A network another process ingests gets no streams here (an empty filter closes them).
+    const ingested = this.#options.ingests?.(network) ?? true;
+    const version = index.collectionsVersion(network);
+    const last = this.#plannedFrom.get(network);
+    if (last?.index === index && last.version === version && last.ingested === ingested) return Promise.resolve();
+    this.#plannedFrom.set(network, { index, version, ingested });
+    const watched = ingested && index.collectionCount(network) > 0;
+    const marketplaces = watched ? (this.#options.marketplaceContracts?.[network] ?? []) : [];
+    const filter: EventFilter = { contractAddresses: watched ? index.packedCollections(network, marketplaces) : [] };
+    return this.#state(network)
+      .streams.plan(filter)
+      .catch((error: unknown) => {
+        this.#plannedFrom.delete(network);
+        throw error;
+      });
   }
 
   #state(network: string): NetworkState {
@@ -406,11 +477,10 @@ export class AlertPipeline {
 
   #transaction(network: string, logs: EventLog[]): void {
     const state = this.#state(network);
-    const watched = this.#watched.get(network);
     const marketplaces = new Set((this.#options.marketplaceContracts?.[network] ?? []).map((m) => m.toLowerCase()));
     const { events, skipped } = classifyTransaction(logs, {
       network,
-      isCollection: (address) => watched?.has(address) === true,
+      isCollection: (address) => this.#index.watches(network, address),
       ...(marketplaces.size ? { isMarketplace: (address: string) => marketplaces.has(address) } : {}),
     });
     for (const bad of skipped) this.#options.logger.warn({ network, ...bad }, 'skipped a log');
@@ -508,7 +578,7 @@ export class AlertPipeline {
    * them for later when the journal cannot take them (or still holds older ones back).
    */
   async #record(
-    batch: ReadonlyArray<{ event: ChainEvent; rules: readonly WatchRule[]; enriched: EnrichedEvent }>,
+    batch: ReadonlyArray<{ event: ChainEvent; rules: readonly MatchingRule[]; enriched: EnrichedEvent }>,
   ): Promise<void> {
     let alerts: Extract<Unrecorded, { kind: 'alerts' }>;
     try {
@@ -563,7 +633,7 @@ export class AlertPipeline {
     dispatcher.enqueue(recorded);
   }
 
-  #deliveries(event: ChainEvent, rules: readonly WatchRule[], enriched: EnrichedEvent): NewDelivery[] {
+  #deliveries(event: ChainEvent, rules: readonly MatchingRule[], enriched: EnrichedEvent): NewDelivery[] {
     const { logger } = this.#options;
     if (enriched.missing.length)
       logger.warn({ event: event.id, missing: enriched.missing }, 'alert without some details');
@@ -748,4 +818,11 @@ function failureOf(error: JournalWriteError | undefined, at: string): JournalWri
     failures: 1,
     broken: false,
   };
+}
+
+function applyChange(index: RuleIndex, change: Exclude<RulesChange, { all: true }>): void {
+  for (const { id, rule } of change.rules) {
+    if (rule) index.add(rule);
+    else index.remove(id);
+  }
 }

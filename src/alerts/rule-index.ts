@@ -4,6 +4,11 @@
  * Matching has two phases. `candidates(event)` uses only what the event carries (network, collection,
  * kind, token ids, wallets); the pipeline then enriches the event (order price, token traits) and keeps
  * the candidates for which `passesPrice` and `passesTraits` / `passesTraitsAny` hold.
+ *
+ * In the process that ingests events the index is the only copy of the rules in memory (the
+ * PostgreSQL store reads them from the database on demand), so it holds them compactly, in typed
+ * arrays (see compact.ts) rather than an object or string per rule. Candidates are rebuilt as objects
+ * when an event matches them.
  */
 
 import {
@@ -14,59 +19,72 @@ import {
   type MinimumPrice,
   type WatchRule,
 } from '../core/types.ts';
+import {
+  AddressSlots,
+  Column,
+  NumberSlots,
+  PackedAddresses,
+  type PackedList,
+  TextSlots,
+  utf8Bytes,
+  utf8Text,
+} from './compact.ts';
 import type { ChainEvent } from './types.ts';
 
-interface Entry {
-  rule: WatchRule;
-  // Lower-case wallets of a rule that has a wallet filter as well as a token filter.
+/** What matching reads of a rule: the index keeps no more (not who made it or when; paused rules not at all). */
+export type MatchingRule = Omit<WatchRule, 'createdBy' | 'createdAt' | 'paused'>;
+
+type FilterFields = Pick<
+  WatchRule,
+  'tokenIds' | 'wallets' | 'ignoreWallets' | 'minPrice' | 'floorPercent' | 'traits' | 'mentionRole' | 'showRelists'
+>;
+const FILTER_FIELDS = [
+  'tokenIds',
+  'wallets',
+  'ignoreWallets',
+  'minPrice',
+  'floorPercent',
+  'traits',
+  'mentionRole',
+  'showRelists',
+] as const satisfies ReadonlyArray<keyof FilterFields>;
+
+/** What a rule has beyond network, collection and kinds (most rules have nothing: no object at all). */
+interface Filters {
+  /** The rule's own fields, given back on its candidates. */
+  fields: Readonly<FilterFields>;
+  /** Canonical token ids (none: any token). */
+  tokens: readonly string[];
+  /** Lower-case wallets, one of which must be a party (none: any). */
   wallets: ReadonlySet<string> | undefined;
+  /** Lower-case wallets none of which may be a party. */
+  ignored: ReadonlySet<string> | undefined;
+  /** Shared by the rules whose filters are equal (see RuleIndex.#filtersOf): never freed. */
+  shared: boolean;
+  /** Its place in the index's table of filters, plus 1 (0 until placed). */
+  id: number;
 }
 
-/** The rules of one network, collection and kind, when some of them filter on tokens or wallets or ignore some. */
-class Bucket {
-  // How many of the bucket's rules ignore some wallets (checked on lookup only when there are some).
-  ignoring = 0;
-  // Rules with a token filter (and maybe a wallet filter), by canonical token id.
-  byToken: Map<string, Entry[]> | undefined;
-  // Rules with a wallet filter only, by lower-case wallet.
-  byWallet: Map<string, WatchRule[]> | undefined;
-
-  constructor(
-    // Rules without token or wallet filters.
-    readonly any: WatchRule[],
-  ) {}
+/** The rules of one collection that filter on tokens or wallets, found by token or wallet. */
+interface Filtered {
+  /** Rules with a token filter (and maybe a wallet filter, checked on lookup), by canonical token id. */
+  byToken: Map<string, number[]>;
+  /** Rules with a wallet filter only, by lower-case wallet. */
+  byWallet: Map<string, number[]>;
 }
 
-/**
- * The rules of one network, collection and kind: the rule itself when there is one, a plain list
- * while none of them filters on tokens or wallets or ignores some (nearly always), a {@link Bucket}
- * otherwise. These are the cheapest shapes for the 100,000s of collections that a rule or two each watch.
- */
-type Slot = WatchRule | WatchRule[] | Bucket;
-
-const isBucket = (slot: Slot): slot is Bucket => slot instanceof Bucket;
-
-// Position of each kind in a network's per-kind maps (no prototype: unknown kinds give undefined).
-const KIND_SLOT: Readonly<Record<string, number | undefined>> = Object.assign(
+const KIND_BIT: Readonly<Record<string, number | undefined>> = Object.assign(
   Object.create(null) as Record<string, number | undefined>,
-  Object.fromEntries(ALERT_KINDS.map((k, i) => [k, i])),
+  Object.fromEntries(ALERT_KINDS.map((k, i) => [k, 1 << i])),
 );
 
-// network -> kind slot -> collection -> the rules.
-type Buckets = Map<string, Array<Map<string, Slot> | undefined>>;
+/** The kinds of each bit mask, in ALERT_KINDS order: one shared list per mask. */
+const KIND_LISTS: ReadonlyArray<readonly AlertKind[]> = Array.from({ length: 1 << ALERT_KINDS.length }, (_, mask) =>
+  Object.freeze(ALERT_KINDS.filter((_, i) => (mask & (1 << i)) !== 0)),
+);
 
-/** What a rule is indexed under: computed from the rule when it is added, and again when it is removed. */
-interface Keys {
-  collection: string;
-  // Kinds the rule is indexed under (none when paused); shared by rules with the same kinds.
-  kinds: readonly AlertKind[];
-  tokens: readonly string[];
-  wallets: readonly string[];
-  ignoring: boolean;
-}
-
-/** A rule's ignored wallets (lower-case), for the rules that have some. */
-const ignoredWallets = new WeakMap<WatchRule, ReadonlySet<string>>();
+const NONE = -1;
+const NO_TOKENS: readonly string[] = Object.freeze([]);
 
 // `007` -> `7`; anything that is not a plain decimal is kept as given.
 function normaliseTokenId(id: string): string {
@@ -77,297 +95,425 @@ function normaliseTokenId(id: string): string {
 
 const lowerWallet = (wallet: string): string => wallet.trim().toLowerCase();
 
-const NONE: readonly string[] = Object.freeze([]);
-
-const NO_KINDS: readonly AlertKind[] = [];
-
-function unique(values: readonly string[] | undefined, map: (v: string) => string): readonly string[] {
-  if (!values || values.length === 0) return NONE;
+function unique(values: readonly string[] | undefined, map: (v: string) => string): string[] {
   const out: string[] = [];
-  for (const value of values) {
+  for (const value of values ?? []) {
     const mapped = map(value);
     if (!out.includes(mapped)) out.push(mapped);
   }
   return out;
 }
 
-function addTo<T>(map: Map<string, T[]>, key: string, item: T): void {
+function addTo(map: Map<string, number[]>, key: string, slot: number): void {
   const list = map.get(key);
-  if (list) list.push(item);
-  else map.set(key, [item]);
+  if (list) list.push(slot);
+  else map.set(key, [slot]);
 }
 
-function removeFrom<T>(map: Map<string, T[]> | undefined, key: string, found: (item: T) => boolean): void {
-  const list = map?.get(key);
+function removeFrom(map: Map<string, number[]>, key: string, slot: number): void {
+  const list = map.get(key);
   if (!list) return;
-  const at = list.findIndex(found);
+  const at = list.indexOf(slot);
   if (at >= 0) list.splice(at, 1);
-  if (list.length === 0) map?.delete(key);
+  if (list.length === 0) map.delete(key);
+}
+
+/** The watched collections of one network: each a slot, with its rules without token or wallet filters in a list. */
+class NetworkCollections {
+  /** The collections' addresses, packed, each with its name: a collection's slot is its address's. */
+  readonly addresses = new AddressSlots();
+  /** First and last rule of each collection's list (rules without token or wallet filters). */
+  readonly head = new Column((n) => new Int32Array(n), NONE);
+  readonly tail = new Column((n) => new Int32Array(n), NONE);
+  readonly filtered = new Map<number, Filtered>();
+  /** Moves when a collection is added or forgotten. */
+  version = 0;
+
+  constructor(readonly name: string) {}
+
+  slotFor(address: string, collectionName: string): number {
+    const known = this.addresses.get(address);
+    if (known !== undefined) return known;
+    const slot = this.addresses.add(address, utf8Bytes(collectionName));
+    if (slot === undefined) throw new TypeError(`not a collection address: ${address.slice(0, 80)}`);
+    this.version++;
+    this.head.set(slot, NONE);
+    this.tail.set(slot, NONE);
+    return slot;
+  }
+
+  collectionName(slot: number): string {
+    const bytes = this.addresses.payload(slot);
+    return bytes ? utf8Text(bytes) : '';
+  }
+
+  /** Forgets a collection once no rule is left in it. */
+  releaseIfEmpty(slot: number): void {
+    if (this.head.get(slot) !== NONE || this.filtered.has(slot)) return;
+    this.addresses.delete(slot);
+    this.version++;
+  }
 }
 
 /**
- * Watch rules indexed by network, kind and collection; within such a bucket, by token id (rules with
- * a token filter, whose wallet filter, if any, is checked on lookup), by wallet (rules with only a
- * wallet filter), or in an "any" list. Paused rules are kept (`size`, `get`) but not indexed: they
- * never match and cost nothing at lookup; `add` of the same rule unpaused indexes it. Collections and
- * wallets are compared lower-case, token ids as canonical decimals. Removal is linear in the size of
- * the rule's lists (rare: a user command); lookup is not.
+ * Watch rules indexed by network and collection; within a collection, rules with a token filter by
+ * token id (their wallet filter, if any, checked on lookup), rules with only a wallet filter by
+ * wallet, the others in a list checked by kind. Paused rules are not held: `add` of a paused rule
+ * removes the rule with its id, `add` of it resumed indexes it again. Collections and wallets are
+ * compared lower-case, token ids as canonical decimals. A collection's name is the one its first
+ * rule gave. Rules are found by id for replacement and removal (the store's ids: `r<number>`).
  *
- * A rule is held as the object given, and must not be changed in place while it is held (replace it
- * with `add`): its removal finds it where its fields say. The store's rules are never changed in place.
- * The index costs about 100 bytes per rule beyond the rules themselves.
+ * Memory, per rule: about 19 bytes in chunked columns, 4 in the table of ids and a pointer to its
+ * filters (none for most; rules with only a minimum price, a floor percentage, a role or relists
+ * share them when equal); per collection: its packed address and name (about 40 bytes for a
+ * 42-character address and a short name) and 16 in tables; per chat: one destination. A million
+ * rules on a million collections take about 110 MB (see bench/pg-memory.ts). Candidates are new
+ * objects (the caller's to keep), built only for rules that match.
  */
 export class RuleIndex {
-  private readonly rules = new Map<string, WatchRule>();
-  private readonly kindLists = new Map<string, readonly AlertKind[]>();
-  private readonly buckets: Buckets = new Map();
-  private changes = 0;
+  readonly #networks = new Map<string, NetworkCollections>();
+  readonly #networkList: NetworkCollections[] = [];
+  readonly #ids = new NumberSlots();
+  readonly #freeRules: number[] = [];
+  #ruleCount = 0;
+  readonly #number = new Column((n) => new Uint32Array(n));
+  readonly #chat = new Column((n) => new Uint32Array(n));
+  readonly #network = new Column((n) => new Uint16Array(n));
+  readonly #collection = new Column((n) => new Int32Array(n));
+  readonly #kinds = new Column((n) => new Uint8Array(n));
+  readonly #next = new Column((n) => new Int32Array(n), NONE);
+  /** Each rule's filters: 0 for none, else a place in #filterTable plus 1. */
+  readonly #filterIds = new Column((n) => new Uint32Array(n));
+  readonly #filterTable: Array<Filters | undefined> = [];
+  readonly #freeFilterIds: number[] = [];
+  /**
+   * Filters without lists (a minimum price, a floor percentage, a role, relists), one object per
+   * distinct value: many rules share a few of them. Kept while the index lives.
+   */
+  readonly #sharedFilters = new Map<string, Filters>();
+  /** Chats by key (`platform:chatId`): a chat's slot is its key's. */
+  readonly #chats = new TextSlots();
+  /** Rules held per chat slot. */
+  readonly #chatRules = new Column((n) => new Uint32Array(n));
+  #changes = 0;
 
   constructor(rules: Iterable<WatchRule> = []) {
-    for (const rule of rules) {
-      this.delete(rule.id);
-      this.insert(rule);
-    }
+    for (const rule of rules) this.#put(rule);
   }
 
-  /** Rules held, paused ones included. */
+  /** Active rules held. */
   get size(): number {
-    return this.rules.size;
+    return this.#ids.size;
   }
 
   /** Changes on every add, remove and replaceAll: the subscription planner re-plans when it moves. */
   get version(): number {
-    return this.changes;
+    return this.#changes;
   }
 
-  /** The rule with this id, paused or not. */
-  get(ruleId: string): WatchRule | undefined {
-    return this.rules.get(ruleId);
+  /** The active rule with this id, as matching sees it. */
+  get(ruleId: string): MatchingRule | undefined {
+    const slot = this.#ids.get(ruleNumber(ruleId));
+    return slot === undefined ? undefined : this.#candidate(slot, new Map());
   }
 
   /** Adds a rule, or replaces the rule with the same id (how edits, pause and resume arrive). */
   add(rule: WatchRule): void {
-    this.delete(rule.id);
-    this.insert(rule);
-    this.changes++;
+    this.#put(rule);
+    this.#changes++;
   }
 
-  /** Removes a rule; false when there was none with that id. */
+  /** Removes a rule; false when none with that id was held. */
   remove(ruleId: string): boolean {
-    if (!this.delete(ruleId)) return false;
-    this.changes++;
+    if (!this.#delete(ruleNumber(ruleId))) return false;
+    this.#changes++;
     return true;
   }
 
   /** Replaces every rule (a reload from the store). */
   replaceAll(rules: Iterable<WatchRule>): void {
-    this.rules.clear();
-    this.buckets.clear();
-    for (const rule of rules) {
-      this.delete(rule.id);
-      this.insert(rule);
-    }
-    this.changes++;
+    for (const slot of [...this.#ids.slots()]) this.#free(slot);
+    this.#ids.clear();
+    for (const rule of rules) this.#put(rule);
+    this.#changes++;
   }
 
   /**
    * Phase 1: the active rules whose network, collection, kind, token ids and wallets admit the event,
    * each once. Rules with a token filter need the event to carry one of their tokens; rules with a
    * wallet filter need one of their wallets among `accounts` (or `from` / `to`). Price and traits are
-   * not checked here. Only the event's bucket is visited. The event's token ids are expected in
-   * canonical decimal form (as the classifier emits them); the returned array is the caller's.
-   * Rules that ignore a wallet involved in the event are left out.
+   * not checked here. Only the event's collection is visited. The event's token ids are expected in
+   * canonical decimal form (as the classifier emits them). Rules that ignore a wallet involved in the
+   * event are left out.
    */
-  candidates(event: ChainEvent): WatchRule[] {
-    const kind = KIND_SLOT[event.kind];
-    const slot = kind === undefined ? undefined : this.buckets.get(event.network)?.[kind]?.get(event.collection);
-    if (!slot) return [];
-    if (Array.isArray(slot)) return slot.slice();
-    if (!isBucket(slot)) return [slot];
-    const out = this.#collect(slot, event);
-    return slot.ignoring > 0 ? out.filter((rule) => !ignores(rule, event)) : out;
-  }
-
-  #collect(bucket: Bucket, event: ChainEvent): WatchRule[] {
-    const out = bucket.any.slice();
-    let seen: Set<WatchRule> | undefined;
-    if (bucket.byToken) {
-      for (const token of event.tokens) {
-        const list = bucket.byToken.get(token.tokenId);
-        if (!list) continue;
-        for (const entry of list) {
-          if (entry.wallets && !involves(entry.wallets, event)) continue;
-          seen ??= new Set();
-          if (seen.has(entry.rule)) continue;
-          seen.add(entry.rule);
-          out.push(entry.rule);
-        }
-      }
+  candidates(event: ChainEvent): MatchingRule[] {
+    const bit = KIND_BIT[event.kind];
+    const collections = this.#networks.get(event.network);
+    const c = collections?.addresses.get(event.collection);
+    if (bit === undefined || !collections || c === undefined) return [];
+    const out: MatchingRule[] = [];
+    const kinds = this.#kinds;
+    // The candidates of one chat share one destination object, as matchDestinations groups by it.
+    const destinations = new Map<number, Destination>();
+    for (let slot = collections.head.get(c); slot !== NONE; slot = this.#next.get(slot)) {
+      if (kinds.get(slot) & bit && !this.#ignores(slot, event)) out.push(this.#candidate(slot, destinations));
     }
-    const byWallet = bucket.byWallet;
-    if (byWallet) {
-      const accounts = event.accounts;
-      const n = accounts.length;
-      for (let i = 0; i < n + 2; i++) {
-        // accounts, then from and to unless accounts already holds them (they normally do).
-        const wallet = i < n ? accounts[i] : i === n ? event.from : event.to;
-        if (wallet === undefined || (i >= n && accounts.includes(wallet))) continue;
-        const list = byWallet.get(wallet);
-        if (!list) continue;
-        for (const rule of list) {
-          seen ??= new Set();
-          if (seen.has(rule)) continue;
-          seen.add(rule);
-          out.push(rule);
-        }
-      }
-    }
-    return out;
-  }
-
-  /** Networks and the collections (lower-case) that active rules watch: what to subscribe to. */
-  collectionsByNetwork(): Map<string, Set<string>> {
-    const out = new Map<string, Set<string>>();
-    for (const [network, kinds] of this.buckets) {
-      const collections = new Set<string>();
-      for (const byCollection of kinds)
-        if (byCollection) for (const collection of byCollection.keys()) collections.add(collection);
-      out.set(network, collections);
-    }
-    return out;
-  }
-
-  private keys(rule: WatchRule): Keys {
-    const lower = rule.collection.toLowerCase();
-    if (rule.paused) return { collection: lower, kinds: NO_KINDS, tokens: NONE, wallets: NONE, ignoring: false };
-    return {
-      // The store keeps addresses lower-case: reuse its string rather than hold a copy per rule.
-      collection: lower === rule.collection ? rule.collection : lower,
-      kinds: this.indexedKinds(rule.kinds),
-      tokens: unique(rule.tokenIds, normaliseTokenId),
-      wallets: unique(rule.wallets, lowerWallet),
-      ignoring: rule.ignoreWallets !== undefined && rule.ignoreWallets.length > 0,
+    const filtered = collections.filtered.get(c);
+    if (!filtered) return out;
+    const seen = new Set<number>();
+    const take = (slot: number): void => {
+      if (seen.has(slot) || !(kinds.get(slot) & bit)) return;
+      seen.add(slot);
+      if (!this.#ignores(slot, event)) out.push(this.#candidate(slot, destinations));
     };
+    for (const token of event.tokens) {
+      for (const slot of filtered.byToken.get(token.tokenId) ?? []) {
+        const wallets = this.#filters(slot)?.wallets;
+        if (!wallets || involves(wallets, event)) take(slot);
+      }
+    }
+    if (filtered.byWallet.size > 0) {
+      const accounts = event.accounts;
+      for (const account of accounts) for (const slot of filtered.byWallet.get(account) ?? []) take(slot);
+      for (const wallet of [event.from, event.to]) {
+        if (wallet === undefined || accounts.includes(wallet)) continue;
+        for (const slot of filtered.byWallet.get(wallet) ?? []) take(slot);
+      }
+    }
+    return out;
   }
 
-  private insert(rule: WatchRule): void {
-    this.rules.set(rule.id, rule);
-    if (rule.paused) return;
-    const keys = this.keys(rule);
-    if (keys.ignoring) ignoredWallets.set(rule, new Set(unique(rule.ignoreWallets, lowerWallet)));
-    const entry: Entry | undefined =
-      keys.tokens.length > 0
-        ? { rule, wallets: keys.wallets.length > 0 ? new Set(keys.wallets) : undefined }
-        : undefined;
-    const plain = !entry && keys.wallets.length === 0 && !keys.ignoring;
-    for (const kind of keys.kinds) {
-      const byCollection = this.byCollection(rule.network, kind, true);
-      if (!byCollection) continue;
-      const slot = byCollection.get(keys.collection);
-      if (plain) {
-        if (!slot) byCollection.set(keys.collection, rule);
-        else if (Array.isArray(slot)) slot.push(rule);
-        else if (isBucket(slot)) slot.any.push(rule);
-        else byCollection.set(keys.collection, [slot, rule]);
-        continue;
-      }
-      let bucket: Bucket;
-      if (slot && isBucket(slot)) bucket = slot;
-      else {
-        const any = slot === undefined ? [] : Array.isArray(slot) ? slot : [slot];
-        bucket = new Bucket(any);
-        byCollection.set(keys.collection, bucket);
-      }
-      if (keys.ignoring) bucket.ignoring++;
-      if (entry) {
-        bucket.byToken ??= new Map();
-        for (const token of keys.tokens) addTo(bucket.byToken, token, entry);
-      } else if (keys.wallets.length > 0) {
-        bucket.byWallet ??= new Map();
-        for (const wallet of keys.wallets) addTo(bucket.byWallet, wallet, rule);
-      } else {
-        bucket.any.push(rule);
-      }
+  /** Networks with active rules. */
+  networks(): string[] {
+    return [...this.#networks.values()].filter((n) => n.addresses.size > 0).map((n) => n.name);
+  }
+
+  /**
+   * Moves when the collections watched on a network change (not when rules of collections already
+   * watched do): the streams' filter is planned again only then.
+   */
+  collectionsVersion(network: string): number {
+    return this.#networks.get(network)?.version ?? 0;
+  }
+
+  /** How many collections active rules watch on a network. */
+  collectionCount(network: string): number {
+    return this.#networks.get(network)?.addresses.size ?? 0;
+  }
+
+  /**
+   * The collections (lower-case) active rules watch on a network, in no particular order: what to
+   * subscribe to. Each address is made as it is reached (a million of them need not exist at once).
+   */
+  *collections(network: string): IterableIterator<string> {
+    const addresses = this.#networks.get(network)?.addresses;
+    if (!addresses) return;
+    for (const slot of addresses.slots()) {
+      const address = addresses.address(slot);
+      if (address !== undefined) yield address;
     }
   }
 
-  /** The kinds a rule is indexed under (known, once each), one shared list per distinct list of kinds. */
-  private indexedKinds(kinds: readonly AlertKind[]): readonly AlertKind[] {
-    const key = kinds.join(',');
-    let indexed = this.kindLists.get(key);
-    if (!indexed) {
-      indexed = [...new Set(kinds)].filter((kind) => KIND_SLOT[kind] !== undefined);
-      this.kindLists.set(key, indexed);
-    }
-    return indexed;
+  /**
+   * The collections active rules watch on a network, then `more` (the marketplace contracts), packed
+   * in one buffer: what the network's streams subscribe to, made without a string per collection.
+   */
+  packedCollections(network: string, more: readonly string[] = []): PackedList {
+    const addresses = this.#networks.get(network)?.addresses;
+    return addresses ? addresses.list(more) : PackedAddresses.of(more);
   }
 
-  private delete(ruleId: string): boolean {
-    const rule = this.rules.get(ruleId);
-    if (!rule) return false;
-    this.rules.delete(ruleId);
-    const keys = this.keys(rule);
-    for (const kind of keys.kinds) {
-      const byCollection = this.byCollection(rule.network, kind, false);
-      const slot = byCollection?.get(keys.collection);
-      if (!byCollection || !slot) continue;
-      let left: Slot | undefined = slot;
-      if (slot === rule) left = undefined;
-      else if (Array.isArray(slot)) {
-        const at = slot.indexOf(rule);
-        if (at >= 0) slot.splice(at, 1);
-      } else if (isBucket(slot)) {
-        if (keys.ignoring) slot.ignoring--;
-        if (keys.tokens.length > 0) {
-          for (const token of keys.tokens) removeFrom(slot.byToken, token, (entry) => entry.rule === rule);
-          if (slot.byToken?.size === 0) slot.byToken = undefined;
-        } else if (keys.wallets.length > 0) {
-          for (const wallet of keys.wallets) removeFrom(slot.byWallet, wallet, (r) => r === rule);
-          if (slot.byWallet?.size === 0) slot.byWallet = undefined;
-        } else {
-          const at = slot.any.indexOf(rule);
-          if (at >= 0) slot.any.splice(at, 1);
-        }
-        if (!slot.byToken && !slot.byWallet && slot.ignoring === 0) left = slot.any;
+  /** Whether an active rule watches this collection on this network. */
+  watches(network: string, collection: string): boolean {
+    return this.#networks.get(network)?.addresses.get(collection) !== undefined;
+  }
+
+  #ignores(slot: number, event: ChainEvent): boolean {
+    const ignored = this.#filters(slot)?.ignored;
+    return ignored !== undefined && involves(ignored, event);
+  }
+
+  #candidate(slot: number, destinations: Map<number, Destination>): MatchingRule {
+    const collections = this.#networkList[this.#network.get(slot)] as NetworkCollections;
+    const c = this.#collection.get(slot);
+    const rule: MatchingRule = {
+      id: `r${this.#number.get(slot)}`,
+      destination: this.#destination(this.#chat.get(slot), destinations),
+      network: collections.name,
+      collection: collections.addresses.address(c) ?? '',
+      collectionName: collections.collectionName(c),
+      kinds: KIND_LISTS[this.#kinds.get(slot)] as AlertKind[],
+    };
+    const filters = this.#filters(slot);
+    return filters ? Object.assign(rule, filters.fields) : rule;
+  }
+
+  #put(rule: WatchRule): void {
+    const number = ruleNumber(rule.id);
+    this.#delete(number);
+    let kinds = 0;
+    for (const kind of rule.kinds) kinds |= KIND_BIT[kind] ?? 0;
+    if (rule.paused || kinds === 0) return;
+    const collections = this.#collectionsOf(rule.network);
+    const c = collections.slotFor(rule.collection, rule.collectionName);
+    const slot = this.#ruleSlot();
+    this.#ids.set(number, slot);
+    this.#number.set(slot, number);
+    this.#chat.set(slot, this.#chatSlot(rule.destination));
+    this.#network.set(slot, this.#networkList.indexOf(collections));
+    this.#collection.set(slot, c);
+    this.#kinds.set(slot, kinds);
+    this.#next.set(slot, NONE);
+    const filters = this.#filtersOf(rule);
+    this.#placeFilters(slot, filters);
+    if (filters && (filters.tokens.length > 0 || filters.wallets)) {
+      let filtered = collections.filtered.get(c);
+      if (!filtered) {
+        filtered = { byToken: new Map(), byWallet: new Map() };
+        collections.filtered.set(c, filtered);
       }
-      if (Array.isArray(left) && left.length <= 1) left = left[0];
-      if (left === undefined) {
-        byCollection.delete(keys.collection);
-        if (byCollection.size === 0) this.dropKind(rule.network, kind);
-      } else if (left !== slot) byCollection.set(keys.collection, left);
+      if (filters.tokens.length > 0) for (const token of filters.tokens) addTo(filtered.byToken, token, slot);
+      else for (const wallet of filters.wallets ?? []) addTo(filtered.byWallet, wallet, slot);
+      return;
     }
+    const last = collections.tail.get(c);
+    if (last === NONE) collections.head.set(c, slot);
+    else this.#next.set(last, slot);
+    collections.tail.set(c, slot);
+  }
+
+  #delete(number: number): boolean {
+    const slot = this.#ids.get(number);
+    if (slot === undefined) return false;
+    this.#ids.delete(number);
+    this.#free(slot);
     return true;
   }
 
-  private dropKind(network: string, kind: AlertKind): void {
-    const kinds = this.buckets.get(network);
-    const slot = KIND_SLOT[kind];
-    if (!kinds || slot === undefined) return;
-    kinds[slot] = undefined;
-    if (kinds.every((byCollection) => byCollection === undefined)) this.buckets.delete(network);
+  /** Takes a rule out of its collection and chat, and frees its slot (not its id). */
+  #free(slot: number): void {
+    const collections = this.#networkList[this.#network.get(slot)] as NetworkCollections;
+    const c = this.#collection.get(slot);
+    const filters = this.#filters(slot);
+    const filtered = collections.filtered.get(c);
+    if (filters && filtered && (filters.tokens.length > 0 || filters.wallets)) {
+      if (filters.tokens.length > 0) for (const token of filters.tokens) removeFrom(filtered.byToken, token, slot);
+      else for (const wallet of filters.wallets ?? []) removeFrom(filtered.byWallet, wallet, slot);
+      if (filtered.byToken.size === 0 && filtered.byWallet.size === 0) collections.filtered.delete(c);
+    } else {
+      // The list is walked to the rule: removals are rare (a user command), lookups are not.
+      let previous = NONE;
+      for (let at = collections.head.get(c); at !== slot && at !== NONE; at = this.#next.get(at)) previous = at;
+      const next = this.#next.get(slot);
+      if (previous === NONE) collections.head.set(c, next);
+      else this.#next.set(previous, next);
+      if (next === NONE) collections.tail.set(c, previous);
+    }
+    collections.releaseIfEmpty(c);
+    if (filters && !filters.shared) {
+      this.#filterTable[filters.id - 1] = undefined;
+      this.#freeFilterIds.push(filters.id);
+    }
+    this.#filterIds.set(slot, 0);
+    const chat = this.#chat.get(slot);
+    const left = this.#chatRules.get(chat) - 1;
+    this.#chatRules.set(chat, left);
+    if (left === 0) this.#chats.delete(chat);
+    this.#freeRules.push(slot);
   }
 
-  private byCollection(network: string, kind: AlertKind, create: boolean): Map<string, Slot> | undefined {
-    const slot = KIND_SLOT[kind];
-    if (slot === undefined) return undefined;
-    let kinds = this.buckets.get(network);
-    if (!kinds) {
-      if (!create) return undefined;
-      kinds = new Array<Map<string, Slot> | undefined>(ALERT_KINDS.length).fill(undefined);
-      this.buckets.set(network, kinds);
+  #ruleSlot(): number {
+    return this.#freeRules.pop() ?? this.#ruleCount++;
+  }
+
+  #chatSlot(destination: Destination): number {
+    const key = destinationKey(destination);
+    let chat = this.#chats.get(key);
+    if (chat === undefined) {
+      chat = this.#chats.add(key);
+      this.#chatRules.set(chat, 0);
     }
-    let byCollection = kinds[slot];
-    if (!byCollection && create) {
-      byCollection = new Map();
-      kinds[slot] = byCollection;
+    this.#chatRules.set(chat, this.#chatRules.get(chat) + 1);
+    return chat;
+  }
+
+  /** A chat's destination, made from its key once per `made` (the candidates of one lookup). */
+  #destination(chat: number, made: Map<number, Destination>): Destination {
+    let destination = made.get(chat);
+    if (!destination) {
+      const key = this.#chats.text(chat) ?? '';
+      const colon = key.indexOf(':');
+      destination = { platform: key.slice(0, colon) as Destination['platform'], chatId: key.slice(colon + 1) };
+      made.set(chat, destination);
     }
-    return byCollection;
+    return destination;
+  }
+
+  #filters(slot: number): Filters | undefined {
+    const id = this.#filterIds.get(slot);
+    return id === 0 ? undefined : this.#filterTable[id - 1];
+  }
+
+  #placeFilters(slot: number, filters: Filters | undefined): void {
+    if (filters && filters.id === 0) {
+      const id = this.#freeFilterIds.pop() ?? this.#filterTable.length + 1;
+      filters.id = id;
+      this.#filterTable[id - 1] = filters;
+    }
+    this.#filterIds.set(slot, filters?.id ?? 0);
+  }
+
+  #filtersOf(rule: WatchRule): Filters | undefined {
+    const filters = filtersOf(rule);
+    if (!filters || filters.tokens.length > 0 || filters.wallets || filters.ignored || filters.fields.traits) {
+      return filters;
+    }
+    const key = JSON.stringify(filters.fields);
+    const shared = this.#sharedFilters.get(key);
+    if (shared) return shared;
+    filters.shared = true;
+    this.#sharedFilters.set(key, filters);
+    return filters;
+  }
+
+  #collectionsOf(network: string): NetworkCollections {
+    let collections = this.#networks.get(network);
+    if (!collections) {
+      if (this.#networkList.length >= 0xffff) throw new RangeError('too many networks');
+      collections = new NetworkCollections(network);
+      this.#networks.set(network, collections);
+      this.#networkList.push(collections);
+    }
+    return collections;
   }
 }
 
-function ignores(rule: WatchRule, event: ChainEvent): boolean {
-  const ignored = ignoredWallets.get(rule);
-  return ignored !== undefined && involves(ignored, event);
+function ruleNumber(id: string): number {
+  const number = /^r\d+$/.test(id) ? Number(id.slice(1)) : Number.NaN;
+  if (!(number <= 0xffff_ffff)) throw new TypeError(`not a rule id: ${id}`);
+  return number;
+}
+
+function filtersOf(rule: WatchRule): Filters | undefined {
+  let fields: FilterFields | undefined;
+  for (const name of FILTER_FIELDS) {
+    const value = rule[name];
+    if (value === undefined || (Array.isArray(value) && value.length === 0)) continue;
+    fields ??= {};
+    (fields as Record<string, unknown>)[name] = value;
+  }
+  if (!fields) return undefined;
+  const tokens = unique(rule.tokenIds, normaliseTokenId);
+  const wallets = unique(rule.wallets, lowerWallet);
+  const ignored = unique(rule.ignoreWallets, lowerWallet);
+  return {
+    fields,
+    tokens: tokens.length > 0 ? tokens : NO_TOKENS,
+    wallets: wallets.length > 0 ? new Set(wallets) : undefined,
+    ignored: ignored.length > 0 ? new Set(ignored) : undefined,
+    shared: false,
+    id: 0,
+  };
 }
 
 function involves(wallets: ReadonlySet<string>, event: ChainEvent): boolean {
@@ -487,7 +633,7 @@ function priceValue(price: PriceInfo, inUsd: boolean): Decimal | null {
  * Phase 2, floor: true without a floor percentage; else the price per token in USD must be at or
  * below that percentage of the floor (false when either is unknown).
  */
-export function passesFloor(rule: WatchRule, price: PriceInfo | undefined): boolean {
+export function passesFloor(rule: MatchingRule, price: PriceInfo | undefined): boolean {
   if (rule.floorPercent === undefined) return true;
   const perToken = price?.usdPerToken;
   const floor = price?.floorUsd;
@@ -501,7 +647,7 @@ export function passesFloor(rule: WatchRule, price: PriceInfo | undefined): bool
  * minimum or amount that is not a decimal fails. Exact: decimals are compared digit by digit, never
  * as floats.
  */
-export function passesPrice(rule: WatchRule, price: PriceInfo | undefined): boolean {
+export function passesPrice(rule: MatchingRule, price: PriceInfo | undefined): boolean {
   const min = rule.minPrice;
   if (!min) return true;
   if (!price) return false;
@@ -535,7 +681,7 @@ function same(a: string, b: string): boolean {
 }
 
 /** Phase 2, traits of one token: every condition of the rule has a trait of that name and value (case-insensitive). */
-export function passesTraits(rule: WatchRule, traits: readonly TokenTrait[]): boolean {
+export function passesTraits(rule: MatchingRule, traits: readonly TokenTrait[]): boolean {
   const conditions = rule.traits;
   if (!conditions || conditions.length === 0) return true;
   for (const condition of conditions) {
@@ -556,7 +702,7 @@ export function passesTraits(rule: WatchRule, traits: readonly TokenTrait[]): bo
  * are unknown (`undefined`: metadata not fetched) does not pass a rule that has trait conditions.
  */
 export function passesTraitsAny(
-  rule: WatchRule,
+  rule: MatchingRule,
   traitsPerToken: ReadonlyArray<readonly TokenTrait[] | undefined>,
 ): boolean {
   if (!rule.traits || rule.traits.length === 0) return true;
@@ -576,10 +722,10 @@ export interface MatchedDestination {
  * A rule with a minimum price is not served when the price is unknown: `onUnpriced` hears of it.
  */
 export function matchDestinations(
-  candidates: readonly WatchRule[],
+  candidates: readonly MatchingRule[],
   price: PriceInfo | undefined,
   traitsPerToken: ReadonlyArray<readonly TokenTrait[] | undefined>,
-  onUnpriced?: (rule: WatchRule) => void,
+  onUnpriced?: (rule: MatchingRule) => void,
 ): MatchedDestination[] {
   // First by destination object (the store's rules of one chat share one: no key to build per
   // rule), then by key, for chats whose rules came with distinct but equal objects.

@@ -5,6 +5,7 @@ import type { PlatformClient } from '../platform/client.ts';
 import type { ReconnectPolicy, StreamState } from '../platform/stream.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
 import type { NetworkBackfill } from './backfill.ts';
+import { PackedAddresses, type PackedList } from './compact.ts';
 
 export interface StreamOptionsForAlerts {
   heartbeatTimeoutMs?: number;
@@ -90,7 +91,7 @@ export class NetworkStreams {
 
   /** The contracts the events streams watch now. */
   contracts(): string[] {
-    return [...this.#events.values()].flatMap((running) => running.filter.contractAddresses ?? []);
+    return [...this.#events.values()].flatMap((running) => [...(running.filter.contractAddresses ?? [])]);
   }
 
   health(): StreamHealth {
@@ -102,9 +103,17 @@ export class NetworkStreams {
    * it names more than {@link MAX_CONTRACTS_PER_STREAM} contracts. Only the streams whose share
    * changed are replaced. Resolves once the new streams are connected.
    */
-  async plan(filter: EventFilter): Promise<void> {
-    if (this.#stopped) return;
+  plan(filter: EventFilter): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
     const contracts = filter.contractAddresses?.length ?? 0;
+    // Split now, so that the whole list (a million contracts on a busy network) is not kept while
+    // the streams connect: only the shares are.
+    const shares =
+      contracts === 0 ? [] : shareFilter(filter, this.#options.maxContractsPerStream ?? MAX_CONTRACTS_PER_STREAM);
+    return this.#planShares(shares, contracts);
+  }
+
+  async #planShares(shares: EventFilter[], contracts: number): Promise<void> {
     if (contracts === 0) {
       if (this.#events.size > 0) this.#backfill?.deactivate();
       for (const running of this.#events.values()) running.controller.abort();
@@ -116,7 +125,6 @@ export class NetworkStreams {
       this.#health.contracts = 0;
       return;
     }
-    const shares = shareFilter(filter, this.#options.maxContractsPerStream ?? MAX_CONTRACTS_PER_STREAM);
     if (this.#events.size === 0) this.#backfill?.activate();
     const next = new Map<string, Running>();
     const opened: Running[] = [];
@@ -328,23 +336,33 @@ function shareKey(share: EventFilter): string {
 
 /**
  * The filter in shares of at most `max` contracts. A contract's share follows from its address, so
- * that watching one more collection changes one share (one stream reopened), not all of them.
+ * that watching one more collection changes one share (one stream reopened), not all of them. A
+ * packed list of contracts (see {@link PackedAddresses}) gives packed shares, each sorted, so that a
+ * share's key does not depend on the order the contracts came in; a list of strings within `max` is
+ * kept as it is.
  */
 export function shareFilter(filter: EventFilter, max: number): EventFilter[] {
   const contracts = filter.contractAddresses ?? [];
-  if (contracts.length <= max) return [filter];
-  const count = Math.ceil(contracts.length / max) + 1;
-  const shares: string[][] = Array.from({ length: count }, () => []);
-  for (const contract of contracts) shares[addressHash(contract) % count]?.push(contract);
-  return shares.filter((share) => share.length > 0).map((share) => ({ ...filter, contractAddresses: share }));
+  const packed = !Array.isArray(contracts);
+  if (contracts.length <= max && !packed) return [filter];
+  const count = contracts.length <= max ? 1 : Math.ceil(contracts.length / max) + 1;
+  const list = isPackedList(contracts) ? contracts : PackedAddresses.of(contracts);
+  return list
+    .split(count, (contract) => (count === 1 ? 0 : addressHash(contract) % count))
+    .map((share) => ({ ...filter, contractAddresses: packed ? share : share.toJSON() }));
+}
+
+function isPackedList(list: EventFilter['contractAddresses']): list is PackedList {
+  return typeof (list as Partial<PackedList> | undefined)?.split === 'function';
 }
 
 /** FNV-1a of the lower-case address: spread evenly, the same in every process. */
 function addressHash(address: string): number {
   let hash = 0x811c9dc5;
-  for (const char of address.toLowerCase()) {
-    hash ^= char.charCodeAt(0);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
+  for (let i = 0; i < address.length; i++) {
+    let code = address.charCodeAt(i);
+    if (code >= 65 && code <= 90) code += 32;
+    hash = Math.imul(hash ^ code, 0x01000193) >>> 0;
   }
   return hash;
 }

@@ -10,9 +10,19 @@ import type { JournalWriteFailure } from './status.ts';
 import type { Destination, WatchRule } from './types.ts';
 
 /**
- * Watch rules and chat settings. Reads are synchronous, from memory; a change resolves once it is
- * durable (and rejects, undone, when it could not be made so). Listeners hear of every durable
- * change, including (with a shared database) those made by other processes.
+ * A change of watch rules: each changed rule as it is now (`rule` undefined: removed), or `all` when
+ * everything may have changed (read them all again with {@link RulesRepository.allRules}).
+ */
+export type RulesChange =
+  | { all: true }
+  | { all?: false; rules: ReadonlyArray<{ id: string; rule: WatchRule | undefined }> };
+
+/**
+ * Watch rules and chat settings. Settings are read synchronously, from memory; rules are read per chat
+ * or page by page, so that an adapter need not hold a million of them (the PostgreSQL one holds none:
+ * the rule index of the process that matches events is the only copy in memory). A change resolves
+ * once it is durable (and rejects, undone, when it could not be made so). Listeners hear of every
+ * durable change, including (with a shared database) those made by other processes.
  */
 export interface RulesRepository {
   /** The settings of a chat (a fresh default object when it has none yet). */
@@ -21,15 +31,17 @@ export interface RulesRepository {
   /** Changes several chats' settings at once. */
   updateChats(changes: ReadonlyArray<readonly [string, (settings: ChatSettings) => void]>): Promise<void>;
   /**
-   * All watch rules, in creation order. Rule objects are never changed in place (a change replaces
-   * the rule), and the rules of one chat share one destination object.
+   * The rules of one chat (`platform:chatId`), in creation order. Rule objects are never changed in
+   * place (a change replaces the rule).
    */
-  readonly rules: readonly WatchRule[];
+  rulesOf(chatKey: string): Promise<WatchRule[]>;
+  /** Every rule, in creation order, a page at a time (rules of one chat share one destination object). */
+  allRules(): AsyncIterable<readonly WatchRule[]>;
   /** Adds a rule with the next id; `undefined` when its destination already has `limit` rules. */
   addRule(rule: Omit<WatchRule, 'id'>, limit: number): Promise<WatchRule | undefined>;
   /** Changes or removes (`change` returns null) a rule; false when there is no such rule. */
   updateRule(id: string, change: (rule: WatchRule) => WatchRule | null): Promise<boolean>;
-  onRulesChanged(listener: () => void): void;
+  onRulesChanged(listener: (change: RulesChange) => void): void;
   onChatsChanged(listener: (chatKey: string) => void): void;
   /** The chats that have a digest, with it. */
   digests(): Array<[string, DigestSettings]>;

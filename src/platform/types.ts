@@ -388,10 +388,19 @@ export interface TokenBalancesFilter {
   tokenIDs?: string[];
 }
 
+/**
+ * A list of addresses that is sent as a JSON array of strings but kept in another form until then
+ * (the alert streams keep a million watched contracts packed, not as a million strings).
+ */
+export interface AddressList extends Iterable<string> {
+  readonly length: number;
+  toJSON(): string[];
+}
+
 export interface EventFilter {
   /** Solidity signatures, e.g. `Transfer(address indexed from, address indexed to, uint256 indexed tokenId)`. */
   events?: string[];
-  contractAddresses?: string[];
+  contractAddresses?: string[] | AddressList;
   accounts?: string[];
   tokenIDs?: string[];
 }

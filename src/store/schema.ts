@@ -134,10 +134,16 @@ export function validateState(
 /**
  * Checks watch rules one at a time, as they are read, so that a file of 100,000 rules is never held
  * twice. A rule that passes is the caller's own object, kept as it is (the checked copy is dropped
- * at once), with the texts that many rules repeat shared.
+ * at once), with the texts that many rules repeat shared, unless `shareTexts` is false: a reader
+ * that does not keep the rules together (the database's pages, read into the compact rule index)
+ * would only keep every distinct text alive until the last rule is read.
  */
 export class RuleChecker {
-  readonly #intern = new Interner();
+  readonly #intern: Interner | undefined;
+
+  constructor(options: { shareTexts?: boolean } = {}) {
+    this.#intern = options.shareTexts === false ? undefined : new Interner();
+  }
 
   /** `raw` as a rule, or the problems of the rule at `index` in the file, each with its field's path. */
   check(raw: unknown, index: number): { ok: true; rule: WatchRuleRecord } | { ok: false; problems: SchemaProblems } {
@@ -145,7 +151,8 @@ export class RuleChecker {
     if (!result.success) {
       return { ok: false, problems: result.issues.slice(0, 3).map((i) => describeIssue(i, `rules[${index}]`)) };
     }
-    return { ok: true, rule: this.#intern.rule(raw as WatchRuleRecord) };
+    const rule = raw as WatchRuleRecord;
+    return { ok: true, rule: this.#intern ? this.#intern.rule(rule) : rule };
   }
 }
 

@@ -1,7 +1,7 @@
 import { type FileHandle, open, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { type Adapter, Low } from 'lowdb';
-import type { RulesRepository } from '../core/ports.ts';
+import type { RulesChange, RulesRepository } from '../core/ports.ts';
 import type { ChatSettings, DigestSettings, StoredButton } from '../core/settings.ts';
 import { type Destination, destinationKey, type WatchRule } from '../core/types.ts';
 import { type Dict, dict, own } from '../records.ts';
@@ -109,6 +109,8 @@ function migrate(file: string, data: unknown, checkedRules?: CheckedRules): Stat
 
 /** Rules turned into text and written at a time: the state file is never held whole in memory. */
 const RULES_PER_WRITE = 1_000;
+/** Rules in a page of {@link StateStore.allRules}. */
+const RULES_PER_PAGE = 20_000;
 
 /**
  * lowdb's storage port for the state file: the state is taken when the write starts (the rules list
@@ -193,7 +195,8 @@ interface PendingChange {
   resolve: () => void;
   reject: (error: unknown) => void;
   chats: readonly string[];
-  rules: boolean;
+  /** Ids of the rules changed. */
+  rules: readonly string[];
 }
 
 export interface StateStoreOptions {
@@ -223,7 +226,7 @@ export interface StateStoreOptions {
 export class StateStore implements RulesRepository {
   readonly file: string;
   readonly #db: Low<State>;
-  readonly #ruleListeners: Array<() => void> = [];
+  readonly #ruleListeners: Array<(change: RulesChange) => void> = [];
   readonly #chatListeners: Array<(chatKey: string) => void> = [];
   readonly #coalesceMs: number;
   readonly #buttonTtlMs: number;
@@ -326,7 +329,7 @@ export class StateStore implements RulesRepository {
 
   /** Changes a chat's settings and writes the file. */
   async updateChat(chatKey: string, change: (settings: ChatSettings) => void): Promise<ChatSettings> {
-    const [settings] = await this.#change([chatKey], false, () => this.#changeChat(chatKey, change));
+    const [settings] = await this.#change([chatKey], [], () => this.#changeChat(chatKey, change));
     return settings as ChatSettings;
   }
 
@@ -335,7 +338,7 @@ export class StateStore implements RulesRepository {
     if (changes.length === 0) return;
     await this.#change(
       changes.map(([chatKey]) => chatKey),
-      false,
+      [],
       () => {
         const undos: Array<() => void> = [];
         try {
@@ -371,12 +374,22 @@ export class StateStore implements RulesRepository {
   }
 
   /**
-   * All watch rules, in creation order. The objects are never changed in place (a change replaces
-   * the rule), and the rules of one chat share one destination object, so that matching can group
-   * a chat's rules without building keys.
+   * All watch rules, in creation order (this adapter holds them all). The objects are never changed
+   * in place (a change replaces the rule), and the rules of one chat share one destination object, so
+   * that matching can group a chat's rules without building keys.
    */
   get rules(): readonly WatchRule[] {
     return this.#db.data.rules;
+  }
+
+  async rulesOf(chatKey: string): Promise<WatchRule[]> {
+    const destination = this.#destinations.get(chatKey);
+    return destination ? this.#db.data.rules.filter((r) => r.destination === destination) : [];
+  }
+
+  async *allRules(): AsyncIterable<readonly WatchRule[]> {
+    const rules = this.#db.data.rules.slice();
+    for (let at = 0; at < rules.length; at += RULES_PER_PAGE) yield rules.slice(at, at + RULES_PER_PAGE);
   }
 
   /** Adds a rule, giving it the next id; `limit` bounds the rules of one destination. */
@@ -386,8 +399,9 @@ export class StateStore implements RulesRepository {
     let same = 0;
     for (const r of data.rules) if (r.destination === destination) same++;
     if (same >= limit) return undefined;
-    const [stored] = await this.#change([], true, () => {
-      const stored: WatchRule = { ...rule, id: `r${data.nextRuleNumber}`, destination };
+    const id = `r${data.nextRuleNumber}`;
+    const [stored] = await this.#change([], [id], () => {
+      const stored: WatchRule = { ...rule, id, destination };
       data.nextRuleNumber += 1;
       data.rules.push(stored);
       return [
@@ -409,7 +423,7 @@ export class StateStore implements RulesRepository {
     const current = rules[index];
     if (!current) return false;
     const next = change({ ...current });
-    await this.#change([], true, () => {
+    await this.#change([], [id], () => {
       if (next === null) {
         rules.splice(index, 1);
         return [true, () => rules.splice(index, 0, current)];
@@ -437,8 +451,8 @@ export class StateStore implements RulesRepository {
     );
   }
 
-  /** Called after every change of the rules (the alert planner re-plans). */
-  onRulesChanged(listener: () => void): void {
+  /** Called after every durable change of the rules, with the changed rules as they are now. */
+  onRulesChanged(listener: (change: RulesChange) => void): void {
     this.#ruleListeners.push(listener);
   }
 
@@ -458,7 +472,7 @@ export class StateStore implements RulesRepository {
     const existing = own(buttons, hash);
     // A button shown again within the hour needs no write: it stays valid for days.
     if (existing?.action === action && now.getTime() - Date.parse(existing.createdAt) < 60 * 60 * 1000) return;
-    await this.#change([], false, () => {
+    await this.#change([], [], () => {
       const removed: Array<[string, StoredButton]> = existing ? [[hash, existing]] : [];
       delete buttons[hash];
       buttons[hash] = { action, createdAt: now.toISOString() };
@@ -510,7 +524,7 @@ export class StateStore implements RulesRepository {
    * Applies `apply` (which returns its result and how to undo it) to the data now, and settles
    * once the write that holds it is durable.
    */
-  #change<T>(chats: readonly string[], rules: boolean, apply: () => [T, () => void]): Promise<[T]> {
+  #change<T>(chats: readonly string[], rules: readonly string[], apply: () => [T, () => void]): Promise<[T]> {
     let result: T;
     let undo: () => void;
     try {
@@ -568,7 +582,13 @@ export class StateStore implements RulesRepository {
   }
 
   #notify(batch: readonly PendingChange[]): void {
-    if (batch.some((change) => change.rules)) for (const listener of this.#ruleListeners) listener();
+    const ids = new Set(batch.flatMap((change) => change.rules));
+    if (ids.size > 0) {
+      const now = new Map<string, WatchRule>();
+      for (const rule of this.#db.data.rules) if (ids.has(rule.id)) now.set(rule.id, rule);
+      const change: RulesChange = { rules: [...ids].map((id) => ({ id, rule: now.get(id) })) };
+      for (const listener of this.#ruleListeners) listener(change);
+    }
     const chats = new Set(batch.flatMap((change) => change.chats));
     for (const chatKey of chats) for (const listener of this.#chatListeners) listener(chatKey);
   }

@@ -94,10 +94,13 @@ describe('npm run migrate-data', () => {
 
     const shared = await openSharedDatabase({ url, poolSize: 2 }, pino({ level: 'silent' }), () => {});
     try {
-      expect(shared.rules.rules.map((r) => [r.id, r.paused])).toEqual([
+      const moved: Array<[string, boolean]> = [];
+      for await (const page of shared.rules.allRules()) for (const r of page) moved.push([r.id, r.paused]);
+      expect(moved).toEqual([
         ['r1', false],
         ['r3', true],
       ]);
+      expect((await shared.rules.rulesOf('telegram:-100')).map((r) => r.id)).toEqual(['r1', 'r3']);
       expect(shared.rules.chat('telegram:-100').aliases.mc?.address).toBe('0x00000000000000000000000000000000000000c1');
       expect(shared.rules.button('h1')?.action).toBe('watch add moon cats sales');
       // Ids are never reused: the next rule is r4.

@@ -2,9 +2,11 @@
 // listening connection and lock connection on one real server (see test/helpers/postgres.ts).
 import pg from 'pg';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { deliveryId, type NewDelivery } from '../../src/core/deliveries.ts';
+import type { RulesChange } from '../../src/core/ports.ts';
+import type { ChatSettings } from '../../src/core/settings.ts';
 import type { Destination, WatchRule } from '../../src/core/types.ts';
 import { ChatClaims } from '../../src/delivery/claims.ts';
 import { Dispatcher } from '../../src/delivery/dispatcher.ts';
@@ -16,6 +18,7 @@ import {
   PgCursorStore,
   type SharedDatabase,
 } from '../../src/store/pg/index.ts';
+import { PgRulesRepository } from '../../src/store/pg/rules.ts';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
 import { RecordingSink } from '../helpers/recording-sink.ts';
 
@@ -28,8 +31,11 @@ const opened: SharedDatabase[] = [];
 beforeAll(async () => {
   postgres = await startTestPostgres();
 }, 120_000);
+// Each test's processes end with it: the server takes a hundred connections at most.
+afterEach(async () => {
+  for (const shared of opened.splice(0)) await shared.close().catch(() => {});
+});
 afterAll(async () => {
-  for (const shared of opened) await shared.close().catch(() => {});
   await postgres?.stop();
 });
 
@@ -88,6 +94,23 @@ function rule(chat: Destination, collection: string): Omit<WatchRule, 'id'> {
   };
 }
 
+/** Every rule, page by page, and the size of each page. */
+async function everyRule(rules: PgRulesRepository): Promise<{ rules: WatchRule[]; pages: number[] }> {
+  const all: WatchRule[] = [];
+  const pages: number[] = [];
+  for await (const page of rules.allRules()) {
+    all.push(...page);
+    pages.push(page.length);
+  }
+  return { rules: all, pages };
+}
+
+/** What a rules listener heard: each changed rule's id and whether it is paused (`gone`: removed). */
+function told(change: RulesChange): string | Array<[string, boolean | 'gone']> {
+  if (change.all) return 'all';
+  return change.rules.map(({ id, rule }) => [id, rule ? rule.paused : 'gone']);
+}
+
 function delivery(n: number, destination: Destination = CHAT): NewDelivery {
   const txn = `0x${n.toString(16).padStart(64, '0')}`;
   return {
@@ -114,14 +137,14 @@ describe('rules and settings shared by several processes', () => {
     const first = await a.rules.addRule(rule(CHAT, '0x00000000000000000000000000000000000000c1'), 50);
     const second = await a.rules.addRule(rule(CHAT, '0x00000000000000000000000000000000000000c2'), 50);
     expect([first?.id, second?.id]).toEqual(['r1', 'r2']);
-    await eventually(() => b.rules.rules.length === 2);
-    expect(b.rules.rules.map((r) => r.id)).toEqual(['r1', 'r2']);
+    const ofChat = await b.rules.rulesOf('discord:4242');
+    expect(ofChat.map((r) => r.id)).toEqual(['r1', 'r2']);
     // The rules of one chat share one destination object (matching groups by it).
-    expect(b.rules.rules[0]?.destination).toBe(b.rules.rules[1]?.destination);
+    expect(ofChat[0]?.destination).toBe(ofChat[1]?.destination);
 
     await a.rules.updateRule('r1', (r) => ({ ...r, paused: true }));
     await a.rules.updateRule('r2', () => null);
-    await eventually(() => b.rules.rules.length === 1 && b.rules.rules[0]?.paused === true);
+    expect((await b.rules.rulesOf('discord:4242')).map((r) => [r.id, r.paused])).toEqual([['r1', true]]);
 
     await a.rules.updateChat('discord:4242', (settings) => {
       settings.network = 'devnet';
@@ -141,17 +164,17 @@ describe('rules and settings shared by several processes', () => {
     const third = await b.rules.addRule(rule(OTHER, '0x00000000000000000000000000000000000000c3'), 50);
     expect(third?.id).toBe('r3');
     const restarted = await processOn(url);
-    expect(restarted.rules.rules.map((r) => [r.id, r.paused])).toEqual([
+    expect((await everyRule(restarted.rules)).rules.map((r) => [r.id, r.paused])).toEqual([
       ['r1', true],
       ['r3', false],
     ]);
     expect(restarted.rules.chat('discord:4242').aliases.mc?.address).toBe('0x00000000000000000000000000000000000000c1');
   });
 
-  it('GIVEN more rules than one page of reading THEN a process reads them all, in creation order, each chat sharing one destination', async () => {
+  it('GIVEN more rules than one page of reading THEN allRules reads them all, page by page, in creation order, each chat sharing one destination', async () => {
     const url = await postgres.freshDatabase();
     const seed = await processOn(url);
-    // 45,000 rules in 900 chats, written as /watch add would store them.
+    // 4,500 rules in 900 chats, written as /watch add would store them.
     await seed.db.pool.query(
       `INSERT INTO rules (id, chat_key, rule)
        SELECT 'r' || n, 'discord:' || (n % 900),
@@ -159,25 +182,153 @@ describe('rules and settings shared by several processes', () => {
                 'network', 'devnet', 'collection', '0x00000000000000000000000000000000000000c1', 'collectionName', 'Moon Cats',
                 'kinds', jsonb_build_array('sale'), 'paused', false, 'createdBy', 'discord:1',
                 'createdAt', '2026-11-25T00:00:00.000Z')
-       FROM generate_series(1, 45000) AS n`,
+       FROM generate_series(1, 4500) AS n`,
     );
     const reader = await processOn(url);
-    expect(reader.rules.rules).toHaveLength(45_000);
-    expect(reader.rules.rules.slice(0, 3).map((r) => r.id)).toEqual(['r1', 'r2', 'r3']);
-    expect(reader.rules.rules.at(-1)?.id).toBe('r45000');
-    const ofChat = reader.rules.rules.filter((r) => r.destination.chatId === '7');
-    expect(ofChat).toHaveLength(50);
+    const { rules, pages } = await everyRule(reader.rules);
+    expect(pages).toEqual([2_000, 2_000, 500]);
+    expect(rules.slice(0, 3).map((r) => r.id)).toEqual(['r1', 'r2', 'r3']);
+    expect(rules.at(-1)?.id).toBe('r4500');
+    // Chat 7's rules are spread over all three pages, and still share one destination.
+    const ofChat = rules.filter((r) => r.destination.chatId === '7');
+    expect(ofChat).toHaveLength(5);
     expect(new Set(ofChat.map((r) => r.destination)).size).toBe(1);
+    expect(await reader.rules.rulesOf('discord:7')).toEqual(ofChat);
   });
 
-  it('GIVEN the database goes away WHEN a rule is added THEN the change is refused with a clear error and undone in memory', async () => {
+  it('GIVEN rules of two chats added in turn THEN rulesOf gives one chat its own, in creation order, sharing one destination', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    for (const [n, chat] of [CHAT, OTHER, CHAT, OTHER, CHAT].entries()) {
+      await a.rules.addRule(rule(chat, `0x00000000000000000000000000000000000000c${n}`), 50);
+    }
+    const ofChat = await a.rules.rulesOf('discord:4242');
+    expect(ofChat.map((r) => [r.id, r.collection.at(-1)])).toEqual([
+      ['r1', '0'],
+      ['r3', '2'],
+      ['r5', '4'],
+    ]);
+    expect(new Set(ofChat.map((r) => r.destination)).size).toBe(1);
+    expect(ofChat[0]?.destination).toEqual(CHAT);
+    expect((await a.rules.rulesOf('discord:4343')).map((r) => r.id)).toEqual(['r2', 'r4']);
+    expect(await a.rules.rulesOf('telegram:4242')).toEqual([]);
+  });
+
+  it('GIVEN a page size THEN allRules ends with the last full page, and a chat keeps one destination across pages', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    for (const [n, chat] of [CHAT, OTHER, CHAT, OTHER].entries()) {
+      await a.rules.addRule(rule(chat, `0x00000000000000000000000000000000000000c${n}`), 50);
+    }
+    const paged = await PgRulesRepository.open(a.db, { logger: silent, rulesPerPage: 2 });
+    const { rules, pages } = await everyRule(paged);
+    expect(pages).toEqual([2, 2]);
+    expect(rules.map((r) => r.id)).toEqual(['r1', 'r2', 'r3', 'r4']);
+    expect(rules[0]?.destination).toBe(rules[2]?.destination);
+    expect(rules[1]?.destination).toBe(rules[3]?.destination);
+    expect(rules[0]?.destination).not.toBe(rules[1]?.destination);
+    await a.rules.addRule(rule(CHAT, '0x00000000000000000000000000000000000000c4'), 50);
+    expect((await everyRule(paged)).pages).toEqual([2, 2, 1]);
+  });
+
+  it('GIVEN a rule changed by one process THEN the other hears it with the rule as it is now, and a removal without it', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    const b = await processOn(url);
+    const ownChanges: RulesChange[] = [];
+    const changes: RulesChange[] = [];
+    a.rules.onRulesChanged((change) => ownChanges.push(change));
+    b.rules.onRulesChanged((change) => changes.push(change));
+
+    const added = await a.rules.addRule(rule(CHAT, '0x00000000000000000000000000000000000000c1'), 50);
+    // This process's listeners hear of its change, with the stored rule, before the change resolves.
+    expect(ownChanges).toEqual([{ rules: [{ id: 'r1', rule: added }] }]);
+    await eventually(() => changes.length === 1);
+    expect(changes[0]).toEqual({ rules: [{ id: 'r1', rule: added }] });
+
+    let calls = 0;
+    const changed = await a.rules.updateRule('r1', (r) => {
+      calls++;
+      return { ...r, paused: true, mentionRole: 'traders' };
+    });
+    expect([changed, calls]).toEqual([true, 1]);
+    await eventually(() => changes.length === 2);
+    const paused = changes[1] as { rules: ReadonlyArray<{ id: string; rule: WatchRule | undefined }> };
+    expect(paused.rules[0]?.rule).toMatchObject({ id: 'r1', paused: true, mentionRole: 'traders', destination: CHAT });
+
+    await a.rules.updateRule('r1', () => null);
+    await eventually(() => changes.length === 3);
+    expect(changes.map(told)).toEqual([[['r1', false]], [['r1', true]], [['r1', 'gone']]]);
+    expect(ownChanges.map(told)).toEqual(changes.map(told));
+
+    // Settings changes, even of too many chats to name in one notification, are not rule changes.
+    const chatKeys = Array.from({ length: 150 }, (_, n) => `discord:${n}`);
+    const heardChats = new Set<string>();
+    b.rules.onChatsChanged((chatKey) => heardChats.add(chatKey));
+    const toDevnet = (settings: ChatSettings) => {
+      settings.network = 'devnet';
+    };
+    await a.rules.updateChats(chatKeys.map((chatKey) => [chatKey, toDevnet] as const));
+    await eventually(() => heardChats.size === 150);
+    expect(b.rules.chat('discord:149').network).toBe('devnet');
+    expect(changes).toHaveLength(3);
+    expect(ownChanges).toHaveLength(3);
+  });
+
+  it('GIVEN two processes adding to one chat at once THEN its limit holds exactly', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    const b = await processOn(url);
+    const tries = Array.from({ length: 16 }, (_, n) =>
+      (n % 2 ? a : b).rules.addRule(rule(CHAT, `0x${n.toString(16).padStart(40, '0')}`), 5),
+    );
+    const added = (await Promise.all(tries)).filter((r) => r !== undefined);
+    expect(added).toHaveLength(5);
+    const stored = await b.rules.rulesOf('discord:4242');
+    expect(stored.map((r) => r.id).sort()).toEqual(added.map((r) => r.id).sort());
+    // Refused tries take no number.
+    expect(stored.map((r) => r.id).sort()).toEqual(['r1', 'r2', 'r3', 'r4', 'r5']);
+    // Another chat has a limit of its own.
+    expect(await a.rules.addRule(rule(OTHER, '0x00000000000000000000000000000000000000c1'), 5)).toMatchObject({
+      id: 'r6',
+    });
+  });
+
+  it('GIVEN an unknown rule id THEN updateRule is false, without calling the change or telling anyone', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    const heard: RulesChange[] = [];
+    a.rules.onRulesChanged((change) => heard.push(change));
+    let calls = 0;
+    const changed = await a.rules.updateRule('r404', (r) => {
+      calls++;
+      return r;
+    });
+    expect([changed, calls, heard, a.rules.writeStats.writes]).toEqual([false, 0, [], 0]);
+  });
+
+  it('GIVEN an invalid rule row THEN reading it fails with the rule id and the field', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    await a.rules.addRule(rule(CHAT, '0x00000000000000000000000000000000000000c1'), 50);
+    await a.db.pool.query(`UPDATE rules SET rule = jsonb_set(rule, '{kinds}', '["sales"]') WHERE id = 'r1'`);
+    await expect(a.rules.rulesOf('discord:4242')).rejects.toMatchObject({
+      name: 'StoreFileError',
+      message: expect.stringMatching(/holds an invalid rule r1 \(kinds\[0\]: expected one of/),
+    });
+    await expect(a.rules.updateRule('r1', (r) => r)).rejects.toMatchObject({ name: 'StoreFileError' });
+  });
+
+  it('GIVEN the database goes away WHEN a rule is added THEN the change is refused with a clear error and nothing is stored', async () => {
     const url = await postgres.freshDatabase();
     const a = await processOn(url);
     await a.db.pool.query('ALTER TABLE rules RENAME TO rules_gone');
     await expect(a.rules.addRule(rule(CHAT, '0x00000000000000000000000000000000000000c1'), 50)).rejects.toThrow(
       /could not be saved/,
     );
-    expect(a.rules.rules).toEqual([]);
+    await a.db.pool.query('ALTER TABLE rules_gone RENAME TO rules');
+    expect(await a.rules.rulesOf('discord:4242')).toEqual([]);
+    expect(a.rules.writeStats).toEqual({ writes: 0, pending: 0 });
     expect(`${a.db.where}`).not.toMatch(/test-/);
   });
 });

@@ -521,8 +521,7 @@ class InteractionHandler {
         add(`${alias.alias} (${alias.name ?? alias.address})`, alias.alias, `${alias.network}:${alias.address}`);
       }
     }
-    for (const rule of this.#options.store.rules) {
-      if (rule.destination.platform !== 'discord' || rule.destination.chatId !== this.#chat(interaction).id) continue;
+    for (const rule of await this.#options.store.rulesOf(chatKey)) {
       if (!wanted || rule.collectionName.toLowerCase().includes(wanted) || rule.collection.includes(wanted)) {
         const value = `${rule.network}:${rule.collection}`;
         add(`${rule.collectionName} (${rule.network})`, value, value);

@@ -19,7 +19,8 @@ export interface SharedDatabase {
 }
 
 /**
- * Connects, migrates, reads the rules and settings, and takes the connection for this process's locks.
+ * Connects, migrates, reads the chat settings (rules are read when asked for), and takes the
+ * connection for this process's locks.
  * `onLocksLost` is called once if that connection ends while the process runs: it must stop.
  */
 export async function openSharedDatabase(

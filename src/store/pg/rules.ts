@@ -1,35 +1,61 @@
 /**
  * Watch rules and chat settings in PostgreSQL, shared by every process on the database.
  *
- * Each process keeps them all in memory, as the file store does, so that reads stay synchronous and
- * matching never waits for the database. A change is applied in memory, written in one transaction,
- * and announced with a notification (`floorwatch_state`) naming what changed; the other processes
- * read those rows again and tell their listeners. After the listening connection was lost, a process
- * reads everything again.
+ * Rules are not kept in memory: they are read from the database when asked for, one chat's at a
+ * time or page by page, and checked as they are read (the rule index of the process that matches
+ * events is the only copy in memory). Chat settings and buttons are few and read synchronously, so
+ * each process keeps them in memory, applies a change there first, and undoes it when the write fails.
+ *
+ * A change is written in one transaction and announced with a notification (`floorwatch_state`)
+ * naming what changed. This process tells its listeners itself, with the rules as written; the other
+ * processes read the named rows again and tell theirs. After the listening connection was lost (or
+ * when a change names too many keys for one notification) a process reads its settings again and
+ * tells its rule listeners that every rule may have changed.
  */
 import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
 import type { Logger } from 'pino';
-import type { RulesRepository } from '../../core/ports.ts';
+import type { RulesChange, RulesRepository } from '../../core/ports.ts';
 import type { ChatSettings, DigestSettings, StoredButton } from '../../core/settings.ts';
 import { type Destination, destinationKey, type WatchRule } from '../../core/types.ts';
 import { type Dict, dict, own } from '../../records.ts';
-import { RuleChecker, validateState } from '../schema.ts';
+import { RuleChecker, type SchemaProblems, validateState } from '../schema.ts';
 import { BUTTON_TTL_MS, MAX_STORED_BUTTONS, StoreFileError, StoreWriteError } from '../state.ts';
 import type { Database } from './database.ts';
 
 const CHANNEL = 'floorwatch_state';
 /** Notifications carry at most 8,000 bytes; a change naming more keys asks for a full reload. */
 const MAX_NOTIFIED_KEYS = 100;
-/** Rules read per query when everything is read. */
-const RULES_PAGE = 20_000;
+/**
+ * Rules read per query by {@link PgRulesRepository.allRules}. Small enough that a page's rows and
+ * parsed JSON die young (before the collector moves them to the old generation, where a million
+ * rules' worth of garbage would pile up before it is collected), big enough that a million rules
+ * take a few hundred queries.
+ */
+const RULES_PER_PAGE = 2_000;
+/**
+ * The first key of the transaction lock that makes counting and adding a chat's rules one step
+ * (the second is the chat key's hash). Next to the session locks' spaces in locks.ts.
+ */
+const RULES_LOCK_SPACE = 0x0f10_0010;
 
 interface StateNotice {
-  /** The process that made the change (it already holds it). */
+  /** The process that made the change (it has told its own listeners). */
   origin: string;
   chats?: string[];
   rules?: string[];
   buttons?: string[];
+  /** Everything may have changed: read it all again. */
   all?: boolean;
+  /** With `all`: false when no rule was among the changes (absent: rules may have changed). */
+  rulesChanged?: boolean;
+}
+
+/** What one write changed: the keys of chats and buttons, and each rule as it is now. */
+interface Written {
+  chats?: string[];
+  rules?: Array<{ id: string; rule: WatchRule | undefined }>;
+  buttons?: string[];
 }
 
 export interface PgRulesOptions {
@@ -37,9 +63,19 @@ export interface PgRulesOptions {
   buttonTtlMs?: number;
   maxButtons?: number;
   now?: () => Date;
+  /** Rules per page of {@link PgRulesRepository.allRules} (default 2,000). */
+  rulesPerPage?: number;
 }
 
-type Sql = (query: string, values?: unknown[]) => Promise<unknown>;
+type Sql = <R extends pg.QueryResultRow = pg.QueryResultRow>(
+  query: string,
+  values?: unknown[],
+) => Promise<pg.QueryResult<R>>;
+
+/** An error of the caller's `change` function, passed on as it is (the transaction is rolled back). */
+class ChangeFailed {
+  constructor(readonly error: unknown) {}
+}
 
 export class PgRulesRepository implements RulesRepository {
   readonly #db: Database;
@@ -48,16 +84,18 @@ export class PgRulesRepository implements RulesRepository {
   readonly #buttonTtlMs: number;
   readonly #maxButtons: number;
   readonly #now: () => Date;
-  readonly #ruleListeners: Array<() => void> = [];
+  readonly #rulesPerPage: number;
+  readonly #ruleListeners: Array<(change: RulesChange) => void> = [];
   readonly #chatListeners: Array<(chatKey: string) => void> = [];
   #chats: Dict<ChatSettings> = dict();
   #buttons: Dict<StoredButton> = dict();
-  #rules: WatchRule[] = [];
-  readonly #destinations = new Map<string, Destination>();
   #writes = 0;
   #pending = new Set<Promise<unknown>>();
-  /** Reloads run one at a time, in the order notifications came. */
-  #reloading: Promise<void> = Promise.resolve();
+  /**
+   * Listeners are told one change at a time, in the order of commits here and of notifications from
+   * other processes, so that a rule read for an older notice never overtakes a newer own change.
+   */
+  #telling: Promise<void> = Promise.resolve();
 
   private constructor(db: Database, options: PgRulesOptions) {
     this.#db = db;
@@ -65,14 +103,16 @@ export class PgRulesRepository implements RulesRepository {
     this.#buttonTtlMs = options.buttonTtlMs ?? BUTTON_TTL_MS;
     this.#maxButtons = options.maxButtons ?? MAX_STORED_BUTTONS;
     this.#now = options.now ?? (() => new Date());
+    this.#rulesPerPage = options.rulesPerPage ?? RULES_PER_PAGE;
   }
 
-  /** Reads every chat, rule and button, and listens for the changes of other processes. */
+  /** Reads every chat and button (not the rules: they are read when asked for), and listens for changes. */
   static async open(db: Database, options: PgRulesOptions): Promise<PgRulesRepository> {
     const repository = new PgRulesRepository(db, options);
     await db.listen(CHANNEL, (payload) => repository.#noticed(payload));
     db.onResync(() => repository.#reload({ origin: '', all: true }));
-    await repository.#loadAll();
+    // In turn with the notifications that came meanwhile: what they read is not overwritten with older rows.
+    await repository.#inTurn(() => repository.#loadSettings());
     return repository;
   }
 
@@ -82,8 +122,37 @@ export class PgRulesRepository implements RulesRepository {
     return own(this.#chats, chatKey) ?? emptyChat();
   }
 
-  get rules(): readonly WatchRule[] {
-    return this.#rules;
+  /** Read from the database; the chat's rules share one destination object within the result. */
+  async rulesOf(chatKey: string): Promise<WatchRule[]> {
+    const { rows } = await this.#db.pool.query<{ id: string; rule: unknown }>(
+      'SELECT id, rule FROM rules WHERE chat_key = $1 ORDER BY seq',
+      [chatKey],
+    );
+    const checker = new RuleChecker({ shareTexts: false });
+    const destinations = new SharedDestinations();
+    return rows.map((row) => this.#checked(checker, destinations, row.id, row.rule));
+  }
+
+  /**
+   * Read from the database a page at a time, no connection held between pages; the rules of one
+   * chat share one destination object throughout the iteration. A rule committed while the pages are
+   * read may be missed (its number was taken before an earlier page was read): its change is told to
+   * the listeners as well.
+   */
+  async *allRules(): AsyncIterable<readonly WatchRule[]> {
+    const checker = new RuleChecker({ shareTexts: false });
+    const destinations = new SharedDestinations();
+    for (let after = '0'; ; ) {
+      const { rows } = await this.#db.pool.query<{ seq: string; id: string; rule: unknown }>(
+        'SELECT seq, id, rule FROM rules WHERE seq > $1 ORDER BY seq LIMIT $2',
+        [after, this.#rulesPerPage],
+      );
+      const last = rows.at(-1);
+      if (!last) return;
+      yield rows.map((row) => this.#checked(checker, destinations, row.id, row.rule));
+      if (rows.length < this.#rulesPerPage) return;
+      after = last.seq;
+    }
   }
 
   digests(): Array<[string, DigestSettings]> {
@@ -102,7 +171,7 @@ export class PgRulesRepository implements RulesRepository {
     return { writes: this.#writes, pending: this.#pending.size };
   }
 
-  onRulesChanged(listener: () => void): void {
+  onRulesChanged(listener: (change: RulesChange) => void): void {
     this.#ruleListeners.push(listener);
   }
 
@@ -150,6 +219,7 @@ export class PgRulesRepository implements RulesRepository {
             [chatKey, JSON.stringify(settings)],
           );
         }
+        return { chats: [...after.keys()] };
       },
       () => {
         for (const [chatKey, previous] of before) {
@@ -157,57 +227,59 @@ export class PgRulesRepository implements RulesRepository {
           else delete this.#chats[chatKey];
         }
       },
-      { chats: [...after.keys()] },
     );
   }
 
+  /** Counts and adds under a lock on the chat, so that processes adding to one chat together keep its limit. */
   async addRule(rule: Omit<WatchRule, 'id'>, limit: number): Promise<WatchRule | undefined> {
-    const destination = this.#sharedDestination(rule.destination);
-    let same = 0;
-    for (const r of this.#rules) if (r.destination === destination) same++;
-    if (same >= limit) return undefined;
+    const destination: Destination = { platform: rule.destination.platform, chatId: rule.destination.chatId };
+    const chatKey = destinationKey(destination);
     let stored: WatchRule | undefined;
-    await this.#write(
-      async (sql, notice) => {
-        const numbered = (await sql(`SELECT nextval('rule_numbers') AS n`)) as { rows: Array<{ n: string }> };
-        stored = { ...rule, id: `r${numbered.rows[0]?.n}`, destination };
-        await sql('INSERT INTO rules (id, chat_key, rule) VALUES ($1, $2, $3)', [
-          stored.id,
-          destinationKey(destination),
-          JSON.stringify(stored),
-        ]);
-        this.#insertInOrder(stored);
-        notice.rules = [stored.id];
-      },
-      () => {
-        if (!stored) return;
-        const at = this.#rules.lastIndexOf(stored);
-        if (at >= 0) this.#rules.splice(at, 1);
-      },
-    );
+    await this.#write(async (sql) => {
+      await sql('SELECT pg_advisory_xact_lock($1, hashtext($2))', [RULES_LOCK_SPACE, chatKey]);
+      const counted = await sql<{ n: number }>('SELECT count(*)::int AS n FROM rules WHERE chat_key = $1', [chatKey]);
+      if ((counted.rows[0]?.n ?? 0) >= limit) return {};
+      const numbered = await sql<{ n: string }>(`SELECT nextval('rule_numbers') AS n`);
+      stored = { ...rule, id: `r${numbered.rows[0]?.n}`, destination };
+      await sql('INSERT INTO rules (id, chat_key, rule) VALUES ($1, $2, $3)', [
+        stored.id,
+        chatKey,
+        JSON.stringify(stored),
+      ]);
+      return { rules: [{ id: stored.id, rule: stored }] };
+    });
     return stored;
   }
 
+  /** Reads the rule locked for the transaction, so that `change` (called once) sees the latest one. */
   async updateRule(id: string, change: (rule: WatchRule) => WatchRule | null): Promise<boolean> {
-    const index = this.#rules.findIndex((r) => r.id === id);
-    const current = this.#rules[index];
-    if (!current) return false;
-    const next = change({ ...current });
-    if (next === null) this.#rules.splice(index, 1);
-    else this.#rules[index] = { ...next, id, destination: this.#sharedDestination(next.destination) };
-    await this.#write(
-      async (sql) => {
-        if (next === null) await sql('DELETE FROM rules WHERE id = $1', [id]);
-        else await sql('UPDATE rules SET rule = $2 WHERE id = $1', [id, JSON.stringify(this.#rules[index])]);
-      },
-      () => {
-        const at = this.#rules.findIndex((r) => r.id === id);
-        if (next === null) this.#insertInOrder(current);
-        else if (at >= 0) this.#rules[at] = current;
-      },
-      { rules: [id] },
-    );
-    return true;
+    let found = false;
+    await this.#write(async (sql) => {
+      const { rows } = await sql<{ rule: unknown }>('SELECT rule FROM rules WHERE id = $1 FOR UPDATE', [id]);
+      const row = rows[0];
+      if (!row) return {};
+      found = true;
+      const current = this.#checked(new RuleChecker({ shareTexts: false }), new SharedDestinations(), id, row.rule);
+      let next: WatchRule | null;
+      try {
+        next = change(current);
+      } catch (error) {
+        throw new ChangeFailed(error);
+      }
+      if (next === null) {
+        await sql('DELETE FROM rules WHERE id = $1', [id]);
+        return { rules: [{ id, rule: undefined }] };
+      }
+      const destination: Destination = { platform: next.destination.platform, chatId: next.destination.chatId };
+      const changed: WatchRule = { ...next, id, destination };
+      await sql('UPDATE rules SET rule = $2, chat_key = $3 WHERE id = $1', [
+        id,
+        JSON.stringify(changed),
+        destinationKey(destination),
+      ]);
+      return { rules: [{ id, rule: changed }] };
+    });
+    return found;
   }
 
   async saveButton(hash: string, action: string, now: Date): Promise<void> {
@@ -229,12 +301,12 @@ export class PgRulesRepository implements RulesRepository {
              SELECT hash FROM buttons ORDER BY created_at DESC OFFSET $2)`,
           [new Date(now.getTime() - this.#buttonTtlMs).toISOString(), this.#maxButtons],
         );
+        return { buttons: [hash] };
       },
       () => {
         delete this.#buttons[hash];
         if (existing) this.#buttons[hash] = existing;
       },
-      { buttons: [hash] },
     );
     this.#pruneButtons();
   }
@@ -242,23 +314,23 @@ export class PgRulesRepository implements RulesRepository {
   // ---- internals ----
 
   /**
-   * Runs `work` in one transaction with the notification of what changed; on failure runs `undo`
-   * and rejects with {@link StoreWriteError}. `work` may add keys to the notice.
+   * Runs `work` in one transaction with the notification of what it changed (none when it changed
+   * nothing), then tells this process's listeners. On failure runs `undo` and rejects with
+   * {@link StoreWriteError}, or with the error of an invalid row or of the caller's change.
    */
-  async #write(
-    work: (sql: Sql, notice: Omit<StateNotice, 'origin'>) => Promise<unknown>,
-    undo: () => void,
-    notice: Omit<StateNotice, 'origin'> = {},
-  ): Promise<void> {
+  async #write(work: (sql: Sql) => Promise<Written>, undo: () => void = () => {}): Promise<void> {
     const run = (async () => {
       const client = await this.#db.pool.connect();
       try {
         await client.query('BEGIN');
-        await work((query, values) => client.query(query, values), notice);
-        const announced = merge({ origin: this.#origin, ...notice });
-        await client.query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify(announced)]);
+        const written = await work(<R extends pg.QueryResultRow>(query: string, values?: unknown[]) =>
+          client.query<R>(query, values),
+        );
+        const notice = merge(this.#origin, written);
+        const changed = !isEmpty(notice);
+        if (changed) await client.query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify(notice)]);
         await client.query('COMMIT');
-        return announced;
+        return { written, changed };
       } catch (error) {
         await client.query('ROLLBACK').catch(() => {});
         throw error;
@@ -267,22 +339,52 @@ export class PgRulesRepository implements RulesRepository {
       }
     })();
     this.#pending.add(run);
+    let written: Written;
     try {
-      const announced = await run;
-      this.#writes += 1;
-      this.#tell(announced);
+      const done = await run;
+      written = done.written;
+      if (done.changed) this.#writes += 1;
     } catch (cause) {
       undo();
+      if (cause instanceof ChangeFailed) throw cause.error;
+      if (cause instanceof StoreFileError) throw cause;
       throw new StoreWriteError(this.#db.where, cause);
     } finally {
       this.#pending.delete(run);
     }
+    await this.#inTurn(async () => {
+      if (written.rules?.length) this.#tellRules({ rules: written.rules });
+      this.#tellChats(written.chats ?? []);
+    });
   }
 
-  #tell(notice: StateNotice): void {
-    if (notice.all || notice.rules?.length) for (const listener of this.#ruleListeners) listener();
-    const chats = notice.all ? Object.keys(this.#chats) : (notice.chats ?? []);
-    for (const chatKey of chats) for (const listener of this.#chatListeners) listener(chatKey);
+  /** Runs `step` after the listeners were told of everything before it. */
+  #inTurn(step: () => Promise<void>): Promise<void> {
+    const done = this.#telling.then(step);
+    this.#telling = done.catch(() => {});
+    return done;
+  }
+
+  #tellRules(change: RulesChange): void {
+    for (const listener of this.#ruleListeners) {
+      try {
+        listener(change);
+      } catch (error) {
+        this.#logger.error({ err: error }, 'a listener of rule changes failed');
+      }
+    }
+  }
+
+  #tellChats(chatKeys: readonly string[]): void {
+    for (const chatKey of chatKeys) {
+      for (const listener of this.#chatListeners) {
+        try {
+          listener(chatKey);
+        } catch (error) {
+          this.#logger.error({ err: error, chat: chatKey }, 'a listener of chat changes failed');
+        }
+      }
+    }
   }
 
   #noticed(payload: string): void {
@@ -296,24 +398,26 @@ export class PgRulesRepository implements RulesRepository {
     this.#reload(notice);
   }
 
+  /** Reads again what another process changed (everything, for `all`) and tells the listeners. */
   #reload(notice: StateNotice): void {
-    this.#reloading = this.#reloading
-      .then(async () => {
-        if (notice.all) await this.#loadAll();
-        else await this.#loadSome(notice);
-        this.#tell(notice);
-      })
-      .catch((error: unknown) => {
-        this.#logger.error({ err: error }, 'could not read changes made by another process; reading everything again');
-        setTimeout(() => this.#reload({ origin: '', all: true }), 1_000).unref();
-      });
+    this.#inTurn(async () => {
+      if (notice.all) {
+        await this.#loadSettings();
+        if (notice.rulesChanged !== false) this.#tellRules({ all: true });
+        this.#tellChats(Object.keys(this.#chats));
+        return;
+      }
+      const rules = await this.#loadSome(notice);
+      if (rules) this.#tellRules(rules);
+      this.#tellChats(notice.chats ?? []);
+    }).catch((error: unknown) => {
+      this.#logger.error({ err: error }, 'could not read changes made by another process; trying again');
+      setTimeout(() => this.#reload(notice), 1_000).unref();
+    });
   }
 
-  /**
-   * Reads everything again. Rules are read in pages and checked one by one, so that a million of
-   * them never exist as rows, parsed JSON and checked copies all at once.
-   */
-  async #loadAll(): Promise<void> {
+  /** Reads every chat's settings and every button. */
+  async #loadSettings(): Promise<void> {
     const [chats, buttons] = await Promise.all([
       this.#db.pool.query<{ chat_key: string; settings: unknown }>('SELECT chat_key, settings FROM chats'),
       this.#db.pool.query<{ hash: string; action: string; created_at: Date }>(
@@ -322,37 +426,26 @@ export class PgRulesRepository implements RulesRepository {
     ]);
     const state = this.#validated(
       chats.rows.map((r) => [r.chat_key, r.settings]),
-      [],
       buttons.rows.map((r) => [r.hash, { action: r.action, createdAt: r.created_at.toISOString() }]),
     );
-    const checker = new RuleChecker();
-    const rules: WatchRule[] = [];
-    for (let after = 0; ; ) {
-      const { rows } = await this.#db.pool.query<{ seq: string; rule: unknown }>(
-        'SELECT seq, rule FROM rules WHERE seq > $1 ORDER BY seq LIMIT $2',
-        [after, RULES_PAGE],
-      );
-      for (const row of rows) rules.push(this.#checked(checker, row.rule, rules.length));
-      const last = rows.at(-1);
-      if (!last || rows.length < RULES_PAGE) break;
-      after = Number(last.seq);
-    }
     this.#chats = state.chats;
     this.#buttons = state.buttons;
-    this.#rules = rules;
   }
 
-  /** A stored rule, checked, its texts shared, its destination the chat's one object. */
-  #checked(checker: RuleChecker, raw: unknown, index: number): WatchRule {
-    const checked = checker.check(raw, index);
-    if (!checked.ok) throw new StoreFileError(this.#db.where, `holds an invalid rule (${checked.problems.join('; ')})`);
-    const rule = checked.rule as WatchRule;
-    rule.destination = this.#sharedDestination(rule.destination);
-    return rule;
-  }
-
-  async #loadSome(notice: StateNotice): Promise<void> {
+  /** Reads the chats and buttons the notice names; the rules it names, as they are now. */
+  async #loadSome(notice: StateNotice): Promise<RulesChange | undefined> {
     const pool = this.#db.pool;
+    let rules: RulesChange | undefined;
+    if (notice.rules?.length) {
+      const { rows } = await pool.query<{ id: string; rule: unknown }>(
+        'SELECT id, rule FROM rules WHERE id = ANY($1)',
+        [notice.rules],
+      );
+      const checker = new RuleChecker({ shareTexts: false });
+      const destinations = new SharedDestinations();
+      const found = new Map(rows.map((row) => [row.id, this.#checked(checker, destinations, row.id, row.rule)]));
+      rules = { rules: notice.rules.map((id) => ({ id, rule: found.get(id) })) };
+    }
     if (notice.chats?.length) {
       const { rows } = await pool.query<{ chat_key: string; settings: unknown }>(
         'SELECT chat_key, settings FROM chats WHERE chat_key = ANY($1)',
@@ -361,22 +454,12 @@ export class PgRulesRepository implements RulesRepository {
       const state = this.#validated(
         rows.map((r) => [r.chat_key, r.settings]),
         [],
-        [],
       );
       for (const key of notice.chats) {
         const settings = own(state.chats, key);
         if (settings) this.#chats[key] = settings;
         else delete this.#chats[key];
       }
-    }
-    if (notice.rules?.length) {
-      const { rows } = await pool.query<{ rule: unknown }>('SELECT rule FROM rules WHERE id = ANY($1)', [notice.rules]);
-      const checker = new RuleChecker();
-      const ids = new Set(notice.rules);
-      this.#rules = this.#rules.filter((r) => !ids.has(r.id));
-      rows.forEach((row, i) => {
-        this.#insertInOrder(this.#checked(checker, row.rule, i));
-      });
     }
     if (notice.buttons?.length) {
       const { rows } = await pool.query<{ hash: string; action: string; created_at: Date }>(
@@ -387,56 +470,38 @@ export class PgRulesRepository implements RulesRepository {
       for (const r of rows) this.#buttons[r.hash] = { action: r.action, createdAt: r.created_at.toISOString() };
       this.#pruneButtons();
     }
+    return rules;
+  }
+
+  /** A stored rule, checked (a bad one is named with its field), its texts shared, its chat's destination. */
+  #checked(checker: RuleChecker, destinations: SharedDestinations, id: string, raw: unknown): WatchRule {
+    const checked = checker.check(raw, 0);
+    if (!checked.ok) {
+      throw new StoreFileError(this.#db.where, `holds an invalid rule ${id} (${ruleProblems(checked.problems)})`);
+    }
+    const rule = checked.rule as WatchRule;
+    rule.destination = destinations.share(rule.destination);
+    return rule;
   }
 
   /** Rows checked as the file store checks its file: a bad row stops the load with its key and field. */
   #validated(
     chats: Array<[string, unknown]>,
-    rules: unknown[],
     buttons: Array<[string, StoredButton]>,
-  ): { chats: Dict<ChatSettings>; rules: WatchRule[]; buttons: Dict<StoredButton> } {
+  ): { chats: Dict<ChatSettings>; buttons: Dict<StoredButton> } {
     const checked = validateState({
       version: 2,
       chats: Object.fromEntries(chats),
       buttons: Object.fromEntries(buttons),
-      rules,
+      rules: [],
       nextRuleNumber: 1,
     });
     if (!checked.ok)
       throw new StoreFileError(this.#db.where, `holds invalid settings (${checked.problems.join('; ')})`);
     return {
       chats: checked.state.chats as Dict<ChatSettings>,
-      rules: checked.state.rules as WatchRule[],
       buttons: checked.state.buttons as Dict<StoredButton>,
     };
-  }
-
-  /** Rules stay in creation order, which is the order of their numbers (`r12` before `r13`). */
-  #insertInOrder(rule: WatchRule): void {
-    const number = ruleNumber(rule.id);
-    const last = this.#rules.at(-1);
-    if (!last || ruleNumber(last.id) < number) {
-      this.#rules.push(rule);
-      return;
-    }
-    let low = 0;
-    let high = this.#rules.length;
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      if (ruleNumber((this.#rules[mid] as WatchRule).id) < number) low = mid + 1;
-      else high = mid;
-    }
-    this.#rules.splice(low, 0, rule);
-  }
-
-  #sharedDestination(destination: Destination): Destination {
-    const key = destinationKey(destination);
-    let shared = this.#destinations.get(key);
-    if (!shared) {
-      shared = { platform: destination.platform, chatId: destination.chatId };
-      this.#destinations.set(key, shared);
-    }
-    return shared;
   }
 
   #pruneButtons(): void {
@@ -451,19 +516,50 @@ export class PgRulesRepository implements RulesRepository {
   }
 }
 
-/** The notice as sent: a change naming too many keys for one notification asks for a full reload. */
-function ruleNumber(id: string): number {
-  return Number(id.slice(1));
+/**
+ * One destination object per chat for the rules of one result, kept no longer than the result (the
+ * rules read by another call have their own). Keyed by the chat id the object holds: no key is built.
+ */
+class SharedDestinations {
+  readonly #byPlatform = new Map<string, Map<string, Destination>>();
+
+  share(destination: Destination): Destination {
+    let chats = this.#byPlatform.get(destination.platform);
+    if (!chats) {
+      chats = new Map();
+      this.#byPlatform.set(destination.platform, chats);
+    }
+    let shared = chats.get(destination.chatId);
+    if (!shared) {
+      shared = { platform: destination.platform, chatId: destination.chatId };
+      chats.set(shared.chatId, shared);
+    }
+    return shared;
+  }
 }
 
-function merge(notice: StateNotice): StateNotice {
-  const out: StateNotice = { origin: notice.origin };
-  for (const key of ['chats', 'rules', 'buttons'] as const) {
-    const keys = notice[key] ?? [];
-    if (keys.length) out[key] = keys;
-  }
+/** A rule's problems with the paths of its fields (they were checked as `rules[0]`). */
+function ruleProblems(problems: SchemaProblems): string {
+  return problems
+    .map((problem) => problem.replace(/^rules\[0\](?:\.|(?=:))/, '').replace(/^:/, 'the rule:'))
+    .join('; ');
+}
+
+/**
+ * The notice as sent: a change naming too many keys for one notification asks for a full reload,
+ * saying whether rules were among them (so that the others read every rule again only then).
+ */
+function merge(origin: string, written: Written): StateNotice {
+  const out: StateNotice = { origin };
+  if (written.chats?.length) out.chats = written.chats;
+  if (written.rules?.length) out.rules = written.rules.map((r) => r.id);
+  if (written.buttons?.length) out.buttons = written.buttons;
   const total = (out.chats?.length ?? 0) + (out.rules?.length ?? 0) + (out.buttons?.length ?? 0);
-  return total > MAX_NOTIFIED_KEYS ? { origin: notice.origin, all: true } : out;
+  return total > MAX_NOTIFIED_KEYS ? { origin, all: true, rulesChanged: (out.rules?.length ?? 0) > 0 } : out;
+}
+
+function isEmpty(notice: StateNotice): boolean {
+  return !notice.all && !notice.chats && !notice.rules && !notice.buttons;
 }
 
 function emptyChat(): ChatSettings {

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   compareDecimals,
+  type MatchingRule,
   matchDestinations,
   numberToDecimal,
   passesPrice,
@@ -9,12 +10,18 @@ import {
   passesTraitsAny,
   RuleIndex,
 } from '../../../src/alerts/rule-index.ts';
-import type { WatchRule } from '../../../src/core/types.ts';
+import { ALERT_KINDS, type WatchRule } from '../../../src/core/types.ts';
 import { ALICE, addr, BOB, CAROL, COLLECTION, chainEvent, OTHER_COLLECTION, rule } from './fixtures.ts';
 
 const event = chainEvent;
 
-function ids(rules: readonly WatchRule[]): string[] {
+/** A rule as the index gives it back: what matching reads of it, its collection lower-case. */
+function matching(r: WatchRule): MatchingRule {
+  const { createdBy: _by, createdAt: _at, paused: _paused, ...rest } = r;
+  return { ...rest, collection: r.collection.toLowerCase(), kinds: ALERT_KINDS.filter((k) => r.kinds.includes(k)) };
+}
+
+function ids(rules: ReadonlyArray<{ id: string }>): string[] {
   return rules.map((r) => r.id).sort();
 }
 
@@ -31,7 +38,7 @@ describe('RuleIndex.candidates', () => {
   it('matches token id filters, with canonical decimals', () => {
     const some = rule({ tokenIds: ['007', '8'] });
     const index = new RuleIndex([some]);
-    expect(index.candidates(event({ tokens: [{ tokenId: '7', amount: '1' }] }))).toEqual([some]);
+    expect(index.candidates(event({ tokens: [{ tokenId: '7', amount: '1' }] }))).toEqual([matching(some)]);
     expect(index.candidates(event({ tokens: [{ tokenId: '9', amount: '1' }] }))).toEqual([]);
     expect(index.candidates(event({ tokens: [] }))).toEqual([]);
   });
@@ -43,7 +50,7 @@ describe('RuleIndex.candidates', () => {
     const index = new RuleIndex([seller, buyer, party]);
     expect(ids(index.candidates(event()))).toEqual(ids([seller, buyer]));
     expect(ids(index.candidates(event({ accounts: [ALICE, BOB, CAROL] })))).toEqual(ids([seller, buyer, party]));
-    expect(index.candidates(event({ from: CAROL, to: CAROL, accounts: [] }))).toEqual([party]);
+    expect(index.candidates(event({ from: CAROL, to: CAROL, accounts: [] }))).toEqual([matching(party)]);
   });
 
   it('leaves out a rule when the event involves a wallet it ignores, on any side, whatever its other filters', () => {
@@ -57,9 +64,9 @@ describe('RuleIndex.candidates', () => {
     // Once the ignoring rules are gone, lookups skip the check; a paused one is not counted.
     index.remove(plain.id);
     index.add({ ...byToken, paused: true });
-    expect(index.candidates(event({ accounts: [ALICE, CAROL] }))).toEqual([other]);
+    expect(index.candidates(event({ accounts: [ALICE, CAROL] }))).toEqual([matching(other)]);
     index.add({ ...byToken, paused: false });
-    expect(index.candidates(event({ accounts: [ALICE, CAROL] }))).toEqual([other]);
+    expect(index.candidates(event({ accounts: [ALICE, CAROL] }))).toEqual([matching(other)]);
     expect(ids(index.candidates(event({ from: BOB, to: CAROL, accounts: [BOB, CAROL] })))).toEqual(
       ids([byToken, other]),
     );
@@ -69,7 +76,7 @@ describe('RuleIndex.candidates', () => {
     const both = rule({ tokenIds: ['1'], wallets: [CAROL] });
     const index = new RuleIndex([both]);
     expect(index.candidates(event())).toEqual([]);
-    expect(index.candidates(event({ accounts: [ALICE, CAROL] }))).toEqual([both]);
+    expect(index.candidates(event({ accounts: [ALICE, CAROL] }))).toEqual([matching(both)]);
     expect(index.candidates(event({ accounts: [CAROL], tokens: [{ tokenId: '2', amount: '1' }] }))).toEqual([]);
   });
 
@@ -88,22 +95,24 @@ describe('RuleIndex.candidates', () => {
   it('never matches paused rules, and matches them again when resumed', () => {
     const paused = rule({ paused: true });
     const index = new RuleIndex([paused]);
-    expect(index.size).toBe(1);
+    expect(index.size).toBe(0);
     expect(index.candidates(event())).toEqual([]);
-    expect(index.collectionsByNetwork()).toEqual(new Map());
+    expect(index.networks()).toEqual([]);
     const resumed = { ...paused, paused: false };
     index.add(resumed);
     expect(index.size).toBe(1);
-    expect(index.candidates(event())).toEqual([resumed]);
+    expect(index.candidates(event())).toEqual([matching(resumed)]);
     index.add({ ...resumed, paused: true });
     expect(index.candidates(event())).toEqual([]);
+    expect(index.size).toBe(0);
+    expect(index.get(resumed.id)).toBeUndefined();
   });
 
   it('keeps networks apart', () => {
     const polygon = rule({ network: 'polygon' });
     const base = rule({ network: 'base' });
     const index = new RuleIndex([polygon, base]);
-    expect(index.candidates(event({ network: 'base' }))).toEqual([base]);
+    expect(index.candidates(event({ network: 'base' }))).toEqual([matching(base)]);
     expect(index.candidates(event({ network: 'arbitrum' }))).toEqual([]);
   });
 
@@ -115,14 +124,16 @@ describe('RuleIndex.candidates', () => {
       tokenIds: ['5'],
     });
     const index = new RuleIndex([one, two]);
-    expect(index.candidates(event())).toEqual([one]);
+    expect(index.candidates(event())).toEqual([matching(one)]);
     expect(ids(index.candidates(event({ tokens: [{ tokenId: '5', amount: '1' }] })))).toEqual(ids([one, two]));
-    expect(index.candidates(event({ kind: 'listing', tokens: [{ tokenId: '5', amount: '1' }] }))).toEqual([two]);
+    expect(index.candidates(event({ kind: 'listing', tokens: [{ tokenId: '5', amount: '1' }] }))).toEqual([
+      matching(two),
+    ]);
   });
 
   it('matches collections case-insensitively', () => {
     const r = rule({ collection: COLLECTION.toUpperCase().replace('0X', '0x') });
-    expect(new RuleIndex([r]).candidates(event())).toEqual([r]);
+    expect(new RuleIndex([r]).candidates(event())).toEqual([matching(r)]);
   });
 
   it('touches no rule that cannot match: 10,000 others + 1 match -> exactly 1', () => {
@@ -145,7 +156,7 @@ describe('RuleIndex.candidates', () => {
     const match = rule({ tokenIds: ['1'] });
     const index = new RuleIndex([...others, match]);
     reads = 0;
-    expect(index.candidates(event())).toEqual([match]);
+    expect(index.candidates(event())).toEqual([matching(match)]);
     expect(reads).toBe(0);
   });
 });
@@ -157,7 +168,7 @@ describe('RuleIndex bookkeeping', () => {
     const v0 = index.version;
     index.add(r);
     expect(index.version).not.toBe(v0);
-    expect(index.get(r.id)).toBe(r);
+    expect(index.get(r.id)).toEqual(matching(r));
     const v1 = index.version;
     index.add({ ...r, tokenIds: ['2'] });
     expect(index.version).not.toBe(v1);
@@ -181,7 +192,7 @@ describe('RuleIndex bookkeeping', () => {
     expect(index.size).toBe(1);
     expect(index.version).not.toBe(v);
     expect(index.candidates(event())).toEqual([]);
-    expect(index.candidates(event({ kind: 'mint' }))).toEqual([fresh]);
+    expect(index.candidates(event({ kind: 'mint' }))).toEqual([matching(fresh)]);
   });
 
   it('lists the watched collections per network, without paused rules', () => {
@@ -191,12 +202,44 @@ describe('RuleIndex bookkeeping', () => {
       rule({ network: 'polygon', collection: OTHER_COLLECTION, paused: true }),
       rule({ network: 'base', collection: OTHER_COLLECTION.toUpperCase().replace('0X', '0x') }),
     ]);
-    expect(index.collectionsByNetwork()).toEqual(
-      new Map([
-        ['polygon', new Set([COLLECTION])],
-        ['base', new Set([OTHER_COLLECTION])],
-      ]),
-    );
+    expect(index.networks()).toEqual(['polygon', 'base']);
+    expect([...index.collections('polygon')]).toEqual([COLLECTION]);
+    expect([...index.collections('base')]).toEqual([OTHER_COLLECTION]);
+    expect([...index.collections('arbitrum')]).toEqual([]);
+    expect(index.collectionCount('polygon')).toBe(1);
+    expect(index.watches('polygon', COLLECTION)).toBe(true);
+    expect(index.watches('polygon', OTHER_COLLECTION)).toBe(false);
+  });
+
+  it("gives candidates the rule's filters, its chat's one destination object and its collection's first name", () => {
+    const destination = { platform: 'telegram' as const, chatId: '-100' };
+    const filtered = rule({
+      destination,
+      kinds: ['listing', 'sale'],
+      minPrice: { value: '2', usd: true },
+      floorPercent: 80,
+      traits: [{ name: 'Fur', value: 'Gold' }],
+      mentionRole: '123',
+      showRelists: true,
+      ignoreWallets: [CAROL],
+    });
+    const plain = rule({ destination: { ...destination }, collectionName: 'Renamed Cats' });
+    const index = new RuleIndex([filtered, plain]);
+    const [a, b] = index.candidates(event());
+    expect(a).toEqual({ ...matching(filtered), kinds: ['sale', 'listing'] });
+    expect(b).toEqual({ ...matching(plain), collectionName: 'Moon Cats' });
+    expect(a?.destination).toBe(b?.destination);
+    // Removing every rule of a collection and chat frees them: a new rule starts afresh.
+    index.remove(filtered.id);
+    index.remove(plain.id);
+    expect(index.networks()).toEqual([]);
+    const later = rule({ destination, collectionName: 'Renamed Cats' });
+    index.add(later);
+    expect(index.candidates(event())).toEqual([matching(later)]);
+  });
+
+  it('refuses ids that are not rule ids', () => {
+    expect(() => new RuleIndex([rule({ id: 'x1' })])).toThrow(/not a rule id: x1/);
   });
 });
 
@@ -449,9 +492,12 @@ describe('RuleIndex against a plain scan (property)', () => {
             index.add(r);
             held.set(r.id, r);
           } else {
-            expect(index.remove(s.remove)).toBe(held.delete(s.remove));
+            // Paused rules are not held: removing one finds nothing.
+            const active = held.get(s.remove)?.paused === false;
+            held.delete(s.remove);
+            expect(index.remove(s.remove)).toBe(active);
           }
-          expect(index.size).toBe(held.size);
+          expect(index.size).toBe([...held.values()].filter((r) => !r.paused).length);
           for (const e of events) expect(ids(index.candidates(e))).toEqual(scan(held.values(), e));
           const watched = new Map<string, Set<string>>();
           for (const r of held.values()) {
@@ -460,7 +506,7 @@ describe('RuleIndex against a plain scan (property)', () => {
             set.add(r.collection.toLowerCase());
             watched.set(r.network, set);
           }
-          expect(index.collectionsByNetwork()).toEqual(watched);
+          expect(new Map(index.networks().map((n) => [n, new Set(index.collections(n))]))).toEqual(watched);
         }
       }),
       { numRuns: 300 },

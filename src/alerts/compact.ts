@@ -1,0 +1,651 @@
+/**
+ * Compact containers for the rule index of a process that holds a million watch rules: bytes in
+ * typed arrays instead of a JS string or object per item (a 42-character address costs 64 bytes as a
+ * string, plus about 40 in a Map; here 21, plus 8).
+ */
+
+type NumberArray = Int32Array | Uint32Array | Uint16Array | Uint8Array;
+
+const CHUNK_BITS = 16;
+const CHUNK_ITEMS = 1 << CHUNK_BITS;
+const CHUNK_MASK = CHUNK_ITEMS - 1;
+
+/**
+ * A growable array of numbers in typed-array chunks of 65,536: past the first chunk (which starts
+ * small and doubles), growing copies and frees nothing, so that filling it with a million items
+ * leaves no garbage behind. Unset items read as `empty`.
+ */
+export class Column {
+  readonly #make: (length: number) => NumberArray;
+  readonly #empty: number;
+  readonly #chunks: NumberArray[] = [];
+
+  constructor(make: (length: number) => NumberArray, empty = 0) {
+    this.#make = make;
+    this.#empty = empty;
+  }
+
+  get(index: number): number {
+    return this.#chunks[index >>> CHUNK_BITS]?.[index & CHUNK_MASK] ?? this.#empty;
+  }
+
+  set(index: number, value: number): void {
+    const at = index >>> CHUNK_BITS;
+    let chunk = this.#chunks[at];
+    if (!chunk || (index & CHUNK_MASK) >= chunk.length) chunk = this.#reach(at, index & CHUNK_MASK);
+    chunk[index & CHUNK_MASK] = value;
+  }
+
+  #reach(at: number, offset: number): NumberArray {
+    while (this.#chunks.length < at) this.#chunks.push(this.#chunk(CHUNK_ITEMS));
+    const first = this.#chunks[at];
+    if (at === 0 && first && first.length < CHUNK_ITEMS) {
+      let length = first.length;
+      while (length <= offset) length *= 2;
+      const bigger = this.#chunk(Math.min(CHUNK_ITEMS, length));
+      bigger.set(first);
+      this.#chunks[0] = bigger;
+      return bigger;
+    }
+    const chunk = this.#chunk(at === 0 ? Math.max(1024, 2 ** Math.ceil(Math.log2(offset + 1))) : CHUNK_ITEMS);
+    this.#chunks[at] = chunk;
+    return chunk;
+  }
+
+  #chunk(length: number): NumberArray {
+    const chunk = this.#make(length);
+    if (this.#empty !== 0) chunk.fill(this.#empty);
+    return chunk;
+  }
+}
+
+/**
+ * Slots by number (0 to 2^32 - 1), for numbers handed out in sequence such as rule numbers: a
+ * directly indexed table in chunks of 65,536 numbers, made when a number in its range is set and
+ * dropped when its last one is deleted. 4 bytes a number where numbers are dense.
+ */
+export class NumberSlots {
+  /** Slot + 1 by number; 0: none. */
+  readonly #chunks = new Map<number, Int32Array>();
+  readonly #counts = new Map<number, number>();
+  #size = 0;
+
+  get size(): number {
+    return this.#size;
+  }
+
+  get(key: number): number | undefined {
+    const value = this.#chunks.get(key >>> CHUNK_BITS)?.[key & CHUNK_MASK] ?? 0;
+    return value === 0 ? undefined : value - 1;
+  }
+
+  set(key: number, slot: number): void {
+    const at = key >>> CHUNK_BITS;
+    let chunk = this.#chunks.get(at);
+    if (!chunk) {
+      chunk = new Int32Array(CHUNK_ITEMS);
+      this.#chunks.set(at, chunk);
+    }
+    if (chunk[key & CHUNK_MASK] === 0) {
+      this.#size++;
+      this.#counts.set(at, (this.#counts.get(at) ?? 0) + 1);
+    }
+    chunk[key & CHUNK_MASK] = slot + 1;
+  }
+
+  delete(key: number): boolean {
+    const at = key >>> CHUNK_BITS;
+    const chunk = this.#chunks.get(at);
+    if (!chunk || chunk[key & CHUNK_MASK] === 0) return false;
+    chunk[key & CHUNK_MASK] = 0;
+    this.#size--;
+    const left = (this.#counts.get(at) ?? 1) - 1;
+    if (left > 0) this.#counts.set(at, left);
+    else {
+      this.#counts.delete(at);
+      this.#chunks.delete(at);
+    }
+    return true;
+  }
+
+  /** The slots held, in no particular order. */
+  *slots(): IterableIterator<number> {
+    for (const chunk of this.#chunks.values()) for (const value of chunk) if (value !== 0) yield value - 1;
+  }
+
+  clear(): void {
+    this.#chunks.clear();
+    this.#counts.clear();
+    this.#size = 0;
+  }
+}
+
+/** Bytes in one chunk of a {@link ByteArena} at most; longer byte strings are kept apart. */
+const CHUNK_BYTES = 1 << 20;
+
+/**
+ * Byte strings by slot, in chunks of up to 1 MiB that are never copied to grow (so that growing
+ * leaves no garbage behind: a million names would otherwise be copied over and over as the buffer
+ * grows). Space freed by deletions is reclaimed by copying the live bytes to new chunks once more
+ * than half of what the chunks hold is freed.
+ */
+export class ByteArena {
+  #chunks: Uint8Array[] = [];
+  /** Bytes used in the last chunk. */
+  #used = 0;
+  /** Bytes of the live byte strings in chunks, and of the deleted ones still there. */
+  #live = 0;
+  #freed = 0;
+  /** Chunk index << 20 | offset in the chunk. */
+  readonly #start = new Column((n) => new Uint32Array(n));
+  /** Length + 1; 0 means "nothing in this slot". */
+  readonly #length = new Column((n) => new Uint32Array(n));
+  #slots = 0;
+  /** Byte strings longer than a chunk. */
+  readonly #large = new Map<number, Uint8Array>();
+
+  set(slot: number, bytes: Uint8Array): void {
+    this.delete(slot);
+    this.#slots = Math.max(this.#slots, slot + 1);
+    if (bytes.length > CHUNK_BYTES) this.#large.set(slot, bytes.slice());
+    else {
+      this.#place(slot, bytes);
+      this.#live += bytes.length;
+    }
+    this.#length.set(slot, bytes.length + 1);
+  }
+
+  /** The bytes of a slot, as a view (valid until the next `set` or `delete`). */
+  get(slot: number): Uint8Array | undefined {
+    const length = this.#length.get(slot);
+    if (length === 0) return undefined;
+    if (length - 1 > CHUNK_BYTES) return this.#large.get(slot);
+    const start = this.#start.get(slot);
+    const offset = start & (CHUNK_BYTES - 1);
+    return this.#chunks[start >>> 20]?.subarray(offset, offset + length - 1);
+  }
+
+  delete(slot: number): void {
+    const length = this.#length.get(slot);
+    if (length === 0) return;
+    this.#length.set(slot, 0);
+    if (length - 1 > CHUNK_BYTES) {
+      this.#large.delete(slot);
+      return;
+    }
+    this.#live -= length - 1;
+    this.#freed += length - 1;
+    if (this.#freed > CHUNK_BYTES && this.#freed > this.#live) this.#compact();
+  }
+
+  #place(slot: number, bytes: Uint8Array): void {
+    let chunk = this.#chunks.at(-1);
+    if (!chunk || this.#used + bytes.length > chunk.length) {
+      // Small arenas start small: chunks double up to the full size.
+      const size = Math.min(CHUNK_BYTES, Math.max(4096, (chunk?.length ?? 0) * 2, bytes.length));
+      chunk = new Uint8Array(size);
+      this.#chunks.push(chunk);
+      this.#used = 0;
+    }
+    chunk.set(bytes, this.#used);
+    this.#start.set(slot, (((this.#chunks.length - 1) << 20) | this.#used) >>> 0);
+    this.#used += bytes.length;
+  }
+
+  /** Copies the live byte strings to new chunks. */
+  #compact(): void {
+    const old = this.#chunks;
+    this.#chunks = [];
+    this.#used = 0;
+    this.#freed = 0;
+    for (let slot = 0; slot < this.#slots; slot++) {
+      const length = this.#length.get(slot);
+      if (length === 0 || length - 1 > CHUNK_BYTES) continue;
+      // Read before #place writes the slot's new start.
+      const start = this.#start.get(slot);
+      const offset = start & (CHUNK_BYTES - 1);
+      const bytes = old[start >>> 20]?.subarray(offset, offset + length - 1);
+      if (bytes) this.#place(slot, bytes);
+    }
+  }
+}
+
+/**
+ * After the place `hole` was emptied in a linear-probing table, moves back the entries after it that
+ * could no longer be found (their home place is not strictly between the hole and them).
+ */
+function shiftBack(
+  hole: number,
+  mask: number,
+  values: Int32Array,
+  homeOf: (place: number) => number,
+  moveKey: (to: number, from: number) => void,
+): void {
+  for (let next = (hole + 1) & mask; (values[next] ?? 0) !== 0; next = (next + 1) & mask) {
+    const home = homeOf(next) & mask;
+    const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
+    if (stays) continue;
+    moveKey(hole, next);
+    values[hole] = values[next] ?? 0;
+    values[next] = 0;
+    hole = next;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Addresses
+
+/** The value of a hex digit (either case), or -1. */
+function nibble(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48;
+  if (code >= 97 && code <= 102) return code - 87;
+  if (code >= 65 && code <= 70) return code - 55;
+  return -1;
+}
+
+const HEX = '0123456789abcdef';
+
+/**
+ * `0x` and 1 to 255 hex digits (how rules and events spell collections) as bytes: the number of
+ * digits, then the digits two to a byte. Undefined for anything else. Unpacked, it is lower-case.
+ */
+export function packAddress(address: string): Uint8Array | undefined {
+  const bytes = new Uint8Array(1 + Math.ceil(Math.max(0, address.length - 2) / 2));
+  return packInto(address, bytes) < 0 ? undefined : bytes;
+}
+
+/** The address that {@link packAddress} packed into `bytes` (from `offset`). */
+export function unpackAddress(bytes: Uint8Array, offset = 0): string {
+  const digits = bytes[offset] ?? 0;
+  let out = '0x';
+  for (let i = 0; i < digits; i++) {
+    const byte = bytes[offset + 1 + (i >> 1)] ?? 0;
+    out += HEX[i & 1 ? byte & 15 : byte >> 4];
+  }
+  return out;
+}
+
+/** Packs `address` into `target` (as {@link packAddress}); its length, or -1 when it is not a hex address. */
+function packInto(address: string, target: Uint8Array): number {
+  const digits = address.length - 2;
+  if (digits < 1 || digits > 255 || address.charCodeAt(0) !== 48 || address.charCodeAt(1) !== 120) return -1;
+  const length = 1 + Math.ceil(digits / 2);
+  if (target.length < length) return -1;
+  target.fill(0, 0, length);
+  target[0] = digits;
+  for (let i = 0; i < digits; i++) {
+    const value = nibble(address.charCodeAt(2 + i));
+    if (value < 0) return -1;
+    target[1 + (i >> 1)] = (target[1 + (i >> 1)] ?? 0) | (i & 1 ? value : value << 4);
+  }
+  return length;
+}
+
+/** FNV-1a over bytes. */
+function hashBytes(bytes: Uint8Array): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < bytes.length; i++) hash = Math.imul(hash ^ (bytes[i] ?? 0), 0x01000193);
+  return hash >>> 0;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * A set of byte strings (keys), each given a slot and stored with some bytes of its own after it (a
+ * payload): in a {@link ByteArena}, found through an open-addressing table of slots (at most half
+ * full, 8 bytes a key). `keyLength` tells where the key of a stored entry ends.
+ */
+class ByteKeySlots {
+  readonly #entries = new ByteArena();
+  readonly #keyLength: (entry: Uint8Array) => number;
+  /** Slot + 1; 0 is an empty place. */
+  #table = new Int32Array(1024);
+  #size = 0;
+  #slots = 0;
+  readonly #free: number[] = [];
+
+  constructor(keyLength: (entry: Uint8Array) => number) {
+    this.#keyLength = keyLength;
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  get(key: Uint8Array): number | undefined {
+    const mask = this.#table.length - 1;
+    for (let at = hashBytes(key) & mask; ; at = (at + 1) & mask) {
+      const value = this.#table[at] ?? 0;
+      if (value === 0) return undefined;
+      const entry = this.#entries.get(value - 1);
+      if (entry && sameBytes(entry.subarray(0, this.#keyLength(entry)), key)) return value - 1;
+    }
+  }
+
+  /** The slot of a key, given one (stored with `payload`) if it had none. */
+  add(key: Uint8Array, payload?: Uint8Array): number {
+    const held = this.get(key);
+    if (held !== undefined) return held;
+    if ((this.#size + 1) * 2 > this.#table.length) this.#rehash(this.#table.length * 2);
+    const slot = this.#free.pop() ?? this.#slots++;
+    const entry = new Uint8Array(key.length + (payload?.length ?? 0));
+    entry.set(key);
+    if (payload) entry.set(payload, key.length);
+    this.#entries.set(slot, entry);
+    this.#place(hashBytes(key), slot);
+    this.#size++;
+    return slot;
+  }
+
+  /** The key and payload of a slot (a view, valid until the next change). */
+  entry(slot: number): Uint8Array | undefined {
+    return this.#entries.get(slot);
+  }
+
+  delete(slot: number): void {
+    const entry = this.#entries.get(slot);
+    if (!entry) return;
+    const table = this.#table;
+    const mask = table.length - 1;
+    let at = this.#hashOf(slot) & mask;
+    while ((table[at] ?? 0) !== slot + 1) at = (at + 1) & mask;
+    table[at] = 0;
+    shiftBack(
+      at,
+      mask,
+      table,
+      (place) => this.#hashOf((table[place] ?? 1) - 1),
+      () => {},
+    );
+    this.#entries.delete(slot);
+    this.#free.push(slot);
+    this.#size--;
+  }
+
+  /** Every slot held, in no particular order. */
+  *slots(): IterableIterator<number> {
+    for (const value of this.#table) if (value !== 0) yield value - 1;
+  }
+
+  #hashOf(slot: number): number {
+    const entry = this.#entries.get(slot);
+    return entry ? hashBytes(entry.subarray(0, this.#keyLength(entry))) : 0;
+  }
+
+  #place(hash: number, slot: number): void {
+    const mask = this.#table.length - 1;
+    let at = hash & mask;
+    while ((this.#table[at] ?? 0) !== 0) at = (at + 1) & mask;
+    this.#table[at] = slot + 1;
+  }
+
+  #rehash(capacity: number): void {
+    const old = this.#table;
+    this.#table = new Int32Array(capacity);
+    for (const value of old) if (value !== 0) this.#place(this.#hashOf(value - 1), value - 1);
+  }
+}
+
+/** Room for a packed address or an encoded key: reused, so that lookups allocate nothing. */
+let scratch = new Uint8Array(256);
+
+/**
+ * A set of addresses (`0x` and hex digits, compared case-insensitively), each given a slot and
+ * maybe some bytes of its own (the rule index keeps a collection's name there): packed two digits to
+ * a byte (see {@link packAddress}). No string is kept.
+ */
+export class AddressSlots {
+  readonly #keys = new ByteKeySlots((entry) => packedLength(entry, 0));
+
+  get size(): number {
+    return this.#keys.size;
+  }
+
+  /** The slot of an address, if held (anything that is not a hex address is not). */
+  get(address: string): number | undefined {
+    const length = packInto(address, scratch);
+    return length < 0 ? undefined : this.#keys.get(scratch.subarray(0, length));
+  }
+
+  /**
+   * The slot of an address, given one (with `payload`) if it had none; undefined when it is not a
+   * hex address.
+   */
+  add(address: string, payload?: Uint8Array): number | undefined {
+    const packed = packAddress(address);
+    return packed ? this.#keys.add(packed, payload) : undefined;
+  }
+
+  /** The address of a slot. */
+  address(slot: number): string | undefined {
+    const entry = this.#keys.entry(slot);
+    return entry === undefined ? undefined : unpackAddress(entry);
+  }
+
+  /** The bytes given with the address of a slot (a view: copy it to keep it). */
+  payload(slot: number): Uint8Array | undefined {
+    const entry = this.#keys.entry(slot);
+    return entry?.subarray(packedLength(entry, 0));
+  }
+
+  delete(slot: number): void {
+    this.#keys.delete(slot);
+  }
+
+  /** Every slot held, in no particular order. */
+  slots(): IterableIterator<number> {
+    return this.#keys.slots();
+  }
+
+  /**
+   * Every address held (in no particular order), then `more`, as a list read from this set when it
+   * is iterated or split: valid until the set changes (split it at once). Splitting it copies each
+   * address once, into its share; the whole list is never copied.
+   */
+  list(more: readonly string[] = []): PackedList {
+    const extra = PackedAddresses.of(more);
+    const forEach = (visit: (bytes: Uint8Array, at: number) => void): void => {
+      for (const slot of this.slots()) {
+        const entry = this.#keys.entry(slot);
+        if (entry) visit(entry, 0);
+      }
+      extra.forEachPacked(visit);
+    };
+    return {
+      length: this.size + extra.length,
+      *[Symbol.iterator]() {
+        const addresses: string[] = [];
+        forEach((bytes, at) => addresses.push(unpackAddress(bytes, at)));
+        yield* addresses;
+      },
+      toJSON() {
+        return [...this];
+      },
+      split: (count, shareOf) => splitPacked(forEach, count, shareOf),
+    };
+  }
+}
+
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+
+/** A text's UTF-8, in the scratch buffer after `skip` bytes (valid until the scratch buffer's next use). */
+function encodeToScratch(text: string, skip = 0): Uint8Array {
+  // At most 3 bytes per UTF-16 unit.
+  if (skip + text.length * 3 > scratch.length) scratch = new Uint8Array(skip + text.length * 3);
+  const { written } = utf8.encodeInto(text, scratch.subarray(skip));
+  return scratch.subarray(0, skip + written);
+}
+
+/** A text's UTF-8 (a view of a reused buffer, valid until the next call of this module). */
+export function utf8Bytes(text: string): Uint8Array {
+  return encodeToScratch(text);
+}
+
+/** The text of UTF-8 bytes. */
+export function utf8Text(bytes: Uint8Array): string {
+  return fromUtf8.decode(bytes);
+}
+
+/**
+ * A set of texts (chat keys), each given a slot, kept as UTF-8 after its length (3 bytes): a hundred
+ * thousand chats are no hundred thousand strings and map entries.
+ */
+export class TextSlots {
+  readonly #keys = new ByteKeySlots(
+    (entry) => 3 + ((entry[0] ?? 0) | ((entry[1] ?? 0) << 8) | ((entry[2] ?? 0) << 16)),
+  );
+
+  get size(): number {
+    return this.#keys.size;
+  }
+
+  get(text: string): number | undefined {
+    return this.#keys.get(this.#key(text));
+  }
+
+  /** The slot of a text, given one if it had none. */
+  add(text: string): number {
+    return this.#keys.add(this.#key(text));
+  }
+
+  text(slot: number): string | undefined {
+    const entry = this.#keys.entry(slot);
+    return entry === undefined ? undefined : fromUtf8.decode(entry.subarray(3));
+  }
+
+  delete(slot: number): void {
+    this.#keys.delete(slot);
+  }
+
+  /** The text's key: its UTF-8 length in 3 bytes, then its UTF-8 (in the scratch buffer). */
+  #key(text: string): Uint8Array {
+    const key = encodeToScratch(text, 3);
+    const written = key.length - 3;
+    if (written > 0xffffff) throw new RangeError('text too long for a key');
+    key[0] = written & 0xff;
+    key[1] = (written >> 8) & 0xff;
+    key[2] = written >> 16;
+    return key;
+  }
+}
+
+/** The bytes of the packed address at `at`: its digit count and its digits, two to a byte. */
+function packedLength(bytes: Uint8Array, at: number): number {
+  return 1 + Math.ceil((bytes[at] ?? 0) / 2);
+}
+
+/** Addresses kept packed, that can be split into shares (see {@link shareFilter} in streams.ts). */
+export interface PackedList extends Iterable<string> {
+  readonly length: number;
+  toJSON(): string[];
+  /** The addresses in `count` sorted lists by `shareOf(address)`, empty ones left out. */
+  split(count: number, shareOf: (address: string) => number): PackedAddresses[];
+}
+
+/**
+ * A list of addresses kept packed (see {@link packAddress}): about 21 bytes each instead of a
+ * 64-byte string and a pointer. It turns into a JSON array of strings when sent, and iterates as
+ * strings made one at a time, so that the filter of a stream watching a million contracts holds no
+ * million strings while it runs.
+ */
+export class PackedAddresses implements PackedList {
+  readonly #bytes: Uint8Array;
+  readonly length: number;
+
+  /** `bytes`: `length` addresses as {@link packAddress} packs them, one after another. */
+  constructor(bytes: Uint8Array, length: number) {
+    this.#bytes = bytes;
+    this.length = length;
+  }
+
+  /** Packs hex addresses, in their order; throws a TypeError on anything else. */
+  static of(addresses: Iterable<string>): PackedAddresses {
+    const packed: Uint8Array[] = [];
+    let size = 0;
+    for (const address of addresses) {
+      const bytes = packAddress(address);
+      if (!bytes) throw new TypeError(`not a hex address: ${address.slice(0, 80)}`);
+      packed.push(bytes);
+      size += bytes.length;
+    }
+    const bytes = new Uint8Array(size);
+    let at = 0;
+    for (const one of packed) {
+      bytes.set(one, at);
+      at += one.length;
+    }
+    return new PackedAddresses(bytes, packed.length);
+  }
+
+  *[Symbol.iterator](): IterableIterator<string> {
+    const bytes = this.#bytes;
+    for (let at = 0; at < bytes.length; at += packedLength(bytes, at)) yield unpackAddress(bytes, at);
+  }
+
+  toJSON(): string[] {
+    return [...this];
+  }
+
+  /** Calls `visit` with each packed address: the buffer and where it starts. */
+  forEachPacked(visit: (bytes: Uint8Array, at: number) => void): void {
+    const bytes = this.#bytes;
+    for (let at = 0; at < bytes.length; at += packedLength(bytes, at)) visit(bytes, at);
+  }
+
+  split(count: number, shareOf: (address: string) => number): PackedAddresses[] {
+    return splitPacked((visit) => this.forEachPacked(visit), count, shareOf);
+  }
+}
+
+/**
+ * The addresses that `forEach` gives (packed) in `count` lists, by `shareOf(address)` (0 to count -
+ * 1), each sorted as strings and in a buffer of its exact size (no list is built by growing one).
+ * Empty lists are left out. `forEach` is called twice and must give the same addresses each time.
+ */
+function splitPacked(
+  forEach: (visit: (bytes: Uint8Array, at: number) => void) => void,
+  count: number,
+  shareOf: (address: string) => number,
+): PackedAddresses[] {
+  if (count < 1 || count > 0xffff) throw new RangeError(`cannot split into ${count} lists`);
+  const sizes = new Uint32Array(count);
+  const counts = new Uint32Array(count);
+  forEach((bytes, at) => {
+    const share = shareOf(unpackAddress(bytes, at));
+    sizes[share] = (sizes[share] ?? 0) + packedLength(bytes, at);
+    counts[share] = (counts[share] ?? 0) + 1;
+  });
+  const lists = Array.from(sizes, (size) => new Uint8Array(size));
+  const filled = new Uint32Array(count);
+  forEach((bytes, at) => {
+    const share = shareOf(unpackAddress(bytes, at));
+    const length = packedLength(bytes, at);
+    lists[share]?.set(bytes.subarray(at, at + length), filled[share] ?? 0);
+    filled[share] = (filled[share] ?? 0) + length;
+  });
+  const out: PackedAddresses[] = [];
+  lists.forEach((list, share) => {
+    const n = counts[share] ?? 0;
+    if (n > 0) out.push(new PackedAddresses(sortPacked(list), n));
+  });
+  return out;
+}
+
+/** Packed addresses sorted as strings, in place. */
+function sortPacked(bytes: Uint8Array): Uint8Array {
+  const addresses: string[] = [];
+  for (let at = 0; at < bytes.length; at += packedLength(bytes, at)) addresses.push(unpackAddress(bytes, at));
+  addresses.sort();
+  let at = 0;
+  for (const address of addresses) {
+    const packed = packAddress(address) as Uint8Array;
+    bytes.set(packed, at);
+    at += packed.length;
+  }
+  return bytes;
+}
