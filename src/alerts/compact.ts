@@ -486,8 +486,18 @@ export function utf8Bytes(text: string): Uint8Array {
   return encodeToScratch(text);
 }
 
-/** The text of UTF-8 bytes. */
+/** The text of UTF-8 bytes (short ASCII ones, most names and chat keys, without a decoder call). */
 export function utf8Text(bytes: Uint8Array): string {
+  if (bytes.length <= 64) {
+    let ascii = true;
+    for (let i = 0; i < bytes.length; i++) {
+      if ((bytes[i] ?? 0) > 127) {
+        ascii = false;
+        break;
+      }
+    }
+    if (ascii) return String.fromCharCode.apply(null, bytes as unknown as number[]);
+  }
   return fromUtf8.decode(bytes);
 }
 
@@ -515,7 +525,7 @@ export class TextSlots {
 
   text(slot: number): string | undefined {
     const entry = this.#keys.entry(slot);
-    return entry === undefined ? undefined : fromUtf8.decode(entry.subarray(3));
+    return entry === undefined ? undefined : utf8Text(entry.subarray(3));
   }
 
   delete(slot: number): void {
@@ -589,6 +599,11 @@ export class PackedAddresses implements PackedList {
 
   toJSON(): string[] {
     return [...this];
+  }
+
+  /** The packed bytes, one address after another (the caller must not change them). */
+  bytes(): Uint8Array {
+    return this.#bytes;
   }
 
   /** Calls `visit` with each packed address: the buffer and where it starts. */

@@ -84,6 +84,15 @@ const KIND_LISTS: ReadonlyArray<readonly AlertKind[]> = Array.from({ length: 1 <
 );
 
 const NONE = -1;
+/** Destinations kept made (see RuleIndex.#destination): about 150 bytes each. */
+const RECENT_DESTINATIONS = 10_000;
+
+/** The fields a rule's candidate takes from its collection. */
+interface CollectionFields {
+  network: string;
+  collection: string;
+  collectionName: string;
+}
 const NO_TOKENS: readonly string[] = Object.freeze([]);
 
 // `007` -> `7`; anything that is not a plain decimal is kept as given.
@@ -195,6 +204,7 @@ export class RuleIndex {
   readonly #chats = new TextSlots();
   /** Rules held per chat slot. */
   readonly #chatRules = new Column((n) => new Uint32Array(n));
+  readonly #recentDestinations = new Map<number, Destination>();
   #changes = 0;
 
   constructor(rules: Iterable<WatchRule> = []) {
@@ -214,7 +224,7 @@ export class RuleIndex {
   /** The active rule with this id, as matching sees it. */
   get(ruleId: string): MatchingRule | undefined {
     const slot = this.#ids.get(ruleNumber(ruleId));
-    return slot === undefined ? undefined : this.#candidate(slot, new Map());
+    return slot === undefined ? undefined : this.#candidate(slot, this.#collectionOf(slot));
   }
 
   /** Adds a rule, or replaces the rule with the same id (how edits, pause and resume arrive). */
@@ -253,10 +263,11 @@ export class RuleIndex {
     if (bit === undefined || !collections || c === undefined) return [];
     const out: MatchingRule[] = [];
     const kinds = this.#kinds;
-    // The candidates of one chat share one destination object, as matchDestinations groups by it.
-    const destinations = new Map<number, Destination>();
+    let collection: CollectionFields | undefined;
     for (let slot = collections.head.get(c); slot !== NONE; slot = this.#next.get(slot)) {
-      if (kinds.get(slot) & bit && !this.#ignores(slot, event)) out.push(this.#candidate(slot, destinations));
+      if (!(kinds.get(slot) & bit) || this.#ignores(slot, event)) continue;
+      collection ??= this.#collectionOf(slot);
+      out.push(this.#candidate(slot, collection));
     }
     const filtered = collections.filtered.get(c);
     if (!filtered) return out;
@@ -264,7 +275,9 @@ export class RuleIndex {
     const take = (slot: number): void => {
       if (seen.has(slot) || !(kinds.get(slot) & bit)) return;
       seen.add(slot);
-      if (!this.#ignores(slot, event)) out.push(this.#candidate(slot, destinations));
+      if (this.#ignores(slot, event)) return;
+      collection ??= this.#collectionOf(slot);
+      out.push(this.#candidate(slot, collection));
     };
     for (const token of event.tokens) {
       for (const slot of filtered.byToken.get(token.tokenId) ?? []) {
@@ -333,15 +346,24 @@ export class RuleIndex {
     return ignored !== undefined && involves(ignored, event);
   }
 
-  #candidate(slot: number, destinations: Map<number, Destination>): MatchingRule {
+  /** What the candidates of one collection share: made once per lookup. */
+  #collectionOf(slot: number): CollectionFields {
     const collections = this.#networkList[this.#network.get(slot)] as NetworkCollections;
     const c = this.#collection.get(slot);
-    const rule: MatchingRule = {
-      id: `r${this.#number.get(slot)}`,
-      destination: this.#destination(this.#chat.get(slot), destinations),
+    return {
       network: collections.name,
       collection: collections.addresses.address(c) ?? '',
       collectionName: collections.collectionName(c),
+    };
+  }
+
+  #candidate(slot: number, collection: CollectionFields): MatchingRule {
+    const rule: MatchingRule = {
+      id: `r${this.#number.get(slot)}`,
+      destination: this.#destination(this.#chat.get(slot)),
+      network: collection.network,
+      collection: collection.collection,
+      collectionName: collection.collectionName,
       kinds: KIND_LISTS[this.#kinds.get(slot)] as AlertKind[],
     };
     const filters = this.#filters(slot);
@@ -418,7 +440,10 @@ export class RuleIndex {
     const chat = this.#chat.get(slot);
     const left = this.#chatRules.get(chat) - 1;
     this.#chatRules.set(chat, left);
-    if (left === 0) this.#chats.delete(chat);
+    if (left === 0) {
+      this.#chats.delete(chat);
+      this.#recentDestinations.delete(chat);
+    }
     this.#freeRules.push(slot);
   }
 
@@ -437,14 +462,18 @@ export class RuleIndex {
     return chat;
   }
 
-  /** A chat's destination, made from its key once per `made` (the candidates of one lookup). */
-  #destination(chat: number, made: Map<number, Destination>): Destination {
-    let destination = made.get(chat);
+  /**
+   * A chat's destination, made from its key, and kept for the chats seen lately (a popular
+   * collection's event reaches the same chats again and again; matchDestinations groups by object).
+   */
+  #destination(chat: number): Destination {
+    let destination = this.#recentDestinations.get(chat);
     if (!destination) {
       const key = this.#chats.text(chat) ?? '';
       const colon = key.indexOf(':');
       destination = { platform: key.slice(0, colon) as Destination['platform'], chatId: key.slice(colon + 1) };
-      made.set(chat, destination);
+      if (this.#recentDestinations.size >= RECENT_DESTINATIONS) this.#recentDestinations.clear();
+      this.#recentDestinations.set(chat, destination);
     }
     return destination;
   }

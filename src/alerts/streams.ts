@@ -329,9 +329,19 @@ const EVENTS_STATE_ORDER: ReadonlyArray<StreamHealth['events']> = [
   'failed',
 ];
 
-/** A short key for a share of the filter (its JSON is 200 KB at 5,000 contracts). */
+/**
+ * A short key for a share of the filter (its JSON is 200 KB at 5,000 contracts): a packed share is
+ * hashed as it is packed, without making its JSON (a million contracts' worth of large strings).
+ */
 function shareKey(share: EventFilter): string {
-  return createHash('sha256').update(JSON.stringify(share)).digest('base64');
+  const hash = createHash('sha256');
+  const contracts = share.contractAddresses;
+  if (contracts instanceof PackedAddresses) {
+    hash.update(JSON.stringify({ ...share, contractAddresses: undefined })).update(contracts.bytes());
+  } else {
+    hash.update(JSON.stringify(share));
+  }
+  return hash.digest('base64');
 }
 
 /**
