@@ -155,6 +155,31 @@ export class ByteArena {
     this.#length.set(slot, bytes.length + 1);
   }
 
+  /**
+   * Whether the bytes of a slot start with `key`, a key as long as `keyLength` says the one stored
+   * there is (compared in place: lookups make no view).
+   */
+  startsWith(
+    slot: number,
+    key: Uint8Array,
+    keyLength: (bytes: Uint8Array, at: number) => number,
+    size = key.length,
+  ): boolean {
+    const length = this.#length.get(slot);
+    if (length === 0 || size > length - 1) return false;
+    let bytes: Uint8Array | undefined;
+    let at = 0;
+    if (length - 1 > CHUNK_BYTES) bytes = this.#large.get(slot);
+    else {
+      const start = this.#start.get(slot);
+      at = start & (CHUNK_BYTES - 1);
+      bytes = this.#chunks[start >>> 20];
+    }
+    if (!bytes || keyLength(bytes, at) !== size) return false;
+    for (let i = 0; i < size; i++) if (bytes[at + i] !== key[i]) return false;
+    return true;
+  }
+
   /** The bytes of a slot, as a view (valid until the next `set` or `delete`). */
   get(slot: number): Uint8Array | undefined {
     const length = this.#length.get(slot);
@@ -281,17 +306,11 @@ function packInto(address: string, target: Uint8Array): number {
   return length;
 }
 
-/** FNV-1a over bytes. */
-function hashBytes(bytes: Uint8Array): number {
+/** FNV-1a over the first `length` bytes. */
+function hashBytes(bytes: Uint8Array, length = bytes.length): number {
   let hash = 0x811c9dc5;
-  for (let i = 0; i < bytes.length; i++) hash = Math.imul(hash ^ (bytes[i] ?? 0), 0x01000193);
+  for (let i = 0; i < length; i++) hash = Math.imul(hash ^ (bytes[i] ?? 0), 0x01000193);
   return hash >>> 0;
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 /**
@@ -301,14 +320,14 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
  */
 class ByteKeySlots {
   readonly #entries = new ByteArena();
-  readonly #keyLength: (entry: Uint8Array) => number;
+  readonly #keyLength: (bytes: Uint8Array, at: number) => number;
   /** Slot + 1; 0 is an empty place. */
   #table = new Int32Array(1024);
   #size = 0;
   #slots = 0;
   readonly #free: number[] = [];
 
-  constructor(keyLength: (entry: Uint8Array) => number) {
+  constructor(keyLength: (bytes: Uint8Array, at: number) => number) {
     this.#keyLength = keyLength;
   }
 
@@ -316,13 +335,13 @@ class ByteKeySlots {
     return this.#size;
   }
 
-  get(key: Uint8Array): number | undefined {
+  /** The slot of the key in the first `size` bytes of `key`, if held. */
+  get(key: Uint8Array, size = key.length): number | undefined {
     const mask = this.#table.length - 1;
-    for (let at = hashBytes(key) & mask; ; at = (at + 1) & mask) {
+    for (let at = hashBytes(key, size) & mask; ; at = (at + 1) & mask) {
       const value = this.#table[at] ?? 0;
       if (value === 0) return undefined;
-      const entry = this.#entries.get(value - 1);
-      if (entry && sameBytes(entry.subarray(0, this.#keyLength(entry)), key)) return value - 1;
+      if (this.#entries.startsWith(value - 1, key, this.#keyLength, size)) return value - 1;
     }
   }
 
@@ -373,7 +392,7 @@ class ByteKeySlots {
 
   #hashOf(slot: number): number {
     const entry = this.#entries.get(slot);
-    return entry ? hashBytes(entry.subarray(0, this.#keyLength(entry))) : 0;
+    return entry ? hashBytes(entry.subarray(0, this.#keyLength(entry, 0))) : 0;
   }
 
   #place(hash: number, slot: number): void {
@@ -399,7 +418,7 @@ let scratch = new Uint8Array(256);
  * a byte (see {@link packAddress}). No string is kept.
  */
 export class AddressSlots {
-  readonly #keys = new ByteKeySlots((entry) => packedLength(entry, 0));
+  readonly #keys = new ByteKeySlots(packedLength);
 
   get size(): number {
     return this.#keys.size;
@@ -408,7 +427,7 @@ export class AddressSlots {
   /** The slot of an address, if held (anything that is not a hex address is not). */
   get(address: string): number | undefined {
     const length = packInto(address, scratch);
-    return length < 0 ? undefined : this.#keys.get(scratch.subarray(0, length));
+    return length < 0 ? undefined : this.#keys.get(scratch, length);
   }
 
   /**
@@ -507,7 +526,7 @@ export function utf8Text(bytes: Uint8Array): string {
  */
 export class TextSlots {
   readonly #keys = new ByteKeySlots(
-    (entry) => 3 + ((entry[0] ?? 0) | ((entry[1] ?? 0) << 8) | ((entry[2] ?? 0) << 16)),
+    (bytes, at) => 3 + ((bytes[at] ?? 0) | ((bytes[at + 1] ?? 0) << 8) | ((bytes[at + 2] ?? 0) << 16)),
   );
 
   get size(): number {

@@ -172,12 +172,12 @@ class NetworkCollections {
  * compared lower-case, token ids as canonical decimals. A collection's name is the one its first
  * rule gave. Rules are found by id for replacement and removal (the store's ids: `r<number>`).
  *
- * Memory, per rule: about 19 bytes in chunked columns, 4 in the table of ids and a pointer to its
- * filters (none for most; rules with only a minimum price, a floor percentage, a role or relists
- * share them when equal); per collection: its packed address and name (about 40 bytes for a
- * 42-character address and a short name) and 16 in tables; per chat: one destination. A million
- * rules on a million collections take about 110 MB (see bench/pg-memory.ts). Candidates are new
- * objects (the caller's to keep), built only for rules that match.
+ * Memory, per rule: 23 bytes in chunked columns (its filters by number: none for most, and rules
+ * with only a minimum price, a floor percentage, a role or relists share them when equal) and 4 in
+ * the table of ids; per collection: its packed address and name (about 40 bytes for a 42-character
+ * address and a short name) and about 24 in tables; per chat: its key as bytes. A million rules on a
+ * million collections take about 95 MB (see bench/pg-memory.ts). Candidates are new objects (the
+ * caller's to keep), built only for rules that match.
  */
 export class RuleIndex {
   readonly #networks = new Map<string, NetworkCollections>();
@@ -266,7 +266,7 @@ export class RuleIndex {
     let collection: CollectionFields | undefined;
     for (let slot = collections.head.get(c); slot !== NONE; slot = this.#next.get(slot)) {
       if (!(kinds.get(slot) & bit) || this.#ignores(slot, event)) continue;
-      collection ??= this.#collectionOf(slot);
+      collection ??= this.#collectionOf(slot, event.collection);
       out.push(this.#candidate(slot, collection));
     }
     const filtered = collections.filtered.get(c);
@@ -276,7 +276,7 @@ export class RuleIndex {
       if (seen.has(slot) || !(kinds.get(slot) & bit)) return;
       seen.add(slot);
       if (this.#ignores(slot, event)) return;
-      collection ??= this.#collectionOf(slot);
+      collection ??= this.#collectionOf(slot, event.collection);
       out.push(this.#candidate(slot, collection));
     };
     for (const token of event.tokens) {
@@ -347,12 +347,13 @@ export class RuleIndex {
   }
 
   /** What the candidates of one collection share: made once per lookup. */
-  #collectionOf(slot: number): CollectionFields {
+  #collectionOf(slot: number, address?: string): CollectionFields {
     const collections = this.#networkList[this.#network.get(slot)] as NetworkCollections;
     const c = this.#collection.get(slot);
     return {
       network: collections.name,
-      collection: collections.addresses.address(c) ?? '',
+      // The event's spelling when it has one (the same address: no need to unpack it again).
+      collection: address?.toLowerCase() ?? collections.addresses.address(c) ?? '',
       collectionName: collections.collectionName(c),
     };
   }
