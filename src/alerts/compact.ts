@@ -235,28 +235,6 @@ export class ByteArena {
   }
 }
 
-/**
- * After the place `hole` was emptied in a linear-probing table, moves back the entries after it that
- * could no longer be found (their home place is not strictly between the hole and them).
- */
-function shiftBack(
-  hole: number,
-  mask: number,
-  values: Int32Array,
-  homeOf: (place: number) => number,
-  moveKey: (to: number, from: number) => void,
-): void {
-  for (let next = (hole + 1) & mask; (values[next] ?? 0) !== 0; next = (next + 1) & mask) {
-    const home = homeOf(next) & mask;
-    const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
-    if (stays) continue;
-    moveKey(hole, next);
-    values[hole] = values[next] ?? 0;
-    values[next] = 0;
-    hole = next;
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Addresses
 
@@ -373,13 +351,7 @@ class ByteKeySlots {
     let at = this.#hashOf(slot) & mask;
     while ((table[at] ?? 0) !== slot + 1) at = (at + 1) & mask;
     table[at] = 0;
-    shiftBack(
-      at,
-      mask,
-      table,
-      (place) => this.#hashOf((table[place] ?? 1) - 1),
-      () => {},
-    );
+    this.#shiftBack(at);
     this.#entries.delete(slot);
     this.#free.push(slot);
     this.#size--;
@@ -388,6 +360,23 @@ class ByteKeySlots {
   /** Every slot held, in no particular order. */
   *slots(): IterableIterator<number> {
     for (const value of this.#table) if (value !== 0) yield value - 1;
+  }
+
+  /**
+   * After the place `hole` was emptied, moves back the slots after it that could no longer be found
+   * (their home place is not strictly between the hole and them): deletion without tombstones.
+   */
+  #shiftBack(hole: number): void {
+    const table = this.#table;
+    const mask = table.length - 1;
+    for (let next = (hole + 1) & mask; (table[next] ?? 0) !== 0; next = (next + 1) & mask) {
+      const home = this.#hashOf((table[next] ?? 1) - 1) & mask;
+      const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
+      if (stays) continue;
+      table[hole] = table[next] ?? 0;
+      table[next] = 0;
+      hole = next;
+    }
   }
 
   #hashOf(slot: number): number {
@@ -474,12 +463,16 @@ export class AddressSlots {
       }
       extra.forEachPacked(visit);
     };
+    const keys = this.#keys;
+    const slots = () => this.slots();
     return {
       length: this.size + extra.length,
       *[Symbol.iterator]() {
-        const addresses: string[] = [];
-        forEach((bytes, at) => addresses.push(unpackAddress(bytes, at)));
-        yield* addresses;
+        for (const slot of slots()) {
+          const entry = keys.entry(slot);
+          if (entry) yield unpackAddress(entry);
+        }
+        yield* extra;
       },
       toJSON() {
         return [...this];
@@ -492,17 +485,15 @@ export class AddressSlots {
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
 
-/** A text's UTF-8, in the scratch buffer after `skip` bytes (valid until the scratch buffer's next use). */
-function encodeToScratch(text: string, skip = 0): Uint8Array {
+/**
+ * A text's UTF-8, after `skip` bytes left for the caller, in a buffer this module reuses: valid until
+ * the next call into it (lookups and payloads allocate nothing).
+ */
+export function utf8Bytes(text: string, skip = 0): Uint8Array {
   // At most 3 bytes per UTF-16 unit.
   if (skip + text.length * 3 > scratch.length) scratch = new Uint8Array(skip + text.length * 3);
   const { written } = utf8.encodeInto(text, scratch.subarray(skip));
   return scratch.subarray(0, skip + written);
-}
-
-/** A text's UTF-8 (a view of a reused buffer, valid until the next call of this module). */
-export function utf8Bytes(text: string): Uint8Array {
-  return encodeToScratch(text);
 }
 
 /** The text of UTF-8 bytes (short ASCII ones, most names and chat keys, without a decoder call). */
@@ -553,7 +544,7 @@ export class TextSlots {
 
   /** The text's key: its UTF-8 length in 3 bytes, then its UTF-8 (in the scratch buffer). */
   #key(text: string): Uint8Array {
-    const key = encodeToScratch(text, 3);
+    const key = utf8Bytes(text, 3);
     const written = key.length - 3;
     if (written > 0xffffff) throw new RangeError('text too long for a key');
     key[0] = written & 0xff;
