@@ -1,53 +1,95 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { shortAddress } from '../src/bot/format.ts';
-import { code, type Reply, truncate } from '../src/core/reply.ts';
+import { networkPrefix } from '../src/bot/options.ts';
+import { code, type Reply, type ReplyField, truncate } from '../src/core/reply.ts';
+import type { ContractInfo, TokenMetadata } from '../src/platform/types.ts';
 
 const MAX_RESULTS = 8;
+const MAX_BUTTONS = 5;
+
+interface Found {
+  network: string;
+  collections: ContractInfo[];
+  tokens: TokenMetadata[];
+}
 
 export default defineCommand({
   name: 'search',
-  description: 'Find collections and tokens by name',
+  description: 'Find collections and tokens by name, on every network',
   example: '/search moon',
-  options: [{ name: 'text', type: 'text', description: 'Words to look for', required: true, rest: true }],
-  async run(ctx, { text }) {
-    const { contractInfo, tokenMetadata } = await ctx.platform.metadata.searchMetadata({
-      filter: text,
-      network: ctx.network,
-      types: ['ERC721', 'ERC1155'],
-    });
-    const reply: Reply = { title: `Search: ${truncate(text, 60)}`, tone: 'info', footer: ctx.network };
-    if (contractInfo.length === 0 && tokenMetadata.length === 0) {
-      reply.lines = [`Nothing on ${ctx.network} matches. Try fewer or other words.`];
+  options: [
+    { name: 'text', type: 'text', description: 'Words to look for', required: true, rest: true },
+    { name: 'network', type: 'network', description: 'Only this network', namedOnly: true },
+  ],
+  async run(ctx, { text, network }) {
+    const networks = ctx.platform.networks.all.map((n) => n.name);
+    const prefixed = networkPrefix(text, { networks });
+    const words = prefixed?.rest || text;
+    const only = network ?? prefixed?.network;
+    // The chat's network first; the others are looked at too unless one was named.
+    const searched = only ? [only] : [ctx.network, ...networks.filter((n) => n !== ctx.network)];
+    const settled = await Promise.allSettled(
+      searched.map(async (name): Promise<Found> => {
+        const chainId = ctx.platform.networks.resolve(name).chainId;
+        const { contractInfo, tokenMetadata } = await ctx.platform.metadata.searchMetadata({
+          filter: words,
+          network: name,
+          types: ['ERC721', 'ERC1155'],
+        });
+        const collections = contractInfo.filter((c) => c.chainId === undefined || c.chainId === chainId);
+        return { network: name, collections, tokens: tokenMetadata };
+      }),
+    );
+    // Another network's failure only hides its matches; the chat's own network's failure is the answer.
+    const first = settled[0];
+    if (first?.status === 'rejected') throw first.reason;
+    const found = settled.flatMap((r) =>
+      r.status === 'fulfilled' && (r.value.collections.length > 0 || r.value.tokens.length > 0) ? [r.value] : [],
+    );
+    const where = only ?? (searched.length > 1 ? 'any network' : ctx.network);
+    const reply: Reply = { title: `Search: ${truncate(words, 60)}`, tone: 'info', footer: searched.join(', ') };
+    if (found.length === 0) {
+      reply.lines = [`Nothing on ${where} matches. Try fewer or other words.`];
       return reply;
     }
-    const fields = [];
-    if (contractInfo.length > 0) {
-      fields.push({
-        name: `Collections (${contractInfo.length})`,
-        value: contractInfo
-          .slice(0, MAX_RESULTS)
-          .map((c) => `${truncate(c.name || 'unnamed', 60)} · ${c.type || '?'} · ${shortAddress(c.address)}`)
-          .join('\n'),
-      });
-    }
-    if (tokenMetadata.length > 0) {
-      fields.push({
-        name: `Tokens (${tokenMetadata.length})`,
-        value: tokenMetadata
-          .slice(0, MAX_RESULTS)
-          .map((t) => `${truncate(t.name || 'unnamed', 60)} · #${truncate(t.tokenId, 20)}`)
-          .join('\n'),
-      });
+    const label = (f: Found) => (searched.length > 1 ? ` on ${f.network}` : '');
+    const fields: ReplyField[] = [];
+    for (const f of found) {
+      if (f.collections.length > 0) {
+        fields.push({
+          name: `Collections${label(f)} (${f.collections.length})`,
+          value: f.collections
+            .slice(0, MAX_RESULTS)
+            .map((c) => `${truncate(c.name || 'unnamed', 60)} · ${c.type || '?'} · ${shortAddress(c.address)}`)
+            .join('\n'),
+        });
+      }
+      if (f.tokens.length > 0) {
+        fields.push({
+          name: `Tokens${label(f)} (${f.tokens.length})`,
+          value: f.tokens
+            .slice(0, MAX_RESULTS)
+            .map((t) => `${truncate(t.name || 'unnamed', 60)} · #${truncate(t.tokenId, 20)}`)
+            .join('\n'),
+        });
+      }
     }
     reply.fields = fields;
-    reply.buttons = contractInfo.slice(0, 5).map((c) => [
+    const collections = found.flatMap((f) => f.collections.map((c) => ({ network: f.network, info: c })));
+    reply.buttons = collections.slice(0, MAX_BUTTONS).map(({ network: on, info }) => [
       {
-        label: `Floor of ${truncate(c.name || shortAddress(c.address), 60)}`,
-        action: `/floor collection=${ctx.network}:${c.address.toLowerCase()}`,
+        label: `Floor of ${truncate(info.name || shortAddress(info.address), 60)}${searched.length > 1 ? ` (${on})` : ''}`,
+        action: `/floor collection=${on}:${info.address.toLowerCase()}`,
       },
     ]);
+    const example = collections[0];
+    const elsewhere = found.every((f) => f.network !== ctx.network);
     reply.lines = [
-      ['Use a name or an address in other commands, e.g. ', code(`/floor ${contractInfo[0]?.address ?? '0x…'}`)],
+      ...(elsewhere && !only ? [`Nothing on ${ctx.network} matches; these are on other networks.`] : []),
+      [
+        'Use a name or an address in other commands, e.g. ',
+        code(example ? `/floor ${example.network}:${example.info.address}` : '/floor 0x…'),
+      ],
     ];
     return reply;
   },

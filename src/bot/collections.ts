@@ -35,8 +35,9 @@ export class CollectionResolver {
       const known = (await this.#lookup(ref.address, on)).find((c) => c.address.toLowerCase() === ref.address);
       return describe(known, on, ref.address);
     }
-    const alias = own(settings.aliases, ref.text.toLowerCase());
+    const alias = ref.network === undefined ? own(settings.aliases, ref.text.toLowerCase()) : undefined;
     if (alias) return { network: alias.network, address: alias.address, name: alias.name ?? alias.alias };
+    if (ref.network !== undefined) network = ref.network;
     const wanted = ref.text.toLowerCase();
     const found = await this.#lookup(ref.text, network);
     if (found.length === 0) {

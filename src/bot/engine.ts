@@ -243,14 +243,15 @@ export class CommandEngine {
     return { spec: sub, label: `${command.name} ${sub.name}`, args };
   }
 
-  async #execute(spec: CommandSpec, label: string, tokens: Tokens, invocation: Invocation): Promise<Reply> {
+  /** Assigns, parses and resolves the arguments of one reading of the words. */
+  async #prepare(spec: CommandSpec, label: string, tokens: Tokens, invocation: Invocation): Promise<Prepared> {
     const { store, platform, settings } = this.#options;
     const chatKey = `${invocation.chat.platform}:${invocation.chat.id}`;
     const chatSettings = store.chat(chatKey);
     const networks = platform.networks.all.map((n) => n.name);
     const ctx = { networks };
     const usage = usageOf(spec, label);
-    const assignment = assignWords(spec, tokens, ctx, usage);
+    const assignment = assignWords(spec, tokens, ctx, usage, chatSettings.collection?.network);
     const { extras, network: networkOverride } = assignment;
 
     const parseAll = (words: ReadonlyMap<string, string>) => {
@@ -263,7 +264,7 @@ export class CommandEngine {
         if (!parsed.ok) return { error: new ArgumentError(parsed.error, usage) };
         values[option.name] = parsed.value;
         if (option.type === 'collection' && typeof parsed.value === 'object' && 'kind' in parsed.value) {
-          if (parsed.value.kind === 'address' && parsed.value.network) collectionNetwork ??= parsed.value.network;
+          if (parsed.value.network) collectionNetwork ??= parsed.value.network;
         }
       }
       return { values, collectionNetwork };
@@ -306,14 +307,104 @@ export class CommandEngine {
         throw new UserError('no_collection');
       }
     }
-    const effectiveNetwork = resolved.values().next().value?.network ?? network;
 
     for (const option of spec.options) {
       if (option.required && values[option.name] === undefined) {
         throw new ArgumentError({ code: 'missing', option: option.name }, usage);
       }
     }
+    return {
+      values,
+      raw,
+      extras,
+      resolved,
+      network: resolved.values().next().value?.network ?? network,
+      chatKey,
+      nameWords: assignment.nameWords,
+    };
+  }
 
+  /**
+   * Reads the words another way after the first reading failed, to do what was meant or to say
+   * what is really wrong: a value typed without quotes after `key=` (`collection=moon cats`) gets the
+   * plain words after it; a name that matches nothing but whose first words do (`/holders moon cats
+   * 3 extra`) gets the error of the words after them (here: one word too many); a name that matches
+   * nothing in a chat without a default collection, whose words all read as the other options
+   * (`/token 4924`), asks which collection. Otherwise the first error stands. Costs a few cached
+   * searches, only for lines that would be refused.
+   */
+  async #reread(
+    error: unknown,
+    spec: CommandSpec,
+    label: string,
+    tokens: Tokens,
+    invocation: Invocation,
+  ): Promise<Prepared> {
+    const unknownName = error instanceof UserError && error.code === 'unknown_collection';
+    if (!(error instanceof ArgumentError) && !unknownName) throw error;
+    for (const [key, glued] of tokens.glued ?? []) {
+      const option = spec.options.find((o) => o.name === key);
+      if (!option || (option.type !== 'collection' && option.type !== 'text')) continue;
+      // The most words first: `collection=moon cats rescue 2` is Moon Cats Rescue before Moon Cats.
+      for (let count = Math.min(glued.words.length, MAX_GLUED_WORDS); count > 0; count--) {
+        const positional = [...tokens.positional];
+        positional.splice(glued.at, count);
+        const named = new Map(tokens.named);
+        named.set(key, [tokens.named.get(key), ...glued.words.slice(0, count)].join(' '));
+        try {
+          return await this.#prepare(spec, label, { positional, named }, invocation);
+        } catch {
+          // Not that either: the first error stands.
+        }
+      }
+    }
+    if (!unknownName) throw error;
+    const usage = usageOf(spec, label);
+    const ctx = { networks: this.#options.platform.networks.all.map((n) => n.name) };
+    const chatSettings = this.#options.store.chat(`${invocation.chat.platform}:${invocation.chat.id}`);
+    const { nameWords } = assignWords(spec, tokens, ctx, usage, chatSettings.collection?.network);
+    if (!nameWords) throw error;
+    const option = spec.options.find((o) => o.name === nameWords.option) as OptionSpec;
+    const network =
+      error.params.network === undefined ? this.#options.settings.defaultNetwork : String(error.params.network);
+    for (
+      let keep = nameWords.words.length - 1;
+      keep >= Math.max(1, nameWords.words.length - MAX_DROPPED_NAME_WORDS);
+      keep--
+    ) {
+      const name = nameWords.words.slice(0, keep).join(' ');
+      const found = await this.resolver.resolve({ kind: 'name', text: name }, network, chatSettings, option.name).then(
+        () => true,
+        () => false,
+      );
+      if (!found) continue;
+      const positional = [...tokens.positional];
+      positional.splice(nameWords.at, keep);
+      const named = new Map(tokens.named);
+      named.set(option.name, name);
+      // The words after the name explain the refusal: their own error, or one word too many.
+      return this.#prepare(spec, label, { positional, named }, invocation);
+    }
+    if (!chatSettings.collection && nameWords.withoutName) {
+      const words = nameWords.withoutName;
+      const parses = spec.options.every((o) => {
+        const text = words.get(o.name);
+        return text === undefined || parseOption(o, text, ctx).ok;
+      });
+      if (parses) throw new UserError('no_collection');
+    }
+    throw error;
+  }
+
+  async #execute(spec: CommandSpec, label: string, tokens: Tokens, invocation: Invocation): Promise<Reply> {
+    let prepared: Prepared;
+    try {
+      prepared = await this.#prepare(spec, label, tokens, invocation);
+    } catch (error) {
+      prepared = await this.#reread(error, spec, label, tokens, invocation);
+    }
+    const { store, platform, settings } = this.#options;
+    const { values, raw, extras, resolved, network: effectiveNetwork, chatKey } = prepared;
     const rerun = (changes: Record<string, string | undefined>): string => {
       const words = new Map<string, string>();
       for (const [key, value] of raw) words.set(key, value);
@@ -400,6 +491,33 @@ export function usageOf(spec: CommandSpec, label = spec.name): string {
   return [`/${label}`, ...parts].join(' ');
 }
 
+/** The arguments of a command, parsed and resolved, and what its context is built from. */
+interface Prepared {
+  values: Record<string, unknown>;
+  raw: Map<string, string>;
+  extras: Map<string, string>;
+  resolved: Map<string, ResolvedCollection>;
+  network: string;
+  chatKey: string;
+  nameWords: NameWords | undefined;
+}
+
+/** Plain words after `key=value` read as the rest of its value, at most (each reading may cost a search). */
+const MAX_GLUED_WORDS = 5;
+
+/** A name that matches nothing is tried without up to this many of its last words. */
+const MAX_DROPPED_NAME_WORDS = 3;
+
+/** The positional words a collection's name was given, for a second reading of them. */
+interface NameWords {
+  option: string;
+  /** Where they start in the positional words. */
+  at: number;
+  words: string[];
+  /** The words read with no name (all to the options after it), when every one of them is accepted so. */
+  withoutName: Map<string, string> | undefined;
+}
+
 /** Words given to options, and a second reading of them when the first may be wrong. */
 interface Assignment {
   raw: Map<string, string>;
@@ -410,20 +528,22 @@ interface Assignment {
    * following options (see {@link assignWords}); undefined when both readings are the same.
    */
   longerName: Map<string, string> | undefined;
+  nameWords: NameWords | undefined;
 }
 
 /**
  * How many of the last words of `words` go to the options of `later`, one each in order, the rest
- * being a collection's name: the most words (down to the `required` options, which always get
- * theirs) such that each word is accepted by its option.
+ * being a collection's name: the most words, up to `most`, and down to the `required` options
+ * (which always get theirs), such that each word is accepted by its option.
  */
 function trailingCount(
   later: readonly OptionSpec[],
   words: readonly string[],
   required: number,
+  most: number,
   accepts: (option: OptionSpec, word: string) => boolean,
 ): number {
-  let keep = Math.min(later.length, words.length - 1);
+  let keep = Math.min(later.length, most);
   while (keep > required) {
     const tail = words.slice(words.length - keep);
     if (tail.every((word, j) => accepts(later[j] as OptionSpec, word))) break;
@@ -445,7 +565,11 @@ function trailingCount(
  * it is returned too (`longerName`), and the engine uses it if the platform or an alias knows that
  * name, which costs one search, only for input that would otherwise be refused. A word that parses
  * as the option stays the option's without a search (`/floor area 5` is Area with count 5).
- * Required options after the name always get their word, so a malformed one is reported as such.
+ * Required options after the name get their word in the first reading (a malformed one is reported
+ * as such), and the longer name may take it (`/offers moon cats`: the token is missing).
+ *
+ * In a chat with a default collection (on `defaultNetwork`, unless `network=` names another), the
+ * name may get no word at all: `/floor 3` is three listings of the default collection.
  *
  * Free text takes one word when other options follow it (`/alias set mc moon cats`: the alias is
  * `mc`), and the rest of the line when it is the last (`/help watch add`); free-text options after
@@ -456,6 +580,7 @@ function assignWords(
   tokens: Tokens,
   ctx: { networks: readonly string[] },
   usage: string,
+  defaultNetwork?: string,
 ): Assignment {
   const named = new Map(tokens.named);
   const positional = [...tokens.positional];
@@ -475,10 +600,14 @@ function assignWords(
     network = parsed.value;
     named.delete('network');
   }
+  const mayOmitName = defaultNetwork !== undefined && (network === undefined || network === defaultNetwork);
   let longerName: Map<string, string> | undefined;
-  const open = spec.options.filter((o) => !raw.has(o.name));
+  let nameWords: NameWords | undefined;
+  let taken = 0;
+  const open = spec.options.filter((o) => !raw.has(o.name) && !o.namedOnly);
   for (let i = 0; i < open.length && positional.length > 0; i++) {
     const option = open[i] as OptionSpec;
+    const before = positional.length;
     if (option.rest) {
       raw.set(option.name, positional.splice(0).join(' '));
     } else if (option.type === 'collection' && /^(0x|[\w-]+:0x)|@/i.test(positional[0] ?? '')) {
@@ -488,20 +617,28 @@ function assignWords(
       const later = open.slice(i + 1).filter((o) => o.required || o.type !== 'text');
       const required = later.filter((o) => o.required).length;
       const parses = (o: OptionSpec, word: string) => parseOption(o, word, ctx).ok;
+      const accepts = (o: OptionSpec, w: string) => parses(o, w) || looksLike(o, w, ctx);
       const words = positional.splice(0);
       const give = (target: Map<string, string>, keep: number) => {
-        target.set(option.name, words.slice(0, words.length - keep).join(' '));
+        if (keep < words.length) target.set(option.name, words.slice(0, words.length - keep).join(' '));
         words.slice(words.length - keep).forEach((word, j) => {
           target.set((later[j] as OptionSpec).name, word);
         });
       };
-      const keep = trailingCount(later, words, required, (o, w) => parses(o, w) || looksLike(o, w, ctx));
-      const strict = trailingCount(later, words, required, parses);
+      // Every word to the options after the name, when each is accepted there.
+      const all =
+        later.length >= words.length && trailingCount(later, words, 0, words.length, accepts) === words.length;
+      const withoutName = all ? new Map(raw) : undefined;
+      if (withoutName) give(withoutName, words.length);
+      const keep = mayOmitName && all ? words.length : trailingCount(later, words, required, words.length - 1, accepts);
+      const strict = trailingCount(later, words, 0, keep, parses);
       if (strict !== keep) {
         longerName = new Map(raw);
         give(longerName, strict);
       }
       give(raw, keep);
+      if (keep < words.length)
+        nameWords = { option: option.name, at: taken, words: words.slice(0, words.length - keep), withoutName };
     } else if (option.type === 'text' && i < open.length - 1) {
       raw.set(option.name, positional.shift() as string);
     } else if (option.type === 'text') {
@@ -509,6 +646,7 @@ function assignWords(
     } else {
       raw.set(option.name, positional.shift() as string);
     }
+    taken += before - positional.length;
   }
   if (positional.length > 0) {
     throw new ArgumentError({ code: 'too_many_arguments', input: positional.join(' ') }, usage);
@@ -518,5 +656,5 @@ function assignWords(
     if (!spec.acceptsTraits) throw new ArgumentError({ code: 'unknown_option', input: `${key}=${value}` }, usage);
     extras.set(key, value);
   }
-  return { raw, extras, network, longerName };
+  return { raw, extras, network, longerName, nameWords };
 }

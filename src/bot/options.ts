@@ -31,14 +31,18 @@ export interface OptionSpec {
   /** For `integer`. */
   min?: number;
   max?: number;
-  /** Takes the rest of the positional words (free text, lists). Only the last option may. */
+  /** Takes the rest of the positional words (free text, lists). Only the last option may, but named-only ones. */
   rest?: boolean;
+  /** Given only as `name=value` (or a Discord option), never from positional words. */
+  namedOnly?: boolean;
   /** Offer completions (Discord autocomplete). */
   autocomplete?: boolean;
 }
 
 /** A collection as the user named it; resolved against aliases and search by the engine. */
-export type CollectionRef = { kind: 'address'; address: string; network?: string } | { kind: 'name'; text: string };
+export type CollectionRef =
+  | { kind: 'address'; address: string; network?: string }
+  | { kind: 'name'; text: string; network?: string };
 
 export interface Amount {
   /** Decimal string, e.g. `1.5`. */
@@ -297,7 +301,7 @@ export function parseTimeZone(input: string, option = 'timezone'): Parsed<string
 
 /**
  * A collection: an address (`0xabc…`), an address on a network (`devnet:0xabc…` or
- * `0xabc…@devnet`), or a name or alias to look up.
+ * `0xabc…@devnet`), or a name or alias to look up, on a given network when written `devnet-l2:harbor gulls`.
  */
 export function parseCollection(input: string, ctx: ParseContext, option = 'collection'): Parsed<CollectionRef> {
   const text = input.trim();
@@ -318,7 +322,20 @@ export function parseCollection(input: string, ctx: ParseContext, option = 'coll
     if (!address.ok) return address;
     return ok({ kind: 'address', address: address.value });
   }
+  const onNetwork = networkPrefix(text, ctx);
+  if (onNetwork) {
+    if (!onNetwork.rest) return fail({ code: 'missing', option });
+    return ok({ kind: 'name', text: onNetwork.rest, network: onNetwork.network });
+  }
   return ok({ kind: 'name', text });
+}
+
+/** `devnet-l2:harbor gulls` -> the known network and the words after it; undefined without one. */
+export function networkPrefix(text: string, ctx: ParseContext): { network: string; rest: string } | undefined {
+  const match = /^([A-Za-z0-9-]+):(.*)$/s.exec(text.trim());
+  if (!match) return undefined;
+  const network = ctx.networks.find((n) => n.toLowerCase() === match[1]?.toLowerCase());
+  return network === undefined ? undefined : { network, rest: (match[2] ?? '').trim() };
 }
 
 export function parseText(input: string, option: string, max = MAX_INPUT): Parsed<string> {
@@ -436,6 +453,13 @@ export function parseOption(spec: OptionSpec, input: string, ctx: ParseContext):
 export interface Tokens {
   positional: string[];
   named: Map<string, string>;
+  /**
+   * Plain words typed right after an unquoted `key=value` word, by key: `collection=moon cats` gives
+   * `moon` to `collection` and `cats` to the positional words, and here `collection -> {at, words: ['cats']}`
+   * (`at`: where those words start in `positional`), so that the engine can read them as the rest of
+   * that value when the line makes no sense otherwise.
+   */
+  glued?: Map<string, { at: number; words: string[] }>;
 }
 
 /**
@@ -445,7 +469,8 @@ export interface Tokens {
 export function tokenize(text: string): Parsed<Tokens> {
   const positional: string[] = [];
   const named = new Map<string, string>();
-  const words: Array<{ word: string; quotedKey: boolean }> = [];
+  const glued = new Map<string, { at: number; words: string[] }>();
+  const words: Array<{ word: string; quoted: boolean }> = [];
   let current = '';
   let inWord = false;
   let quote: string | undefined;
@@ -459,7 +484,7 @@ export function tokenize(text: string): Parsed<Tokens> {
       inWord = true;
       sawQuote = true;
     } else if (/\s/.test(char)) {
-      if (inWord) words.push({ word: current, quotedKey: sawQuote && !current.includes('=') });
+      if (inWord) words.push({ word: current, quoted: sawQuote });
       current = '';
       inWord = false;
       sawQuote = false;
@@ -469,14 +494,23 @@ export function tokenize(text: string): Parsed<Tokens> {
     }
   }
   if (quote) return fail({ code: 'unbalanced_quotes', input: shown(text) });
-  if (inWord) words.push({ word: current, quotedKey: sawQuote && !current.includes('=') });
-  for (const { word, quotedKey } of words) {
+  if (inWord) words.push({ word: current, quoted: sawQuote });
+  let gluedTo: { at: number; words: string[] } | undefined;
+  for (const { word, quoted } of words) {
     const eq = word.indexOf('=');
+    const quotedKey = quoted && eq < 0;
     if (!quotedKey && eq > 0 && /^[A-Za-z_][\w .-]{0,40}$/.test(word.slice(0, eq))) {
-      named.set(word.slice(0, eq).trim().toLowerCase(), word.slice(eq + 1));
+      const key = word.slice(0, eq).trim().toLowerCase();
+      named.set(key, word.slice(eq + 1));
+      gluedTo = quoted ? undefined : { at: positional.length, words: [] };
+      if (gluedTo) glued.set(key, gluedTo);
+      else glued.delete(key);
     } else {
       positional.push(word);
+      if (gluedTo && !quoted) gluedTo.words.push(word);
+      else gluedTo = undefined;
     }
   }
-  return ok({ positional, named });
+  for (const [key, entry] of glued) if (entry.words.length === 0) glued.delete(key);
+  return ok(glued.size > 0 ? { positional, named, glued } : { positional, named });
 }

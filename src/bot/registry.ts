@@ -43,8 +43,8 @@ function checkSpec(spec: CommandSpec, where: string): void {
     // Discord requires required options before optional ones.
     if (option.required && optionalSeen) throw new CommandDefinitionError(`${at}: required after optional`);
     if (!option.required) optionalSeen = true;
-    if (option.rest && index !== spec.options.length - 1)
-      throw new CommandDefinitionError(`${at}: only the last option may take the rest`);
+    if (option.rest && spec.options.slice(index + 1).some((later) => !later.namedOnly))
+      throw new CommandDefinitionError(`${at}: only the last option (but named-only ones) may take the rest`);
     if (
       (option.type === 'choice' || option.type === 'choiceList') &&
       (!option.choices?.length || option.choices.length > COMMAND_LIMITS.choices)

@@ -86,6 +86,105 @@ describe('GIVEN a trailing word that reads as the option after a collection name
   });
 });
 
+describe('GIVEN a chat with a default collection (Moon Cats)', () => {
+  async function chatWithDefault(): Promise<ChatRef> {
+    const chat = freshGroup();
+    const set = await h.run('/settings collection="moon cats"', chat, ADMIN);
+    expect(h.text(set)).toContain('Moon Cats');
+    return chat;
+  }
+
+  it.each([
+    ['/floor 3', 'Floor of Moon Cats', 3],
+    ['/holders 5', 'Top holders of Moon Cats', 6],
+  ])('%s THEN the words are the options of the default collection', async (line, title, lines) => {
+    const answer = await h.run(line, await chatWithDefault(), ADMIN);
+    expect(answer.title).toBe(title);
+    if (line.startsWith('/floor')) expect(answer.fields).toHaveLength(lines);
+    else expect(answer.lines).toHaveLength(lines);
+  });
+
+  it('/token <id> THEN that token of the default collection', async () => {
+    const answer = await h.run('/token 7', await chatWithDefault(), ADMIN);
+    expect(answer.tone).not.toBe('error');
+    expect(h.text(answer)).toContain('Moon Cats');
+    expect(h.text(answer)).not.toContain('No collection matches');
+  });
+
+  it('/watch add sales THEN a rule for sales of the default collection', async () => {
+    const answer = await h.run('/watch add sales', await chatWithDefault(), ADMIN);
+    expect(h.text(answer)).toContain('sale of Moon Cats (devnet)');
+  });
+
+  it('/floor 50 THEN the count is refused, not taken for a name', async () => {
+    const answer = await h.run('/floor 50', await chatWithDefault(), ADMIN);
+    expect(h.text(answer)).toContain('count must be between 1 and 10; got 50.');
+  });
+
+  it('/floor moon cats rescue 2 THEN a name still wins over the default', async () => {
+    const answer = await h.run('/floor moon cats rescue 2', await chatWithDefault(), ADMIN);
+    expect(answer.title).toBe('Floor of Moon Cats Rescue');
+    expect(answer.fields).toHaveLength(2);
+  });
+
+  it('WITHOUT a default, /token 4924 THEN the answer asks which collection', async () => {
+    const answer = await h.run('/token 4924', freshGroup(), ADMIN);
+    expect(h.text(answer)).toContain('Which collection?');
+    expect(h.text(answer)).not.toContain('No collection matches');
+  });
+});
+
+describe('GIVEN words after a collection name that fit no option', () => {
+  it.each([
+    ['/holders moon cats 3 extra', 'Too many arguments: "extra"'],
+    ['/token moon cats 1 2', 'Too many arguments: "2"'],
+    ['/holders moon cats 1e3', 'count must be a whole number; got "1e3".'],
+    [
+      '/watch add moon cats sails',
+      'kinds must be one of sale, listing, offer, mint, transfer, burn, cancel, all; got "sails".',
+    ],
+    ['/floor moon cats aurora', 'count must be a whole number; got "aurora".'],
+  ])('%s THEN the answer names the words that do not fit', async (line, message) => {
+    const answer = await h.run(line, freshGroup(), ADMIN);
+    expect(answer.tone).toBe('error');
+    expect(h.text(answer)).toContain(message);
+    expect(h.text(answer)).not.toContain('No collection matches');
+  });
+
+  it('/offers moon cats THEN the token is missing, not "cats is not a token id"', async () => {
+    const answer = await h.run('/offers moon cats');
+    expect(h.text(answer)).toContain('Missing token.');
+    expect(h.text(answer)).not.toContain('not a token id');
+  });
+
+  it('/offers moon cats abc THEN abc is refused as a token id', async () => {
+    expect(h.text(await h.run('/offers moon cats abc'))).toContain('"abc" is not a token id');
+  });
+});
+
+describe('GIVEN a name of several words typed after key= without quotes', () => {
+  it('/settings collection=moon cats THEN the default is Moon Cats', async () => {
+    const chat = freshGroup();
+    const answer = await h.run('/settings collection=moon cats', chat, ADMIN);
+    expect(answer.tone).not.toBe('error');
+    expect(h.store.chat(`telegram:${chat.id}`).collection?.name).toBe('Moon Cats');
+  });
+
+  it('/settings collection=moon cats rescue network=devnet THEN both are set', async () => {
+    const chat = freshGroup();
+    await h.run('/settings collection=moon cats rescue network=devnet', chat, ADMIN);
+    const settings = h.store.chat(`telegram:${chat.id}`);
+    expect(settings.collection?.name).toBe('Moon Cats Rescue');
+    expect(settings.network).toBe('devnet');
+  });
+
+  it('/floor collection=moon cats 2 THEN the floor of Moon Cats, two listings', async () => {
+    const answer = await h.run('/floor collection=moon cats 2');
+    expect(answer.title).toBe('Floor of Moon Cats');
+    expect(answer.fields).toHaveLength(2);
+  });
+});
+
 describe('GIVEN a collection whose name ends in a number (Area 51, on a platform stand-in)', () => {
   const AREA_51 = '0x5151515151515151515151515151515151515151';
   const AREA_RUGS = '0x7777777777777777777777777777777777777777';
@@ -226,6 +325,44 @@ describe('GIVEN a name that only another network has', () => {
     expect(h.text(await h.run('/floor zzz nothing here'))).toContain(
       'No collection matches "zzz nothing here" on devnet.',
     );
+  });
+});
+
+describe('GIVEN /search and names on several networks', () => {
+  it('/search gull THEN the devnet-l2 collections are found, said to be elsewhere, with buttons that work', async () => {
+    const answer = await h.run('/search gull');
+    const text = h.text(answer);
+    expect(text).toContain('Nothing on devnet matches; these are on other networks.');
+    expect(text).toContain('Collections on devnet-l2 (2)');
+    expect(text).toContain('Harbor Gulls Club');
+    const floor = buttons(answer).find((b) => b.label === 'Floor of Harbor Gulls (devnet-l2)');
+    expect(floor?.action).toMatch(/^\/floor collection=devnet-l2:0x[0-9a-f]{40}$/);
+    expect((await h.run(floor?.action ?? '')).title).toBe('Floor of Harbor Gulls');
+  });
+
+  it('/search moon THEN the chat network’s matches come first', async () => {
+    const fields = (await h.run('/search moon')).fields?.map((f) => f.name) ?? [];
+    expect(fields[0]).toMatch(/^Collections on devnet \(/);
+  });
+
+  it.each(['/search devnet-l2:harbor', '/search harbor network=devnet-l2'])(
+    '%s THEN only that network is searched',
+    async (line) => {
+      const answer = await h.run(line);
+      expect(answer.title).toBe('Search: harbor');
+      expect(h.text(answer)).toContain('Collections (2)');
+      expect(answer.footer).toBe('devnet-l2');
+    },
+  );
+
+  it('/search with words nothing has THEN it says no network has them', async () => {
+    expect(h.text(await h.run('/search zzz nothing here'))).toContain('Nothing on any network matches.');
+  });
+
+  it('/floor devnet-l2:harbor gulls THEN the name is looked up on that network', async () => {
+    expect((await h.run('/floor devnet-l2:harbor gulls 2')).title).toBe('Floor of Harbor Gulls');
+    const rule = await h.run('/watch add devnet-l2:harbor gulls sale', freshGroup(), ADMIN);
+    expect(h.text(rule)).toContain('sale of Harbor Gulls (devnet-l2)');
   });
 });
 
