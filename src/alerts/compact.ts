@@ -180,6 +180,24 @@ export class ByteArena {
     return true;
   }
 
+  /**
+   * Calls `visit` with the buffer that holds a slot's bytes and where they start in it: no view is
+   * made (for walks over every slot). False when the slot holds nothing.
+   */
+  visit(slot: number, visit: (bytes: Uint8Array, at: number) => void): boolean {
+    const length = this.#length.get(slot);
+    if (length === 0) return false;
+    if (length - 1 > CHUNK_BYTES) {
+      const large = this.#large.get(slot);
+      if (large) visit(large, 0);
+      return large !== undefined;
+    }
+    const start = this.#start.get(slot);
+    const chunk = this.#chunks[start >>> 20];
+    if (chunk) visit(chunk, start & (CHUNK_BYTES - 1));
+    return chunk !== undefined;
+  }
+
   /** The bytes of a slot, as a view (valid until the next `set` or `delete`). */
   get(slot: number): Uint8Array | undefined {
     const length = this.#length.get(slot);
@@ -343,6 +361,11 @@ class ByteKeySlots {
     return this.#entries.get(slot);
   }
 
+  /** Calls `visit` with where each entry starts, in no particular order (no view, no iterator result). */
+  forEachEntry(visit: (bytes: Uint8Array, at: number) => void): void {
+    for (const value of this.#table) if (value !== 0) this.#entries.visit(value - 1, visit);
+  }
+
   delete(slot: number): void {
     const entry = this.#entries.get(slot);
     if (!entry) return;
@@ -457,10 +480,7 @@ export class AddressSlots {
   list(more: readonly string[] = []): PackedList {
     const extra = PackedAddresses.of(more);
     const forEach = (visit: (bytes: Uint8Array, at: number) => void): void => {
-      for (const slot of this.slots()) {
-        const entry = this.#keys.entry(slot);
-        if (entry) visit(entry, 0);
-      }
+      this.#keys.forEachEntry(visit);
       extra.forEachPacked(visit);
     };
     const keys = this.#keys;
@@ -559,12 +579,41 @@ function packedLength(bytes: Uint8Array, at: number): number {
   return 1 + Math.ceil((bytes[at] ?? 0) / 2);
 }
 
+/**
+ * FNV-1a of an address in lower case (`0x` included): spread evenly, the same in every process. With
+ * {@link hashPackedAddress}, the same number from the text or from its packed bytes.
+ */
+export function hashAddress(address: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < address.length; i++) {
+    let code = address.charCodeAt(i);
+    if (code >= 65 && code <= 90) code += 32;
+    hash = Math.imul(hash ^ code, 0x01000193) >>> 0;
+  }
+  return hash;
+}
+
+/** {@link hashAddress} of the address packed at `at`, read from its bytes (no string is made). */
+export function hashPackedAddress(bytes: Uint8Array, at: number): number {
+  let hash = Math.imul(Math.imul(0x811c9dc5 ^ 48, 0x01000193) ^ 120, 0x01000193) >>> 0;
+  const digits = bytes[at] ?? 0;
+  for (let i = 0; i < digits; i++) {
+    const byte = bytes[at + 1 + (i >> 1)] ?? 0;
+    const value = i & 1 ? byte & 15 : byte >> 4;
+    hash = Math.imul(hash ^ (value < 10 ? 48 + value : 87 + value), 0x01000193) >>> 0;
+  }
+  return hash;
+}
+
 /** Addresses kept packed, that can be split into shares (see {@link shareFilter} in streams.ts). */
 export interface PackedList extends Iterable<string> {
   readonly length: number;
   toJSON(): string[];
-  /** The addresses in `count` sorted lists by `shareOf(address)`, empty ones left out. */
-  split(count: number, shareOf: (address: string) => number): PackedAddresses[];
+  /**
+   * The addresses in `count` sorted lists by `shareOf` (of an address packed at `at` in `bytes`, as
+   * {@link hashPackedAddress} reads it), empty ones left out.
+   */
+  split(count: number, shareOf: PackedShareOf): PackedAddresses[];
 }
 
 /**
@@ -622,7 +671,7 @@ export class PackedAddresses implements PackedList {
     for (let at = 0; at < bytes.length; at += packedLength(bytes, at)) visit(bytes, at);
   }
 
-  split(count: number, shareOf: (address: string) => number): PackedAddresses[] {
+  split(count: number, shareOf: PackedShareOf): PackedAddresses[] {
     return splitPacked((visit) => this.forEachPacked(visit), count, shareOf);
   }
 }
@@ -635,42 +684,112 @@ export class PackedAddresses implements PackedList {
 function splitPacked(
   forEach: (visit: (bytes: Uint8Array, at: number) => void) => void,
   count: number,
-  shareOf: (address: string) => number,
+  shareOf: PackedShareOf,
 ): PackedAddresses[] {
   if (count < 1 || count > 0xffff) throw new RangeError(`cannot split into ${count} lists`);
+  // Read straight from the packed bytes: a million addresses split make no string and no view.
   const sizes = new Uint32Array(count);
   const counts = new Uint32Array(count);
+  // Each address's share, in the order forEach gives them, for the second pass.
+  let shares = new Uint16Array(1024);
+  let visited = 0;
   forEach((bytes, at) => {
-    const share = shareOf(unpackAddress(bytes, at));
+    const share = shareOf(bytes, at);
+    if (visited === shares.length) {
+      const grown = new Uint16Array(shares.length * 2);
+      grown.set(shares);
+      shares = grown;
+    }
+    shares[visited++] = share;
     sizes[share] = (sizes[share] ?? 0) + packedLength(bytes, at);
     counts[share] = (counts[share] ?? 0) + 1;
   });
   const lists = Array.from(sizes, (size) => new Uint8Array(size));
   const filled = new Uint32Array(count);
+  let next = 0;
   forEach((bytes, at) => {
-    const share = shareOf(unpackAddress(bytes, at));
+    const share = shares[next++] ?? 0;
     const length = packedLength(bytes, at);
-    lists[share]?.set(bytes.subarray(at, at + length), filled[share] ?? 0);
-    filled[share] = (filled[share] ?? 0) + length;
+    const list = lists[share] as Uint8Array;
+    const to = filled[share] ?? 0;
+    for (let i = 0; i < length; i++) list[to + i] = bytes[at + i] ?? 0;
+    filled[share] = to + length;
   });
   const out: PackedAddresses[] = [];
   lists.forEach((list, share) => {
     const n = counts[share] ?? 0;
-    if (n > 0) out.push(new PackedAddresses(sortPacked(list), n));
+    if (n > 0) out.push(new PackedAddresses(sortPacked(list, n), n));
   });
   return out;
 }
 
-/** Packed addresses sorted as strings, in place. */
-function sortPacked(bytes: Uint8Array): Uint8Array {
-  const addresses: string[] = [];
-  for (let at = 0; at < bytes.length; at += packedLength(bytes, at)) addresses.push(unpackAddress(bytes, at));
-  addresses.sort();
-  let at = 0;
-  for (const address of addresses) {
-    const packed = packAddress(address) as Uint8Array;
-    bytes.set(packed, at);
-    at += packed.length;
+/** Which share (0 to count - 1) the address packed at `at` in `bytes` goes to. */
+export type PackedShareOf = (bytes: Uint8Array, at: number) => number;
+
+/**
+ * `n` packed addresses sorted as their texts would sort, in a new buffer. Each is given a number made
+ * of its first 9 digits and its place, and the numbers are sorted natively (a comparator called a
+ * million times is what made this slow); runs that share those digits are then put in order by
+ * comparing their packed digits: hex digits order as their values do, and a shorter text that is a
+ * prefix sorts first.
+ */
+function sortPacked(bytes: Uint8Array, n: number): Uint8Array {
+  const offsets = new Uint32Array(n);
+  for (let i = 0, at = 0; i < n; i++, at += packedLength(bytes, at)) offsets[i] = at;
+  if (n <= PLACES) {
+    // Prefix and place in one exact double: 36 + 16 bits.
+    const keys = new Float64Array(n);
+    for (let i = 0; i < n; i++) keys[i] = prefixKey(bytes, offsets[i] ?? 0) * PLACES + i;
+    keys.sort();
+    const placed = new Uint32Array(n);
+    for (let i = 0; i < n; i++) placed[i] = offsets[(keys[i] ?? 0) % PLACES] ?? 0;
+    for (let start = 0; start < n; ) {
+      let end = start + 1;
+      const prefix = Math.floor((keys[start] ?? 0) / PLACES);
+      while (end < n && Math.floor((keys[end] ?? 0) / PLACES) === prefix) end++;
+      if (end - start > 1) placed.subarray(start, end).sort((a, b) => comparePacked(bytes, a, b));
+      start = end;
+    }
+    offsets.set(placed);
+  } else {
+    offsets.sort((a, b) => comparePacked(bytes, a, b));
   }
-  return bytes;
+  const sorted = new Uint8Array(bytes.length);
+  let to = 0;
+  for (const at of offsets) {
+    const length = packedLength(bytes, at);
+    for (let i = 0; i < length; i++) sorted[to + i] = bytes[at + i] ?? 0;
+    to += length;
+  }
+  return sorted;
+}
+
+/** Addresses a share sorts by number (more are sorted by comparing them, slower). */
+const PLACES = 0x10000;
+
+/**
+ * The first 9 digits of a packed address as a number (missing digits as 0): equal for two
+ * addresses only when {@link comparePacked} must decide, and ordered as it orders them otherwise.
+ */
+function prefixKey(bytes: Uint8Array, at: number): number {
+  const digits = bytes[at] ?? 0;
+  let key = 0;
+  for (let i = 0; i < 9; i++) {
+    const byte = i < digits ? (bytes[at + 1 + (i >> 1)] ?? 0) : 0;
+    key = key * 16 + (i & 1 ? byte & 15 : byte >> 4);
+  }
+  return key;
+}
+
+function comparePacked(bytes: Uint8Array, a: number, b: number): number {
+  const digitsA = bytes[a] ?? 0;
+  const digitsB = bytes[b] ?? 0;
+  const common = Math.min(digitsA, digitsB);
+  for (let i = 0; i < common; i++) {
+    const byteA = bytes[a + 1 + (i >> 1)] ?? 0;
+    const byteB = bytes[b + 1 + (i >> 1)] ?? 0;
+    const diff = i & 1 ? (byteA & 15) - (byteB & 15) : (byteA >> 4) - (byteB >> 4);
+    if (diff !== 0) return diff;
+  }
+  return digitsA - digitsB;
 }

@@ -5,7 +5,7 @@ import type { PlatformClient } from '../platform/client.ts';
 import type { ReconnectPolicy, StreamState } from '../platform/stream.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
 import type { NetworkBackfill } from './backfill.ts';
-import { PackedAddresses, type PackedList } from './compact.ts';
+import { hashPackedAddress, PackedAddresses, type PackedList } from './compact.ts';
 
 export interface StreamOptionsForAlerts {
   heartbeatTimeoutMs?: number;
@@ -358,23 +358,12 @@ export function shareFilter(filter: EventFilter, max: number): EventFilter[] {
   const count = contracts.length <= max ? 1 : Math.ceil(contracts.length / max) + 1;
   const list = isPackedList(contracts) ? contracts : PackedAddresses.of(contracts);
   return list
-    .split(count, (contract) => (count === 1 ? 0 : addressHash(contract) % count))
+    .split(count, (bytes, at) => (count === 1 ? 0 : hashPackedAddress(bytes, at) % count))
     .map((share) => ({ ...filter, contractAddresses: packed ? share : share.toJSON() }));
 }
 
 function isPackedList(list: EventFilter['contractAddresses']): list is PackedList {
   return typeof (list as Partial<PackedList> | undefined)?.split === 'function';
-}
-
-/** FNV-1a of the lower-case address: spread evenly, the same in every process. */
-function addressHash(address: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < address.length; i++) {
-    let code = address.charCodeAt(i);
-    if (code >= 65 && code <= 90) code += 32;
-    hash = Math.imul(hash ^ code, 0x01000193) >>> 0;
-  }
-  return hash;
 }
 
 function stateName(state: StreamState): StreamHealth['events'] {

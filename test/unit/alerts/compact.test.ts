@@ -4,6 +4,8 @@ import {
   AddressSlots,
   ByteArena,
   Column,
+  hashAddress,
+  hashPackedAddress,
   NumberSlots,
   PackedAddresses,
   packAddress,
@@ -200,7 +202,7 @@ describe("the rule index's compact containers (property)", () => {
     fc.assert(
       fc.property(fc.array(address, { maxLength: 300 }), fc.integer({ min: 1, max: 7 }), (addresses, count) => {
         const shareOf = (a: string) => a.length % count;
-        const shares = PackedAddresses.of(addresses).split(count, shareOf);
+        const shares = PackedAddresses.of(addresses).split(count, (bytes, at) => shareOf(unpackAddress(bytes, at)));
         for (const share of shares) {
           const list = [...share];
           expect(list.length).toBe(share.length);
@@ -213,6 +215,22 @@ describe("the rule index's compact containers (property)", () => {
     );
   });
 
+  it('GIVEN any address, in any case THEN its hash is the same from its text and from its packed bytes', () => {
+    fc.assert(
+      fc.property(address, fc.boolean(), (a, upper) => {
+        const text = upper ? `0x${a.slice(2).toUpperCase()}` : a;
+        const packed = packAddress(text) as Uint8Array;
+        expect(hashPackedAddress(packed, 0)).toBe(hashAddress(a.toLowerCase()));
+        expect(hashAddress(text)).toBe(hashAddress(a.toLowerCase()));
+      }),
+      { numRuns: 300 },
+    );
+    // FNV-1a of "0x00", computed by hand.
+    let expected = 0x811c9dc5;
+    for (const c of '0x00') expected = Math.imul(expected ^ c.charCodeAt(0), 0x01000193) >>> 0;
+    expect(hashAddress('0x00')).toBe(expected);
+  });
+
   it('lists the addresses held and more, packed', () => {
     const slots = new AddressSlots();
     const held = ['0x01', '0xab', '0xabc'];
@@ -220,7 +238,7 @@ describe("the rule index's compact containers (property)", () => {
     slots.delete(slots.get('0xab') as number);
     expect([...slots.list(['0xff'])].sort()).toEqual(['0x01', '0xabc', '0xff']);
     expect(slots.list().length).toBe(2);
-    const shares = slots.list(['0xff', '0x02']).split(2, (a) => a.length % 2);
+    const shares = slots.list(['0xff', '0x02']).split(2, (bytes, at) => unpackAddress(bytes, at).length % 2);
     expect(shares.map((share) => [...share])).toEqual([['0x01', '0x02', '0xff'], ['0xabc']]);
   });
 });
