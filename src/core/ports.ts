@@ -35,7 +35,7 @@ export interface RulesRepository {
    * place (a change replaces the rule).
    */
   rulesOf(chatKey: string): Promise<WatchRule[]>;
-  /** Every rule, in creation order, a page at a time (rules of one chat share one destination object). */
+  /** Every rule, in creation order, a page at a time (rules of one chat in a page share one destination object). */
   allRules(): AsyncIterable<readonly WatchRule[]>;
   /** Adds a rule with the next id; `undefined` when its destination already has `limit` rules. */
   addRule(rule: Omit<WatchRule, 'id'>, limit: number): Promise<WatchRule | undefined>;

@@ -171,7 +171,7 @@ describe('rules and settings shared by several processes', () => {
     expect(restarted.rules.chat('discord:4242').aliases.mc?.address).toBe('0x00000000000000000000000000000000000000c1');
   });
 
-  it('GIVEN more rules than one page of reading THEN allRules reads them all, page by page, in creation order, each chat sharing one destination', async () => {
+  it('GIVEN more rules than one page of reading THEN allRules reads them all, page by page, in creation order, each chat sharing one destination within a page', async () => {
     const url = await postgres.freshDatabase();
     const seed = await processOn(url);
     // 4,500 rules in 900 chats, written as /watch add would store them.
@@ -189,10 +189,11 @@ describe('rules and settings shared by several processes', () => {
     expect(pages).toEqual([2_000, 2_000, 500]);
     expect(rules.slice(0, 3).map((r) => r.id)).toEqual(['r1', 'r2', 'r3']);
     expect(rules.at(-1)?.id).toBe('r4500');
-    // Chat 7's rules are spread over all three pages, and still share one destination.
+    // Chat 7's rules (r7, r907, r1807 | r2707, r3607) are on two pages: equal destinations, one object a page.
     const ofChat = rules.filter((r) => r.destination.chatId === '7');
     expect(ofChat).toHaveLength(5);
-    expect(new Set(ofChat.map((r) => r.destination)).size).toBe(1);
+    expect(new Set(ofChat.map((r) => r.destination)).size).toBe(2);
+    expect(ofChat[0]?.destination).toBe(ofChat[1]?.destination);
     expect(await reader.rules.rulesOf('discord:7')).toEqual(ofChat);
   });
 
@@ -214,7 +215,7 @@ describe('rules and settings shared by several processes', () => {
     expect(await a.rules.rulesOf('telegram:4242')).toEqual([]);
   });
 
-  it('GIVEN a page size THEN allRules ends with the last full page, and a chat keeps one destination across pages', async () => {
+  it('GIVEN a page size THEN allRules ends with the last full page, a chat sharing one destination within a page', async () => {
     const url = await postgres.freshDatabase();
     const a = await processOn(url);
     for (const [n, chat] of [CHAT, OTHER, CHAT, OTHER].entries()) {
@@ -224,9 +225,12 @@ describe('rules and settings shared by several processes', () => {
     const { rules, pages } = await everyRule(paged);
     expect(pages).toEqual([2, 2]);
     expect(rules.map((r) => r.id)).toEqual(['r1', 'r2', 'r3', 'r4']);
-    expect(rules[0]?.destination).toBe(rules[2]?.destination);
-    expect(rules[1]?.destination).toBe(rules[3]?.destination);
-    expect(rules[0]?.destination).not.toBe(rules[1]?.destination);
+    expect(rules[0]?.destination).toEqual(rules[2]?.destination);
+    expect(rules[1]?.destination).toEqual(rules[3]?.destination);
+    expect(rules[0]?.destination).not.toEqual(rules[1]?.destination);
+    const onePage = await everyRule(await PgRulesRepository.open(a.db, { logger: silent, rulesPerPage: 4 }));
+    expect(onePage.pages).toEqual([4]);
+    expect(onePage.rules[0]?.destination).toBe(onePage.rules[2]?.destination);
     await a.rules.addRule(rule(CHAT, '0x00000000000000000000000000000000000000c4'), 50);
     expect((await everyRule(paged)).pages).toEqual([2, 2, 1]);
   });

@@ -135,14 +135,15 @@ export class PgRulesRepository implements RulesRepository {
 
   /**
    * Read from the database a page at a time, no connection held between pages; the rules of one
-   * chat share one destination object throughout the iteration. A rule committed while the pages are
-   * read may be missed (its number was taken before an earlier page was read): its change is told to
-   * the listeners as well.
+   * chat share one destination object within a page (not across pages: a million rules' chats would
+   * otherwise stay in memory until the last page). A rule committed while the pages are read may be
+   * missed (its number was taken before an earlier page was read): its change is told to the
+   * listeners as well.
    */
   async *allRules(): AsyncIterable<readonly WatchRule[]> {
     const checker = new RuleChecker({ shareTexts: false });
-    const destinations = new SharedDestinations();
     for (let after = '0'; ; ) {
+      const destinations = new SharedDestinations();
       const { rows } = await this.#db.pool.query<{ seq: string; id: string; rule: unknown }>(
         'SELECT seq, id, rule FROM rules WHERE seq > $1 ORDER BY seq LIMIT $2',
         [after, this.#rulesPerPage],
