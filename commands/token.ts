@@ -4,6 +4,11 @@ import { describeOrder, fetchToken, firstItems, footerOf, formatShare, rarityPen
 import { type Reply, type ReplyField, safeUrl, truncate } from '../src/core/reply.ts';
 
 const MAX_TRAIT_FIELDS = 12;
+/**
+ * The bot's own rarity line. Not "Rarity": collections have traits of that name (Pixel Potions'
+ * "Rarity: Common"), shown beside it.
+ */
+const RARITY_FIELD = 'Rarity rank';
 /** Orders read to find the best of each side. */
 const BOOK_SAMPLE = 20;
 
@@ -42,14 +47,14 @@ export default defineCommand({
     if (rarity?.status === 'ready') {
       const ranked = rarity.table.rank(metadata.tokenId || token);
       fields.push({
-        name: 'Rarity',
+        name: RARITY_FIELD,
         value: ranked
-          ? `rank ${ranked.rank.toLocaleString('en-US')} of ${ranked.of.toLocaleString('en-US')}`
+          ? `${ranked.rank.toLocaleString('en-US')} of ${ranked.of.toLocaleString('en-US')}`
           : 'not ranked: the token is newer than the count',
         inline: true,
       });
     } else if (rarity) {
-      fields.push({ name: 'Rarity', value: rarityPending(rarity), inline: true });
+      fields.push({ name: RARITY_FIELD, value: rarityPending(rarity), inline: true });
     }
     for (const t of traits.slice(0, MAX_TRAIT_FIELDS)) {
       const share = table?.share(t.name, t.value);
