@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { formatUnits } from 'viem';
 import type { CurrencyDirectory } from '../bot/currencies.ts';
-import { marketplaceName, traitsOf } from '../bot/format.ts';
+import { displayAmount, marketplaceName, traitsOf } from '../bot/format.ts';
 import type { Links } from '../bot/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { MarketplaceKind, Order, TokenMetadata } from '../platform/types.ts';
@@ -329,7 +329,7 @@ export class Enricher {
           const amount = formatUnits(total.raw, total.decimals);
           return {
             amount,
-            display: trimDecimals(amount),
+            display: displayAmount(amount),
             symbol: await this.#currencies.symbol(event.network, currency),
           };
         }),
@@ -346,13 +346,13 @@ export class Enricher {
     const chain = this.#pricedByChain(event);
     if (chain && event.price) {
       const symbol = await this.#currencies.symbol(event.network, event.price.currency);
-      return { amount: chain.amount, display: trimDecimals(chain.amount), symbol, usd: chain.usd };
+      return { amount: chain.amount, display: displayAmount(chain.amount), symbol, usd: chain.usd };
     }
     if (event.price && /^0x0{40}$/i.test(event.price.currency)) {
       const units = BigInt(event.tokens[0]?.amount ?? '1');
       const amount = formatUnits(BigInt(event.price.perToken) * units, 18);
       const symbol = await this.#currencies.symbol(event.network, event.price.currency);
-      return { amount, display: trimDecimals(amount), symbol, usd: undefined };
+      return { amount, display: displayAmount(amount), symbol, usd: undefined };
     }
     return undefined;
   }
@@ -366,11 +366,4 @@ function floorOf(book: Book, orderIds: readonly string[]): number | undefined {
     if (floor === undefined || entry.usd < floor) floor = entry.usd;
   }
   return floor;
-}
-
-/** `1.230000` -> `1.23`, and at most 6 decimals for display. */
-function trimDecimals(amount: string): string {
-  const [whole, fraction = ''] = amount.split('.');
-  const cut = fraction.slice(0, 6).replace(/0+$/, '');
-  return cut ? `${whole}.${cut}` : (whole ?? amount);
 }
