@@ -1,6 +1,14 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { byPriceAscending, byPriceDescending, tokenName, traitsOf } from '../src/bot/format.ts';
-import { describeOrder, fetchToken, firstItems, footerOf, formatShare, rarityPending } from '../src/bot/market.ts';
+import {
+  describeOrder,
+  explainNotFound,
+  fetchToken,
+  firstItems,
+  footerOf,
+  formatShare,
+  rarityPending,
+} from '../src/bot/market.ts';
 import { type Reply, type ReplyField, safeUrl, truncate } from '../src/core/reply.ts';
 
 const MAX_TRAIT_FIELDS = 12;
@@ -38,7 +46,7 @@ export default defineCommand({
         ...target,
         page: firstItems(BOOK_SAMPLE),
       }),
-    ]);
+    ]).catch((error: unknown) => explainNotFound(ctx, collection, token, error));
     const traits = traitsOf(metadata);
     // Never waits: the first ask starts counting the collection, a later one shows the result.
     const rarity = ctx.market?.rarity?.lookup(collection.network, collection.address);

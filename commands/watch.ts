@@ -74,9 +74,12 @@ async function ruleOfChat(ctx: CommandContext, id: string): Promise<WatchRule> {
 
 const ruleOption = { name: 'rule', type: 'text', description: 'Rule id, e.g. r3', required: true } as const;
 
+/** `sales, listings, …, cancels`: every kind a rule can follow, as /help names them. */
+const KINDS_TEXT = ALERT_KINDS.map((kind) => `${kind}s`).join(', ');
+
 export default defineGroup({
   name: 'watch',
-  description: 'Alerts for this chat: sales, listings, offers, mints, transfers, burns',
+  description: `Alerts for this chat: ${KINDS_TEXT}`,
   subcommands: [
     defineCommand({
       name: 'add',
@@ -95,7 +98,7 @@ export default defineGroup({
         {
           name: 'kinds',
           type: 'choiceList',
-          description: 'sale, listing, offer, mint, transfer, burn, cancel or all (default sale)',
+          description: `${ALERT_KINDS.join(', ')} or all (default sale)`,
           choices: [...ALERT_KINDS, 'all'],
         },
         { name: 'tokens', type: 'text', description: 'Only these token ids, comma-separated' },
