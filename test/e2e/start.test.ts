@@ -27,7 +27,7 @@ describe('npm start with piped input', () => {
   it('shows alerts in the terminal as the local chain mines them', async () => {
     const run = await converse(
       ['/watch add moon cats all'],
-      /^(Sold|Sweep|Listed|Offer|Minted|Transferred|Burned|Cancelled): /m,
+      /^(Sold|Sweep|Listed|Offer|Minted|Transferred|Burned|Cancelled(?: listing| offer)?): /m,
       {
         FLOORWATCH_DATA_DIR: dataDir,
         FLOORWATCH_DEVNET_BLOCK_MS: '150',
@@ -35,7 +35,9 @@ describe('npm start with piped input', () => {
     );
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('Watching');
-    expect(run.stdout).toMatch(/^(Sold|Sweep|Listed|Offer|Minted|Transferred|Burned|Cancelled): .*$/m);
+    expect(run.stdout).toMatch(
+      /^(Sold|Sweep|Listed|Offer|Minted|Transferred|Burned|Cancelled(?: listing| offer)?): .*$/m,
+    );
     expect(run.stdout).toMatch(/Moon Cats · devnet · block \d+/);
   });
 
