@@ -135,7 +135,10 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
     title,
     tone: TONES[event.kind],
     fields,
-    footer: `${truncate(details.collectionName, 60)} · ${event.network} · block ${event.blockNumber} · tx ${shortAddress(event.txnHash)}`,
+    // A sample happened in no block or transaction: its footer names none.
+    footer: options.sample
+      ? `${truncate(details.collectionName, 60)} · ${event.network} · sample`
+      : `${truncate(details.collectionName, 60)} · ${event.network} · block ${event.blockNumber} · tx ${shortAddress(event.txnHash)}`,
     timestamp: event.ts,
   };
   const image = safeUrl(first?.image);

@@ -2,8 +2,10 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandEngine } from '../../src/bot/engine.ts';
+import { byPriceAscending, displayAmount } from '../../src/bot/format.ts';
 import { ALERT_KINDS } from '../../src/core/types.ts';
 import { nativeSymbolsOf } from '../../src/main.ts';
+import type { Order } from '../../src/platform/types.ts';
 import { ADMIN, CONSOLE, type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed } from '../helpers/devnet-data.ts';
 
@@ -128,5 +130,74 @@ describe('a contract address the platform does not know', () => {
     const text = h.text(await h.run('/token moon cats 99999999'));
     expect(text).toBe('Token 99999999 does not exist in Moon Cats.');
     expect(h.text(await h.run('/listings moon cats 99999999'))).toBe('Token 99999999 does not exist in Moon Cats.');
+  });
+});
+
+describe('/watch test', () => {
+  const sampleOf = async (rule: string) => {
+    const added = await h.run(`/watch add ${rule}`);
+    expect(added.title).toBe('Watching');
+    const id = h.store.rules.at(-1)?.id ?? '';
+    return h.run(`/watch test ${id}`);
+  };
+
+  it('GIVEN a rule on tokens 1, 2 and 3 THEN the sample is about the first of them that is listed, priced by its cheapest listing against the floor, links its page, and links no transaction', async () => {
+    const gardens = collectionNamed(h.devnet, 'Glitch Gardens');
+    const target = { network: 'devnet', contractAddress: gardens.address };
+    const cheapest = async (tokenId: string) =>
+      [...(await h.platform.marketplace.listListingsForCollectible({ ...target, tokenId })).listings].sort(
+        byPriceAscending,
+      )[0];
+    let listed: { tokenId: string; order: Order } | undefined;
+    for (const tokenId of ['1', '2', '3']) {
+      const order = await cheapest(tokenId);
+      if (order) {
+        listed = { tokenId, order };
+        break;
+      }
+    }
+    if (!listed) throw new Error('none of tokens 1-3 is listed in the dataset');
+    const reply = await sampleOf(`${gardens.address} all tokens=1,2,3`);
+    const token = await h.platform.marketplace.getCollectible({ ...target, tokenId: listed.tokenId });
+    expect(reply.title).toMatch(
+      new RegExp(
+        `^\\[Sample\\] Sold: ${token.name} for ${displayAmount(listed.order.priceAmountFormatted).replace('.', '\\.')} \\w+$`,
+      ),
+    );
+    expect(reply.url).toBe(`${h.devnet.url}/market/devnet/${gardens.address}/${listed.tokenId}`);
+    expect(reply.image).toBe(token.image);
+    const text = h.text(reply);
+    expect(text).toMatch(/^Floor: \$[\d,.]+ · .*floor$/m);
+    expect(text).toContain('A sample of what rule');
+    expect(text).toContain('no transaction happened');
+    expect(text).not.toMatch(/0x0{4}…0{4}|0x0{64}|Transaction|block \d/);
+    expect(reply.footer).toBe('Glitch Gardens · devnet · sample');
+  });
+
+  it('GIVEN a listing rule with a trait THEN the sample is a listed token with that trait, with where to buy it', async () => {
+    const moonCats = collectionNamed(h.devnet, 'Moon Cats');
+    const { collectibles } = await h.platform.marketplace.listCollectibles({
+      network: 'devnet',
+      side: 'listing',
+      contractAddress: moonCats.address,
+      filter: { includeEmpty: true, properties: [{ name: 'Background', values: ['Aurora'] }] },
+      page: { pageSize: 1 },
+    });
+    const tokenId = collectibles[0]?.metadata.tokenId ?? '';
+    // The cheapest Aurora listing, on the platform's own marketplace (which has a page to buy it on).
+    await h.devnet.mine('devnet', [{ kind: 'listing', collection: moonCats.address, tokenId, price: '0.0001' }]);
+    const reply = await sampleOf(`${moonCats.address} listing background=aurora`);
+    expect(reply.title).toMatch(new RegExp(`^\\[Sample\\] Listed: Moon Cat #${tokenId} for 0\\.0001 DEV$`));
+    expect(reply.url).toBe(`${h.devnet.url}/market/devnet/${moonCats.address}/${tokenId}`);
+    expect(reply.fields?.find((f) => f.name === 'Links')?.value).toEqual([
+      { link: 'Buy on Sequence Market v2', href: reply.url },
+    ]);
+    expect(h.text(reply)).toMatch(/^Floor: \$[\d,.]+ · \d+% below floor$/m);
+  });
+
+  it('GIVEN a rule on a token that does not exist THEN the sample says so', async () => {
+    const gardens = collectionNamed(h.devnet, 'Glitch Gardens');
+    const reply = await sampleOf(`${gardens.address} listing tokens=99999`);
+    expect(h.text(reply)).toContain('(99999) is in Glitch Gardens now.');
   });
 });
