@@ -1,7 +1,7 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
 import { byPriceAscending, formatPrice, shortAddress, tokenName } from '../src/bot/format.ts';
-import { fetchToken, firstItems, footerOf } from '../src/bot/market.ts';
+import { explainNotFound, fetchToken, firstItems, footerOf } from '../src/bot/market.ts';
 import { bold, code, type ReplyField, type Rich, truncate } from '../src/core/reply.ts';
 import type { Step } from '../src/platform/types.ts';
 
@@ -46,7 +46,7 @@ export default defineCommand({
         ...target,
         page: firstItems(20),
       }),
-    ]);
+    ]).catch((error: unknown) => explainNotFound(ctx, collection, token, error));
     const cheapest = [...listings].sort(byPriceAscending)[0];
     if (!cheapest) {
       throw new UserError('not_found', {

@@ -1,6 +1,6 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { byPriceAscending, tokenName } from '../src/bot/format.ts';
-import { describeOrder, firstItems, footerOf, traitConditions } from '../src/bot/market.ts';
+import { describeOrder, firstItems, footerOf, onCollection, traitConditions } from '../src/bot/market.ts';
 import { bold, type ReplyField } from '../src/core/reply.ts';
 import type { CollectiblesFilter } from '../src/platform/types.ts';
 
@@ -24,13 +24,15 @@ export default defineCommand({
       await traitConditions(ctx, collection, '/floor <collection> [count] [trait=value ...]')
     ).map(({ filter, value }) => ({ name: filter.name, type: filter.type, values: [value] }));
     const size = count ?? 5;
-    const { collectibles } = await ctx.platform.marketplace.listCollectibles({
-      network: collection.network,
-      side: 'listing',
-      contractAddress: collection.address,
-      filter: { includeEmpty: false, ...(properties.length ? { properties } : {}) },
-      page: firstItems(size),
-    });
+    const { collectibles } = await onCollection(collection, () =>
+      ctx.platform.marketplace.listCollectibles({
+        network: collection.network,
+        side: 'listing',
+        contractAddress: collection.address,
+        filter: { includeEmpty: false, ...(properties.length ? { properties } : {}) },
+        page: firstItems(size),
+      }),
+    );
     const listed = collectibles
       .map((c) => ({ metadata: c.metadata, order: c.order ?? c.listing }))
       .filter((c): c is typeof c & { order: NonNullable<typeof c.order> } => c.order !== undefined)

@@ -1,9 +1,22 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { byPriceAscending, byPriceDescending, tokenName, traitsOf } from '../src/bot/format.ts';
-import { describeOrder, fetchToken, firstItems, footerOf, formatShare, rarityPending } from '../src/bot/market.ts';
+import {
+  describeOrder,
+  explainNotFound,
+  fetchToken,
+  firstItems,
+  footerOf,
+  formatShare,
+  rarityPending,
+} from '../src/bot/market.ts';
 import { type Reply, type ReplyField, safeUrl, truncate } from '../src/core/reply.ts';
 
 const MAX_TRAIT_FIELDS = 12;
+/**
+ * The bot's own rarity line. Not "Rarity": collections have traits of that name (Pixel Potions'
+ * "Rarity: Common"), shown beside it.
+ */
+const RARITY_FIELD = 'Rarity rank';
 /** Orders read to find the best of each side. */
 const BOOK_SAMPLE = 20;
 
@@ -33,7 +46,7 @@ export default defineCommand({
         ...target,
         page: firstItems(BOOK_SAMPLE),
       }),
-    ]);
+    ]).catch((error: unknown) => explainNotFound(ctx, collection, token, error));
     const traits = traitsOf(metadata);
     // Never waits: the first ask starts counting the collection, a later one shows the result.
     const rarity = ctx.market?.rarity?.lookup(collection.network, collection.address);
@@ -42,14 +55,14 @@ export default defineCommand({
     if (rarity?.status === 'ready') {
       const ranked = rarity.table.rank(metadata.tokenId || token);
       fields.push({
-        name: 'Rarity',
+        name: RARITY_FIELD,
         value: ranked
-          ? `rank ${ranked.rank.toLocaleString('en-US')} of ${ranked.of.toLocaleString('en-US')}`
+          ? `${ranked.rank.toLocaleString('en-US')} of ${ranked.of.toLocaleString('en-US')}`
           : 'not ranked: the token is newer than the count',
         inline: true,
       });
     } else if (rarity) {
-      fields.push({ name: 'Rarity', value: rarityPending(rarity), inline: true });
+      fields.push({ name: RARITY_FIELD, value: rarityPending(rarity), inline: true });
     }
     for (const t of traits.slice(0, MAX_TRAIT_FIELDS)) {
       const share = table?.share(t.name, t.value);

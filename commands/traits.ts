@@ -1,5 +1,5 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { footerOf, formatShare, rarityPending } from '../src/bot/market.ts';
+import { footerOf, formatShare, onCollection, rarityPending } from '../src/bot/market.ts';
 import { type Reply, truncate } from '../src/core/reply.ts';
 
 const MAX_VALUES = 20;
@@ -18,10 +18,12 @@ export default defineCommand({
     },
   ],
   async run(ctx, { collection }) {
-    const filters = await ctx.platform.metadata.tokenCollectionFilters({
-      network: collection.network,
-      contractAddress: collection.address,
-    });
+    const filters = await onCollection(collection, () =>
+      ctx.platform.metadata.tokenCollectionFilters({
+        network: collection.network,
+        contractAddress: collection.address,
+      }),
+    );
     const reply: Reply = { title: `Traits of ${collection.name}`, tone: 'info', footer: footerOf(collection) };
     if (filters.length === 0) {
       reply.lines = ['This collection has no traits to filter by.'];

@@ -1,7 +1,7 @@
-import { renderAlert } from '../src/alerts/render.ts';
+import { sampleAlert } from '../src/alerts/sample.ts';
 import { type CommandContext, defineCommand, defineGroup } from '../src/bot/command.ts';
 import { ArgumentError, UserError } from '../src/bot/errors.ts';
-import { marketplaceName, shortAddress, traitsOf } from '../src/bot/format.ts';
+import { shortAddress } from '../src/bot/format.ts';
 import { traitConditions } from '../src/bot/market.ts';
 import { parseAddress, parsePercent, parseTokenId } from '../src/bot/options.ts';
 import { echo } from '../src/bot/user-text.ts';
@@ -74,9 +74,12 @@ async function ruleOfChat(ctx: CommandContext, id: string): Promise<WatchRule> {
 
 const ruleOption = { name: 'rule', type: 'text', description: 'Rule id, e.g. r3', required: true } as const;
 
+/** `sales, listings, …, cancels`: every kind a rule can follow, as /help names them. */
+const KINDS_TEXT = ALERT_KINDS.map((kind) => `${kind}s`).join(', ');
+
 export default defineGroup({
   name: 'watch',
-  description: 'Alerts for this chat: sales, listings, offers, mints, transfers, burns',
+  description: `Alerts for this chat: ${KINDS_TEXT}`,
   subcommands: [
     defineCommand({
       name: 'add',
@@ -95,7 +98,7 @@ export default defineGroup({
         {
           name: 'kinds',
           type: 'choiceList',
-          description: 'sale, listing, offer, mint, transfer, burn, cancel or all (default sale)',
+          description: `${ALERT_KINDS.join(', ')} or all (default sale)`,
           choices: [...ALERT_KINDS, 'all'],
         },
         { name: 'tokens', type: 'text', description: 'Only these token ids, comma-separated' },
@@ -244,57 +247,11 @@ export default defineGroup({
     }),
     defineCommand({
       name: 'test',
-      description: 'Show a sample alert of a rule, built from recent real data',
+      description: 'Show a sample alert of a rule, built from the current market',
       permission: 'manage',
       options: [ruleOption],
       async run(ctx, { rule }) {
-        const found = await ruleOfChat(ctx, rule);
-        const { collectibles } = await ctx.platform.marketplace.listCollectibles({
-          network: found.network,
-          side: 'listing',
-          contractAddress: found.collection,
-          filter: { includeEmpty: true },
-          page: { pageSize: 1 },
-        });
-        const sample = collectibles[0];
-        const tokenId = found.tokenIds?.[0] ?? sample?.metadata.tokenId ?? '1';
-        const order = sample?.order ?? sample?.listing;
-        const kind = found.kinds[0] ?? 'sale';
-        const symbol = order ? await ctx.currencies.symbol(found.network, order.priceCurrencyAddress) : undefined;
-        const seller = order?.createdBy.toLowerCase() ?? found.wallets?.[0];
-        const reply = renderAlert(
-          {
-            event: {
-              id: `sample:${found.id}`,
-              kind,
-              network: found.network,
-              collection: found.collection,
-              txnHash: '0x0000000000000000000000000000000000000000000000000000000000000000',
-              blockNumber: order?.blockNumber ?? 0,
-              blockHash: '',
-              ts: ctx.now().toISOString(),
-              tokens: [{ tokenId, amount: '1' }],
-              ...(seller ? { from: seller } : {}),
-              accounts: [],
-              orderIds: order ? [order.orderId] : [],
-              logUids: [],
-            },
-            collectionName: found.collectionName,
-            tokens: [
-              {
-                tokenId,
-                amount: '1',
-                ...(sample?.metadata.name ? { name: sample.metadata.name } : {}),
-                ...(sample?.metadata.image ? { image: sample.metadata.image } : {}),
-                ...(sample ? { traits: traitsOf(sample.metadata) } : {}),
-              },
-            ],
-            ...(order && symbol ? { price: { amount: order.priceAmountFormatted, symbol, usd: order.priceUSD } } : {}),
-            ...(order ? { marketplace: marketplaceName(order) } : {}),
-          },
-          { sample: true },
-        );
-        return reply;
+        return sampleAlert(ctx, await ruleOfChat(ctx, rule));
       },
     }),
   ],

@@ -550,8 +550,10 @@ async function cli(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT', 0));
   process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
   if (bot.console) {
+    const chat = bot.console;
     await bot.finished;
-    await shutdown('end of input', 0);
+    // A closed output (`npm start | head`) ends the bot as the end of input does: cleanly, code 0.
+    await shutdown(chat.outputClosed ? 'output closed' : 'end of input', 0);
   }
 }
 

@@ -2,13 +2,13 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { formatUnits } from 'viem';
 import type { CurrencyDirectory } from '../bot/currencies.ts';
-import { marketplaceName, traitsOf } from '../bot/format.ts';
+import { displayAmount, marketplaceName, traitsOf } from '../bot/format.ts';
 import type { Links } from '../bot/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { MarketplaceKind, Order, TokenMetadata } from '../platform/types.ts';
 import type { AlertDetails, TokenDetails } from './render.ts';
 import type { PriceInfo } from './rule-index.ts';
-import type { ChainEvent } from './types.ts';
+import type { ChainEvent, EventToken } from './types.ts';
 
 /** The platform's own marketplace, which emits the Request* events. */
 const OWN_MARKETPLACE: MarketplaceKind = 'sequence_marketplace_v2';
@@ -132,15 +132,19 @@ export class Enricher {
     };
   }
 
-  async enrich(event: ChainEvent, collectionName: string, options: EnrichOptions = {}): Promise<EnrichedEvent> {
+  async enrich(chainEvent: ChainEvent, collectionName: string, options: EnrichOptions = {}): Promise<EnrichedEvent> {
     const missing: string[] = [];
+    let event = chainEvent;
+    let cancelled: Order[] | undefined;
+    if (event.kind === 'cancel' && event.tokens.length === 0) {
+      // RequestCancelled names the request, not the token: its order does (fetched once, and first).
+      cancelled = await this.#ordersOrNone(event, missing);
+      const tokens = tokensOf(cancelled);
+      if (tokens.length > 0) event = { ...event, tokens };
+    }
     const wantsFloor = event.kind === 'sale' || event.kind === 'listing';
     const [orders, metadata, book] = await Promise.all([
-      this.#orders(event).catch((error: unknown) => {
-        missing.push('orders');
-        this.#logger.warn({ event: event.id, err: error }, 'could not fetch the orders of an event');
-        return [] as Order[];
-      }),
+      cancelled ?? this.#ordersOrNone(event, missing),
       Promise.all(
         event.tokens.map((token, index) =>
           index < MAX_TOKENS_FETCHED
@@ -195,6 +199,10 @@ export class Enricher {
       };
     }
     const first = orders[0];
+    const side = first?.side;
+    if (event.kind === 'cancel' && (side === 'listing' || side === 'offer') && orders.every((o) => o.side === side)) {
+      details.cancelled = side;
+    }
     if (first) details.marketplace = marketplaceName(first);
     // Request events come from the platform's own marketplace contract.
     else if (this.#pricedByChain(event)) details.marketplace = marketplaceName({ marketplace: OWN_MARKETPLACE });
@@ -247,6 +255,15 @@ export class Enricher {
     const book = { at, entries };
     this.#books.set(`${event.network}:${event.collection}`, book);
     return book;
+  }
+
+  /** The orders of an event; none when they cannot be fetched (said in `missing` and the log). */
+  #ordersOrNone(event: ChainEvent, missing: string[]): Promise<Order[]> {
+    return this.#orders(event).catch((error: unknown) => {
+      missing.push('orders');
+      this.#logger.warn({ event: event.id, err: error }, 'could not fetch the orders of an event');
+      return [] as Order[];
+    });
   }
 
   async #orders(event: ChainEvent): Promise<Order[]> {
@@ -329,7 +346,7 @@ export class Enricher {
           const amount = formatUnits(total.raw, total.decimals);
           return {
             amount,
-            display: trimDecimals(amount),
+            display: displayAmount(amount),
             symbol: await this.#currencies.symbol(event.network, currency),
           };
         }),
@@ -346,16 +363,33 @@ export class Enricher {
     const chain = this.#pricedByChain(event);
     if (chain && event.price) {
       const symbol = await this.#currencies.symbol(event.network, event.price.currency);
-      return { amount: chain.amount, display: trimDecimals(chain.amount), symbol, usd: chain.usd };
+      return { amount: chain.amount, display: displayAmount(chain.amount), symbol, usd: chain.usd };
     }
     if (event.price && /^0x0{40}$/i.test(event.price.currency)) {
       const units = BigInt(event.tokens[0]?.amount ?? '1');
       const amount = formatUnits(BigInt(event.price.perToken) * units, 18);
       const symbol = await this.#currencies.symbol(event.network, event.price.currency);
-      return { amount, display: trimDecimals(amount), symbol, usd: undefined };
+      return { amount, display: displayAmount(amount), symbol, usd: undefined };
     }
     return undefined;
   }
+}
+
+/**
+ * The tokens of orders, each once, with the units the order still offered (1 for ERC-721; a
+ * collection-wide offer names no token).
+ */
+function tokensOf(orders: readonly Order[]): EventToken[] {
+  const tokens: EventToken[] = [];
+  for (const order of orders) {
+    if (order.tokenId === undefined || !/^\d+$/.test(order.tokenId)) continue;
+    if (tokens.some((t) => t.tokenId === order.tokenId)) continue;
+    const units = [order.quantityRemaining, order.quantityInitial].find(
+      (q) => (order.quantityDecimals ?? 0) === 0 && /^\d+$/.test(q ?? '') && BigInt(q) > 0n,
+    );
+    tokens.push({ tokenId: order.tokenId, amount: units ?? '1' });
+  }
+  return tokens;
 }
 
 /** The floor in USD per token: the cheapest listing that is not one of `orderIds` (the event's own). */
@@ -366,11 +400,4 @@ function floorOf(book: Book, orderIds: readonly string[]): number | undefined {
     if (floor === undefined || entry.usd < floor) floor = entry.usd;
   }
   return floor;
-}
-
-/** `1.230000` -> `1.23`, and at most 6 decimals for display. */
-function trimDecimals(amount: string): string {
-  const [whole, fraction = ''] = amount.split('.');
-  const cut = fraction.slice(0, 6).replace(/0+$/, '');
-  return cut ? `${whole}.${cut}` : (whole ?? amount);
 }

@@ -31,6 +31,8 @@ export interface AlertDetails {
   floorUsd?: number;
   /** The token's previous sale as the bot recorded it (sales of one token), with its USD per unit when known. */
   lastSale?: { at: string; usd?: number };
+  /** A cancel: whether the cancelled order was a listing or an offer, when its order says. */
+  cancelled?: 'listing' | 'offer';
   /** The token's page (one token), the transaction's page, and where a listing can be bought. */
   links?: { token?: string; transaction?: string; buy?: { label: string; url: string } };
 }
@@ -73,7 +75,12 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
     : first
       ? tokenLabel(first)
       : details.collectionName;
-  const verb = event.kind === 'sale' && many ? 'Sweep' : VERBS[event.kind];
+  const verb =
+    event.kind === 'sale' && many
+      ? 'Sweep'
+      : details.cancelled
+        ? `${VERBS[event.kind]} ${details.cancelled}`
+        : VERBS[event.kind];
   const price = details.price
     ? [details.price, ...(details.price.more ?? [])].map((p) => `${p.amount} ${p.symbol}`).join(' + ')
     : undefined;
@@ -98,7 +105,7 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
     case 'listing':
     case 'offer':
     case 'cancel':
-      party(event.kind === 'offer' ? 'Bidder' : 'Maker', event.from);
+      party(event.kind === 'offer' || details.cancelled === 'offer' ? 'Bidder' : 'Maker', event.from);
       break;
     case 'mint':
       party('To', event.to);
@@ -128,7 +135,10 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
     title,
     tone: TONES[event.kind],
     fields,
-    footer: `${truncate(details.collectionName, 60)} · ${event.network} · block ${event.blockNumber} · tx ${shortAddress(event.txnHash)}`,
+    // A sample happened in no block or transaction: its footer names none.
+    footer: options.sample
+      ? `${truncate(details.collectionName, 60)} · ${event.network} · sample`
+      : `${truncate(details.collectionName, 60)} · ${event.network} · block ${event.blockNumber} · tx ${shortAddress(event.txnHash)}`,
     timestamp: event.ts,
   };
   const image = safeUrl(first?.image);

@@ -6,6 +6,7 @@ export type UserErrorCode =
   | 'unknown_command'
   | 'unknown_subcommand'
   | 'unknown_collection'
+  | 'unknown_collection_address'
   | 'no_collection'
   | 'token_not_found'
   | 'permission'
@@ -14,12 +15,21 @@ export type UserErrorCode =
   | 'button_expired'
   | 'not_found';
 
+/**
+ * A failure the user can act on. Its message is the code, followed by the message of `cause` when
+ * one is given: the answer says it in the user's words, the log line (which prints the message)
+ * keeps what the platform said.
+ */
 export class UserError extends Error {
   override name = 'UserError';
   readonly code: UserErrorCode;
   readonly params: Readonly<Record<string, string | number | undefined>>;
-  constructor(code: UserErrorCode, params: Record<string, string | number | undefined> = {}) {
-    super(code);
+  constructor(
+    code: UserErrorCode,
+    params: Record<string, string | number | undefined> = {},
+    options: { cause?: unknown } = {},
+  ) {
+    super(options.cause instanceof Error ? `${code}: ${options.cause.message}` : code, options);
     this.code = code;
     this.params = params;
   }

@@ -13,9 +13,37 @@ export function formatUsd(value: number | undefined): string | undefined {
   return usdFormat.format(value);
 }
 
-/** `1.5 ETH ($3,012.40)` */
+/**
+ * A decimal amount of a token with its whole part grouped by thousands as US dollars are
+ * (`1129` -> `1,129`, `12345.5` -> `12,345.5`); the fraction is kept as it is, so small amounts
+ * (`0.000012`) keep every digit. Text that is not a plain decimal is returned unchanged.
+ */
+export function groupThousands(amount: string): string {
+  const match = /^(-?)(\d+)(\.\d+)?$/.exec(amount);
+  if (!match) return amount;
+  const whole = (match[2] ?? '').replace(/\B(?=(\d{3})+$)/g, ',');
+  return `${match[1] ?? ''}${whole}${match[3] ?? ''}`;
+}
+
+/** Decimals shown of an amount; one below 0.000001 keeps this many significant digits instead. */
+const SHOWN_DECIMALS = 6;
+const SMALL_DIGITS = 4;
+
+/**
+ * An amount for display: `1.230000` -> `1.23`, at most 6 decimals (`0.0000001234` keeps its first
+ * significant digits rather than reading `0`), the whole part grouped by thousands (`1,129`).
+ */
+export function displayAmount(amount: string): string {
+  const [whole = amount, fraction = ''] = amount.split('.');
+  const significant = fraction.search(/[1-9]/);
+  const shown = /^-?0+$/.test(whole) && significant >= SHOWN_DECIMALS ? significant + SMALL_DIGITS : SHOWN_DECIMALS;
+  const cut = fraction.slice(0, shown).replace(/0+$/, '');
+  return groupThousands(cut ? `${whole}.${cut}` : whole);
+}
+
+/** `1.5 ETH ($3,012.40)`, `1,129 DUSD ($1,129.00)` */
 export function formatPrice(order: Order, symbol: string): string {
-  const amount = order.priceAmountFormatted || order.priceAmount;
+  const amount = groupThousands(order.priceAmountFormatted || order.priceAmount);
   const usd = formatUsd(order.priceUSD);
   return usd ? `${amount} ${symbol} (${usd})` : `${amount} ${symbol}`;
 }

@@ -29,13 +29,35 @@ const OPENSEA_CHAINS: Readonly<Record<string, string>> = {
   amoy: 'amoy',
 };
 
-/** Token pages of third-party marketplaces, by the platform's marketplace name; `{chain}` is OpenSea's network name. */
-const MARKETPLACE_PAGES: Readonly<Record<string, { template: string; networks?: readonly string[] }>> = {
-  opensea: { template: 'https://opensea.io/assets/{chain}/{collection}/{tokenId}' },
-  blur: { template: 'https://blur.io/asset/{collection}/{tokenId}', networks: ['mainnet'] },
-  looks_rare: { template: 'https://looksrare.org/collections/{collection}/{tokenId}', networks: ['mainnet'] },
-  x2y2: { template: 'https://x2y2.io/eth/{collection}/{tokenId}', networks: ['mainnet'] },
-  magic_eden: { template: 'https://magiceden.io/item-details/{chain}/{collection}/{tokenId}' },
+/**
+ * Magic Eden's name of each EVM network it lists (its item pages and API say `ethereum`, `polygon`:
+ * not OpenSea's `matic`). Networks it does not list get no Magic Eden link.
+ */
+const MAGIC_EDEN_CHAINS: Readonly<Record<string, string>> = {
+  mainnet: 'ethereum',
+  polygon: 'polygon',
+  base: 'base',
+  arbitrum: 'arbitrum',
+  bsc: 'bsc',
+};
+
+/** The one network a marketplace lists. */
+const MAINNET_ONLY: Readonly<Record<string, string>> = { mainnet: 'ethereum' };
+
+/**
+ * Token pages of third-party marketplaces, by the platform's marketplace name. `{chain}` is the
+ * network's name in that marketplace's own addresses (each names networks its own way); a network
+ * missing from `chains` has no page there.
+ */
+const MARKETPLACE_PAGES: Readonly<Record<string, { template: string; chains: Readonly<Record<string, string>> }>> = {
+  opensea: { template: 'https://opensea.io/assets/{chain}/{collection}/{tokenId}', chains: OPENSEA_CHAINS },
+  blur: { template: 'https://blur.io/asset/{collection}/{tokenId}', chains: MAINNET_ONLY },
+  looks_rare: { template: 'https://looksrare.org/collections/{collection}/{tokenId}', chains: MAINNET_ONLY },
+  x2y2: { template: 'https://x2y2.io/eth/{collection}/{tokenId}', chains: MAINNET_ONLY },
+  magic_eden: {
+    template: 'https://magiceden.io/item-details/{chain}/{collection}/{tokenId}',
+    chains: MAGIC_EDEN_CHAINS,
+  },
 };
 
 /** The platform's own marketplaces: their orders are bought on the token page of {@link LinkTemplates.token}. */
@@ -80,8 +102,8 @@ export class Links {
       return url ? { label, url } : undefined;
     }
     const page = own(MARKETPLACE_PAGES, marketplace);
-    const chain = own(OPENSEA_CHAINS, network);
-    if (!page || !chain || (page.networks && !page.networks.includes(network))) return undefined;
+    const chain = page && own(page.chains, network);
+    if (!page || !chain) return undefined;
     return { label, url: this.#fill(page.template, { network, chain, collection, tokenId }) };
   }
 

@@ -29,10 +29,12 @@ export async function traitConditions(
   usage: string,
 ): Promise<Array<{ filter: PropertyFilter; value: string }>> {
   if (ctx.extras.size === 0) return [];
-  const filters = await ctx.platform.metadata.tokenCollectionFilters({
-    network: collection.network,
-    contractAddress: collection.address,
-  });
+  const filters = await onCollection(collection, () =>
+    ctx.platform.metadata.tokenCollectionFilters({
+      network: collection.network,
+      contractAddress: collection.address,
+    }),
+  );
   const out: Array<{ filter: PropertyFilter; value: string }> = [];
   for (const [key, wanted] of ctx.extras) {
     const filter = filters.find((f) => f.name.toLowerCase() === key.toLowerCase());
@@ -55,18 +57,85 @@ export async function traitConditions(
   return out;
 }
 
-/** `1.5 ETH ($3,012.40) · Sequence Market v2 · by 0xab…cd · ends in 3 days` */
-export async function describeOrder(ctx: CommandContext, network: string, order: Order): Promise<Inline[]> {
+/**
+ * An order in two parts: its price (`1.5 ETH ($3,012.40)`) and the rest (`Sequence Market v2 · by
+ * 0xab…cd · ends in 3 days`), for lists that head each entry with its price.
+ */
+export async function orderParts(
+  ctx: CommandContext,
+  network: string,
+  order: Order,
+): Promise<{ price: string; rest: [string, ...Inline[]] }> {
   const symbol = await ctx.currencies.symbol(network, order.priceCurrencyAddress);
-  const parts = [formatPrice(order, symbol), marketplaceName(order)];
+  const parts = [marketplaceName(order)];
   const quantity = order.quantityAvailableFormatted || order.quantityRemainingFormatted;
   if (quantity && quantity !== '1') parts.push(`qty ${quantity}`);
   const ends = relativeTime(order.validUntil, ctx.now());
   if (ends && Date.parse(order.validUntil) - ctx.now().getTime() < 365 * 86_400_000) parts.push(`ends ${ends}`);
-  return [parts.join(' · '), ' · by ', code(order.createdBy.slice(0, 10))];
+  return { price: formatPrice(order, symbol), rest: [parts.join(' · '), ' · by ', code(order.createdBy.slice(0, 10))] };
 }
 
-/** Fetches a token's metadata; a token the platform does not know becomes a clear user error. */
+/** `1.5 ETH ($3,012.40) · Sequence Market v2 · by 0xab…cd · ends in 3 days` */
+export async function describeOrder(ctx: CommandContext, network: string, order: Order): Promise<Inline[]> {
+  const { price, rest } = await orderParts(ctx, network, order);
+  const [first, ...others] = rest;
+  return [`${price} · ${first}`, ...others];
+}
+
+/** The platform's "no such thing" (webrpc NotFound, or HTTP 404), not one of its other *NotFound errors. */
+function isNotFound(error: unknown): error is PlatformApiError {
+  return error instanceof PlatformApiError && (error.errorName === 'NotFound' || error.status === 404);
+}
+
+/** The answer for a collection the platform does not know; the platform's own words stay in the log. */
+function missingCollection(collection: ResolvedCollection, cause: unknown): UserError {
+  return new UserError(
+    'unknown_collection_address',
+    { address: collection.address, network: collection.network },
+    { cause },
+  );
+}
+
+/**
+ * Runs a platform call about a whole collection (its listings, its traits). A NotFound from such a
+ * call means the collection itself is unknown (an address typed with a typo, or of another network):
+ * it becomes "No collection at 0x… on devnet." rather than the platform's words.
+ */
+export async function onCollection<T>(collection: ResolvedCollection, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw isNotFound(error) ? missingCollection(collection, error) : error;
+  }
+}
+
+/**
+ * Why a call about one token was refused as NotFound: the collection is unknown (asked once, of
+ * the collection as a whole), else the token is. Throws the answer; other failures pass through.
+ */
+export async function explainNotFound(
+  ctx: CommandContext,
+  collection: ResolvedCollection,
+  tokenId: string,
+  error: unknown,
+): Promise<never> {
+  if (!isNotFound(error)) throw error;
+  await onCollection(collection, () =>
+    ctx.platform.marketplace.listCollectibles({
+      network: collection.network,
+      side: 'listing',
+      contractAddress: collection.address,
+      filter: { includeEmpty: true },
+      page: { pageSize: 1 },
+    }),
+  );
+  throw new UserError('token_not_found', { tokenId, collection: collection.name }, { cause: error });
+}
+
+/**
+ * Fetches a token's metadata; a token (or collection) the platform does not know becomes a clear
+ * user error.
+ */
 export async function fetchToken(
   ctx: CommandContext,
   collection: ResolvedCollection,
@@ -79,10 +148,7 @@ export async function fetchToken(
       tokenId,
     });
   } catch (error) {
-    if (error instanceof PlatformApiError && (/NotFound/.test(error.errorName) || error.status === 404)) {
-      throw new UserError('token_not_found', { tokenId, collection: collection.name });
-    }
-    throw error;
+    return explainNotFound(ctx, collection, tokenId, error);
   }
 }
 
@@ -140,7 +206,7 @@ export async function bookPage(
     fetchToken(ctx, collection, tokenId),
     side.fetch(page * BOOK_PAGE_SIZE + 1),
     side.otherEnd(),
-  ]);
+  ]).catch((error: unknown) => explainNotFound(ctx, collection, tokenId, error));
   const reply: Reply = {
     title: `${side.title} ${tokenName(metadata, tokenId)}`,
     tone: side.tone,
@@ -153,11 +219,12 @@ export async function bookPage(
     reply.lines = [page === 1 ? side.empty : `There is no page ${page}: the ${side.tone}s end earlier.`];
   } else {
     reply.lines = [`${side.ordering}:`];
+    // Each entry is headed by its price: a bare "1." heads nothing (the terminal showed "1.:").
     reply.fields = await Promise.all(
-      shown.map(async (order, i) => ({
-        name: `${(page - 1) * BOOK_PAGE_SIZE + i + 1}.`,
-        value: await describeOrder(ctx, collection.network, order),
-      })),
+      shown.map(async (order, i) => {
+        const { price, rest } = await orderParts(ctx, collection.network, order);
+        return { name: `${(page - 1) * BOOK_PAGE_SIZE + i + 1}. ${price}`, value: rest };
+      }),
     );
   }
   // The other end closes the answer: above the list it would read as the list's heading.

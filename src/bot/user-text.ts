@@ -25,12 +25,29 @@ export const MAX_ECHO_CHARS = 60;
 export const MAX_SHOWN_WAIT_MS = 60 * 60 * 1000;
 
 /**
- * Something the user typed, as a message may repeat it: whitespace and control characters
- * collapsed to one space, cut to {@link MAX_ECHO_CHARS} characters with an ellipsis (never inside a
- * surrogate pair), so that a 10 kB argument yields a short answer. Escaping stays the renderers' job.
+ * Bidirectional formatting and invisible characters: LRM/RLM and the Arabic letter mark,
+ * embeddings and overrides (U+202A–U+202E), isolates (U+2066–U+2069), zero-width space, word
+ * joiner and invisible operators, and the byte order mark. Echoed raw, an override typed into an
+ * argument turns the rest of the answer around (U+202E before "moon cats" shows it as "stac noom",
+ * and the text after it too). Zero-width (non-)joiners are left alone: emoji and some scripts need them.
+ */
+const INVISIBLE = /[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/gu;
+
+/** `text` without {@link INVISIBLE} characters: what to suggest typing instead. */
+export function withoutInvisible(text: string): string {
+  return text.replace(INVISIBLE, '');
+}
+
+/**
+ * Something the user typed, as a message may repeat it: each bidirectional or invisible formatting
+ * character ({@link INVISIBLE}) shown as its code point (`<U+202E>`), so that it neither reorders the
+ * answer nor hides why the input did not match; whitespace and control characters collapsed to one
+ * space; cut to {@link MAX_ECHO_CHARS} characters with an ellipsis (never inside a surrogate pair),
+ * so that a 10 kB argument yields a short answer. Escaping stays the renderers' job.
  */
 export function echo(text: string | number | undefined): string {
   const flat = String(text ?? '')
+    .replace(INVISIBLE, (char) => `<U+${(char.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}>`)
     .replace(/[\s\p{Cc}]+/gu, ' ')
     .trim();
   const chars = Array.from(flat);
@@ -94,7 +111,7 @@ export function describeArgError(error: ArgError): string {
         ? `${quote(error.input)} is not a trait filter of this collection. Traits: ${error.allowed.join(', ')}.`
         : `${quote(error.input)} is not a trait filter of this collection.`;
     case 'unbalanced_quotes':
-      return 'A quote is not closed.';
+      return 'A quote is not closed: close it ("moon cats") or leave the quotes out.';
   }
 }
 
@@ -153,7 +170,9 @@ function describeUserError(error: UserError, context: AnswerContext): string {
     case 'unknown_subcommand':
       return `/${p.command} needs one of: ${p.allowed}. Example: /${p.command} ${String(p.allowed).split(', ')[0]}`;
     case 'unknown_collection':
-      return `No collection matches ${quote(p.query)} on ${echo(p.network)}. Try /search ${echo(p.query)}, or give the contract address.`;
+      return `No collection matches ${quote(p.query)} on ${echo(p.network)}. Try /search ${echo(withoutInvisible(String(p.query ?? '')))}, or give the contract address.`;
+    case 'unknown_collection_address':
+      return `No collection at ${echo(p.address)} on ${echo(p.network)}. Check the address (another network: network:0x…), or find the collection by name with /search.`;
     case 'no_collection':
       return 'Which collection? Name one, or set a default with /settings collection=<name or address>.';
     case 'token_not_found':
@@ -227,13 +246,24 @@ function describeWriteFailure(code: string | undefined): string {
 }
 
 /**
+ * `Usage: /floor <collection> [count] [trait=value ...]`. A line that cannot be split into words
+ * fails before its command is looked up, so its usage is the bare command name: rather than a usage
+ * line that reads as cut short, the answer points to the command's help.
+ */
+function usageLine(error: ArgumentError): string {
+  const bare = /^\/([\w-]+)$/.exec(error.usage);
+  if (error.error.code === 'unbalanced_quotes' && bare) return `Type /help ${bare[1]} for how to write it.`;
+  return `Usage: ${error.usage}`;
+}
+
+/**
  * The answer for a failed command. `reference` ties an unexpected failure to its log line;
  * `context` says where it is answered (a refusal names who may do it there).
  */
 export function errorReply(error: unknown, reference: string, context: AnswerContext = {}): Reply {
   let lines: string[];
   if (error instanceof ArgumentError) {
-    lines = [describeArgError(error.error), `Usage: ${error.usage}`];
+    lines = [describeArgError(error.error), usageLine(error)];
   } else if (error instanceof UserError) {
     lines = [describeUserError(error, context)];
   } else if (error instanceof UnknownNetworkError) {

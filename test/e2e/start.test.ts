@@ -1,8 +1,10 @@
 import { execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LOCK_FILE } from '../../src/store/lock.ts';
 import { type EntryPointRun, ROOT, runEntryPoint, spawnEntryPoint, waitUntil } from '../helpers/entry-point.ts';
 
 /** Runs the entry point interactively-by-pipe: sends lines, keeps input open until stdout matches. */
@@ -27,7 +29,7 @@ describe('npm start with piped input', () => {
   it('shows alerts in the terminal as the local chain mines them', async () => {
     const run = await converse(
       ['/watch add moon cats all'],
-      /^(Sold|Sweep|Listed|Offer|Minted|Transferred|Burned|Cancelled): /m,
+      /^(Sold|Sweep|Listed|Offer|Minted|Transferred|Burned|Cancelled(?: listing| offer)?): /m,
       {
         FLOORWATCH_DATA_DIR: dataDir,
         FLOORWATCH_DEVNET_BLOCK_MS: '150',
@@ -35,7 +37,9 @@ describe('npm start with piped input', () => {
     );
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('Watching');
-    expect(run.stdout).toMatch(/^(Sold|Sweep|Listed|Offer|Minted|Transferred|Burned|Cancelled): .*$/m);
+    expect(run.stdout).toMatch(
+      /^(Sold|Sweep|Listed|Offer|Minted|Transferred|Burned|Cancelled(?: listing| offer)?): .*$/m,
+    );
     expect(run.stdout).toMatch(/Moon Cats · devnet · block \d+/);
   });
 
@@ -61,6 +65,24 @@ describe('npm start with piped input', () => {
     expect(Date.now() - signalled).toBeLessThan(10_000);
     expect(stderr).toContain('"reason":"SIGTERM"');
     expect(stderr).not.toContain('shutdown took too long');
+  });
+
+  it('GIVEN its reader goes away (npm start | head) WHEN it writes the next answer THEN it stops cleanly: exit 0, no stack trace, the data directory unlocked', async () => {
+    const running = spawnEntryPoint({ FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' });
+    running.child.stdin.on('error', () => undefined);
+    running.child.stdin.write('/help\n');
+    await waitUntil(() => running.stdout.includes('Floorwatch commands'), 30_000);
+    expect(existsSync(join(dataDir, LOCK_FILE))).toBe(true);
+    // As `head` does once it has its lines: the read end of the pipe is closed.
+    running.child.stdout.destroy();
+    running.child.stdin.write('/help\n/floor moon cats\n');
+    const timer = setTimeout(() => running.child.kill('SIGKILL'), 20_000);
+    const { code, stderr } = await running.exited;
+    clearTimeout(timer);
+    expect(code).toBe(0);
+    expect(stderr).toContain('"reason":"output closed"');
+    expect(stderr).not.toMatch(/Unhandled 'error' event|Error: write EPIPE|^\s+at /m);
+    expect(existsSync(join(dataDir, LOCK_FILE))).toBe(false);
   });
 
   it('refuses a bad configuration with every problem named, and no secret echoed', async () => {

@@ -81,3 +81,54 @@ describe('alert links', () => {
     expect((await fetch(`${h.devnet.url}/explorer/devnet/tx/0x${'0'.repeat(64)}`)).status).toBe(404);
   });
 });
+
+describe('cancel alerts', () => {
+  it('GIVEN a listing WHEN it is cancelled THEN the alert names the token the order was for, shows its image, and links its page and the transaction like other alerts', async () => {
+    const gulls = collectionNamed(h.devnet, 'Harbor Gulls', 'devnet-l2');
+    expect((await h.run(`/watch add devnet-l2:${gulls.address} listing,cancel`)).title).toBe('Watching');
+    await h.planned();
+    let before = h.console.alerts(CONSOLE.id).length;
+    const listed = await h.devnet.mine('devnet-l2', [
+      { kind: 'listing', collection: gulls.address, price: '1164.6', currency: 'DUSD' },
+    ]);
+    const tokenId = listed.transactions[0]?.tokenIds[0] ?? '';
+    const orderId = listed.transactions[0]?.orderIds[0] ?? '';
+    await h.console.until(() => h.console.alerts(CONSOLE.id).length > before);
+    const listing = h.console.alerts(CONSOLE.id)[before];
+    expect(listing?.title).toMatch(/^Listed: .+ for 1,164\.6 DUSD$/);
+
+    before = h.console.alerts(CONSOLE.id).length;
+    const cancel = await h.devnet.mine('devnet-l2', [{ kind: 'cancel', orderId }]);
+    await h.console.until(() => h.console.alerts(CONSOLE.id).length > before);
+    const alert = h.console.alerts(CONSOLE.id)[before];
+    const token = await h.platform.marketplace.getCollectible({
+      network: 'devnet-l2',
+      contractAddress: gulls.address,
+      tokenId,
+    });
+    expect(token.name).toBeTruthy();
+    expect(alert?.title).toBe(`Cancelled listing: ${token.name} for 1,164.6 DUSD`);
+    expect(alert?.url).toBe(`${h.devnet.url}/market/devnet-l2/${gulls.address}/${tokenId}`);
+    expect(alert?.image).toBe(token.image);
+    expect(alert?.fields?.find((f) => f.name === 'Links')?.value).toEqual([
+      { link: 'Transaction', href: `${h.devnet.url}/explorer/devnet-l2/tx/${cancel.txnHashes[0]}` },
+    ]);
+    expect(alert?.fields?.find((f) => f.name === 'Price')?.value).toBe('1,164.6 DUSD ($1,164.60)');
+  });
+
+  it('GIVEN an offer WHEN it is cancelled THEN the alert says an offer was cancelled, on which token, by whom', async () => {
+    const gardens = collectionNamed(h.devnet, 'Glitch Gardens');
+    expect((await h.run(`/watch add ${gardens.address} cancel`)).title).toBe('Watching');
+    await h.planned();
+    const offered = await h.devnet.mine('devnet', [{ kind: 'offer', collection: gardens.address, price: '2' }]);
+    const tokenId = offered.transactions[0]?.tokenIds[0] ?? '';
+    const before = h.console.alerts(CONSOLE.id).length;
+    await h.devnet.mine('devnet', [{ kind: 'cancel', orderId: offered.transactions[0]?.orderIds[0] ?? '' }]);
+    await h.console.until(() => h.console.alerts(CONSOLE.id).length > before);
+    const alert = h.console.alerts(CONSOLE.id)[before];
+    expect(alert?.title).toMatch(/^Cancelled offer: Glitch Garden #\d+ for 2 WDEV$/);
+    expect(alert?.title).toContain(`#${tokenId}`);
+    expect(alert?.url).toBe(`${h.devnet.url}/market/devnet/${gardens.address}/${tokenId}`);
+    expect(alert?.fields?.map((f) => f.name)).toContain('Bidder');
+  });
+});

@@ -261,7 +261,7 @@ describe('bad input gets a clear answer', () => {
     ['/frobnicate', 'Unknown command "frobnicate". Type /help for the list.'],
     ['/watch', '/watch needs one of: add, list, remove, pause, resume, test.'],
     ['/stats 7 extra', 'Too many arguments: "extra" was not expected.'],
-    ['/floor "moon cats', 'A quote is not closed.'],
+    ['/floor "moon cats', 'A quote is not closed: close it'],
     ['/floor mars:0x1', 'Unknown network "mars". Known networks: devnet, devnet-l2.'],
     ['/floor moon cats network=mars', 'Unknown network "mars". Known networks: devnet, devnet-l2.'],
   ])('%s', async (line, message) => {

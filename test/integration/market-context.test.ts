@@ -176,12 +176,12 @@ describe('rarity in /token and /traits', () => {
     const engine = engineWith({ rarity });
     const tokenId = (await floorOf(moonCats.address)).tokenId;
     const first = await run(engine, `/token devnet:${moonCats.address} ${tokenId}`);
-    expect(field(first, 'Rarity')).toBe('computing, ask again in a minute');
+    expect(field(first, 'Rarity rank')).toBe('computing, ask again in a minute');
     expect(field(first, 'Fur')).not.toContain('%');
 
     expect((await rarity.settled('devnet', moonCats.address)).status).toBe('ready');
     const second = await run(engine, `/token devnet:${moonCats.address} ${tokenId}`);
-    const rank = /^rank ([\d,]+) of ([\d,]+)$/.exec(field(second, 'Rarity') ?? '');
+    const rank = /^([\d,]+) of ([\d,]+)$/.exec(field(second, 'Rarity rank') ?? '');
     expect(rank?.[2]).toBe(moonCats.tokenCount.toLocaleString('en-US'));
     expect(Number(rank?.[1]?.replace(/,/g, ''))).toBeGreaterThanOrEqual(1);
     expect(Number(rank?.[1]?.replace(/,/g, ''))).toBeLessThanOrEqual(moonCats.tokenCount);
@@ -204,6 +204,27 @@ describe('rarity in /token and /traits', () => {
     expect(h.text(traits)).toContain(`Shares of the ${moonCats.tokenCount.toLocaleString('en-US')} tokens`);
   });
 
+  it("GIVEN Pixel Potions, whose tokens have a trait named Rarity WHEN /token shows one THEN the bot's rank and the trait are two lines with different labels", async () => {
+    const potions = collectionNamed(h.devnet, 'Pixel Potions');
+    const rarity = new RarityIndex(h.platform);
+    const engine = engineWith({ rarity });
+    const pending = await run(engine, `/token devnet:${potions.address} 1`);
+    expect(field(pending, 'Rarity rank')).toBe('computing, ask again in a minute');
+    expect((await rarity.settled('devnet', potions.address)).status).toBe('ready');
+    const reply = await run(engine, `/token devnet:${potions.address} 1`);
+    const token = await h.platform.marketplace.getCollectible({
+      network: 'devnet',
+      contractAddress: potions.address,
+      tokenId: '1',
+    });
+    const trait = String(token.attributes.find((a) => a.trait_type === 'Rarity')?.value);
+    expect(field(reply, 'Rarity rank')).toMatch(/^\d+ of \d+$/);
+    expect(field(reply, 'Rarity')).toMatch(new RegExp(`^${trait}( · |$)`));
+    const lines = h.text(reply).split('\n');
+    expect(lines.filter((l) => l.startsWith('Rarity rank: '))).toHaveLength(1);
+    expect(lines.filter((l) => l.startsWith('Rarity: '))).toEqual([expect.stringContaining(trait)]);
+  });
+
   it('GIVEN a collection larger than the bound THEN rarity is not available, and says why', async () => {
     const rarity = new RarityIndex(h.platform, { maxTokens: 100 });
     const engine = engineWith({ rarity });
@@ -211,7 +232,7 @@ describe('rarity in /token and /traits', () => {
     expect(h.text(traits)).toContain('Shares of each value: computing, ask again in a minute.');
     expect((await rarity.settled('devnet', moonCats.address)).status).toBe('too_many_tokens');
     const reply = await run(engine, `/token devnet:${moonCats.address} 1`);
-    expect(field(reply, 'Rarity')).toBe('not available: the collection has more than 100 tokens');
+    expect(field(reply, 'Rarity rank')).toBe('not available: the collection has more than 100 tokens');
   });
 });
 

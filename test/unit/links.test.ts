@@ -29,8 +29,27 @@ describe('links', () => {
     expect(links.order('mainnet', moonbirds, '7', { marketplace: 'blur' })?.url).toBe(
       `https://blur.io/asset/${moonbirds}/7`,
     );
+    expect(links.order('polygon', moonbirds, '7', { marketplace: 'magic_eden' })).toEqual({
+      label: 'Magic Eden',
+      url: `https://magiceden.io/item-details/polygon/${moonbirds}/7`,
+    });
     // The platform's own marketplace has a page only when FLOORWATCH_TOKEN_URL names it.
     expect(links.order('polygon', moonbirds, '7', { marketplace: 'sequence_marketplace_v2' })).toBeUndefined();
+  });
+
+  it('GIVEN an order on Magic Eden THEN its page names the network as Magic Eden does, and a network Magic Eden does not list gets no link', () => {
+    const links = new Links(loadConfig(real, '/srv/bot').links, WELL_KNOWN_NETWORKS);
+    const page = (network: string) => links.order(network, moonbirds, '7', { marketplace: 'magic_eden' })?.url;
+    expect(page('mainnet')).toBe(`https://magiceden.io/item-details/ethereum/${moonbirds}/7`);
+    expect(page('polygon')).toBe(`https://magiceden.io/item-details/polygon/${moonbirds}/7`);
+    expect(page('base')).toBe(`https://magiceden.io/item-details/base/${moonbirds}/7`);
+    expect(page('arbitrum')).toBe(`https://magiceden.io/item-details/arbitrum/${moonbirds}/7`);
+    expect(page('arbitrum-nova')).toBeUndefined();
+    expect(page('amoy')).toBeUndefined();
+    // OpenSea keeps its own names.
+    expect(links.order('arbitrum-nova', moonbirds, '7', { marketplace: 'opensea' })?.url).toBe(
+      `https://opensea.io/assets/arbitrum_nova/${moonbirds}/7`,
+    );
   });
 
   it('GIVEN FLOORWATCH_TOKEN_URL and FLOORWATCH_EXPLORER_URLS THEN their templates are filled in, escaped', () => {

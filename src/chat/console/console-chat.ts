@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
+import { createInterface, type Interface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Actor, ChatRef } from '../../bot/command.ts';
@@ -34,14 +34,29 @@ export class ConsoleChat {
   readonly #options: ConsoleChatOptions;
   #choices: string[] = [];
   #closed = false;
+  #outputClosed = false;
+  #lines: Interface | undefined;
 
   constructor(options: ConsoleChatOptions) {
     this.#options = options;
+    // A reader that goes away (`npm start | head`) is the end of the conversation, not a crash:
+    // without a listener the write error is thrown from the stream and kills the process.
+    options.output.on('error', (error: NodeJS.ErrnoException) => this.#outputFailed(error));
+  }
+
+  /**
+   * Whether the chat ended because its output was closed (the reader of a pipe went away) rather
+   * than because its input ended.
+   */
+  get outputClosed(): boolean {
+    return this.#outputClosed;
   }
 
   async run(): Promise<void> {
     const { input, interactive } = this.#options;
     const lines = createInterface({ input, terminal: false, crlfDelay: Number.POSITIVE_INFINITY });
+    this.#lines = lines;
+    if (this.#outputClosed) lines.close();
     if (interactive) {
       this.#write('Floorwatch is ready. Type /help for the commands, Ctrl+D to quit.\n');
       this.#prompt();
@@ -114,6 +129,20 @@ export class ConsoleChat {
   }
 
   #write(text: string): void {
+    if (this.#outputClosed) return;
     this.#options.output.write(text);
+  }
+
+  #outputFailed(error: NodeJS.ErrnoException): void {
+    if (this.#outputClosed) return;
+    this.#outputClosed = true;
+    this.#closed = true;
+    const closed = error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED';
+    this.#options.logger.info(
+      { code: error.code },
+      closed ? 'the terminal output was closed: stopping' : 'cannot write to the terminal: stopping',
+    );
+    // Ends `run`: no more lines are read, since no answer could be shown.
+    this.#lines?.close();
   }
 }

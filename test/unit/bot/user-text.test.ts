@@ -71,6 +71,69 @@ describe('echo', () => {
   });
 });
 
+describe('bidirectional and invisible characters in an echo', () => {
+  const RLO = '\u202e';
+
+  it('GIVEN overrides, embeddings, isolates and marks THEN each shows as its code point and none is left raw', () => {
+    expect(echo(`${RLO}moon\u202a \u202b\u202c\u202dcats`)).toBe('<U+202E>moon<U+202A> <U+202B><U+202C><U+202D>cats');
+    expect(echo('a\u2066\u2067\u2068\u2069b')).toBe('a<U+2066><U+2067><U+2068><U+2069>b');
+    expect(echo('a\u200e\u200f\u061c\u200b\ufeffb')).toBe('a<U+200E><U+200F><U+061C><U+200B><U+FEFF>b');
+    // Cut to 60 characters as shown: a flood of overrides is a short answer too.
+    const flood = echo(RLO.repeat(1_000));
+    expect(Array.from(flood)).toHaveLength(MAX_ECHO_CHARS);
+    expect(flood).not.toContain(RLO);
+  });
+
+  it('GIVEN joiners inside emoji THEN they are kept', () => {
+    expect(echo('👩\u200d💻')).toBe('👩\u200d💻');
+  });
+
+  it('GIVEN an unknown collection typed with a right-to-left override THEN the answer shows the override and suggests a search without it', () => {
+    const answer = text(new UserError('unknown_collection', { query: `${RLO}moon cats`, network: 'devnet' }));
+    expect(answer).toBe(
+      'No collection matches "<U+202E>moon cats" on devnet. Try /search moon cats, or give the contract address.',
+    );
+  });
+
+  it.each(CODES_WITH_INPUT)('GIVEN %s with an override in the input THEN the answer carries none', (code) => {
+    const error: ArgError = { code, option: 'x', input: `${RLO}abc`, min: 1, max: 2, allowed: ['a'] };
+    const answer = text(new ArgumentError(error, '/x'));
+    expect(answer).toContain('<U+202E>abc');
+    expect(answer).not.toContain(RLO);
+  });
+});
+
+describe('a line whose quote is not closed', () => {
+  it('GIVEN the usage the tokenizer knows (the bare command) THEN the answer points to its help rather than a usage line cut short', () => {
+    const answer = text(new ArgumentError({ code: 'unbalanced_quotes', input: '"moon cats' }, '/floor'));
+    expect(answer).toBe(
+      'A quote is not closed: close it ("moon cats") or leave the quotes out.\nType /help floor for how to write it.',
+    );
+  });
+
+  it('GIVEN a full usage THEN it is shown', () => {
+    const answer = text(new ArgumentError({ code: 'unbalanced_quotes' }, '/floor <collection> [count]'));
+    expect(answer).toContain('Usage: /floor <collection> [count]');
+  });
+});
+
+describe('a collection address the platform does not know', () => {
+  it('GIVEN the answer THEN it names the address and network and what to do, and the error keeps the platform words for the log', () => {
+    const cause = new PlatformApiError('Marketplace/ListCollectibles', 'platform.test', {
+      errorName: 'NotFound',
+      code: 2000,
+      status: 400,
+      detail: 'contractAddress: no collection 0x11 on devnet',
+    });
+    const error = new UserError('unknown_collection_address', { address: '0x11', network: 'devnet' }, { cause });
+    expect(text(error)).toBe(
+      'No collection at 0x11 on devnet. Check the address (another network: network:0x…), or find the collection by name with /search.',
+    );
+    expect(error.message).toContain('contractAddress: no collection 0x11 on devnet');
+    expect(error.cause).toBe(cause);
+  });
+});
+
 describe('every echo of user input is cut', () => {
   it.each(CODES_WITH_INPUT)('GIVEN %s with 10 kB of input WHEN described THEN the echo is cut', (code) => {
     const error: ArgError = { code, option: 'value', input: HUGE, min: 1, max: 10, allowed: ['a', 'b'] };
