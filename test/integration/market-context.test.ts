@@ -144,7 +144,7 @@ describe('/collection', () => {
       expect(field(reply, 'Supply')).toBe(moonCats.tokenCount.toLocaleString('en-US'));
       expect(field(reply, 'Last 24 hours')).toBe('1 sale · $500.00 volume · floor -50%');
       expect(field(reply, 'Last 7 days')).toBe('3 sales · $1,500.00 volume (2 of them priced) · floor +100%');
-      expect(h.text(reply)).not.toContain('since the bot started recording');
+      expect(h.text(reply)).not.toContain('recording began');
       expect(reply.thumbnail).toMatch(/\/logo\.svg$/);
       // The floor it looked up is recorded: the next answers compare with it.
       expect(history.activity('devnet', c, 60_000, Date.now() + 60_000).floorThen?.usd).toBe(floor.usd);
@@ -153,20 +153,49 @@ describe('/collection', () => {
     }
   });
 
-  it('GIVEN a bot that began recording today THEN the figures say since when; GIVEN no record at all THEN it says so', async () => {
+  it('GIVEN a bot that began recording today THEN the figures are named by since when, not as a day or a week; GIVEN no record at all THEN it says so', async () => {
     const history = await MarketHistory.open(join(h.dataDir, 'new-history.jsonl'), { logger, flushMs: 60_000 });
     try {
       const reply = await run(engineWith({ history }), `/collection devnet:${rescue.address}`);
-      expect(field(reply, 'Last 24 hours')).toBe('0 sales');
-      expect(h.text(reply)).toContain(
-        `since the bot started recording on ${new Date(history.since() ?? 0).toISOString().slice(0, 10)}`,
-      );
+      const began = new Date(history.since() ?? 0).toISOString().slice(11, 16);
+      expect(field(reply, 'Last 24 hours')).toBeUndefined();
+      expect(field(reply, 'Last 7 days')).toBeUndefined();
+      expect(field(reply, `Since ${began} UTC today`)).toBe('0 sales');
+      expect(h.text(reply)).toContain(`recording began at ${began} UTC today: sales before then are not counted`);
     } finally {
       await history.close();
     }
     const bare = await run(engineWith({}), `/collection devnet:${rescue.address}`);
     expect(h.text(bare)).toContain('not recorded');
     expect(field(bare, 'Last 24 hours')).toBeUndefined();
+  });
+
+  it('GIVEN a record of three days THEN the last 24 hours are whole, and the week is named by when recording began', async () => {
+    const now = Date.now();
+    const since = now - 3 * DAY;
+    const file = join(h.dataDir, 'three-days.jsonl');
+    const line = (value: object) => `${JSON.stringify(value)}\n`;
+    const c = rescue.address;
+    await writeFile(
+      file,
+      [
+        line({ k: 'history', v: 1, since }),
+        line({ k: 'sale', n: 'devnet', c, at: now - 2 * DAY, tx: '0xb1', t: [['1', '1', 300]] }),
+        line({ k: 'sale', n: 'devnet', c, at: now - 60 * 60 * 1000, tx: '0xb2', t: [['2', '1', 200]] }),
+      ].join(''),
+    );
+    const history = await MarketHistory.open(file, { logger, flushMs: 60_000 });
+    try {
+      const reply = await run(engineWith({ history }), `/collection devnet:${rescue.address}`);
+      const began = new Date(since).toISOString();
+      const name = `Since ${began.slice(11, 16)} UTC on ${began.slice(0, 10)}`;
+      expect(field(reply, 'Last 24 hours')).toBe('1 sale · $200.00 volume');
+      expect(field(reply, 'Last 7 days')).toBeUndefined();
+      expect(field(reply, name)).toBe('2 sales · $500.00 volume');
+      expect(reply.fields?.map((f) => f.name)).toEqual(['Floor', 'Listed', 'Holders', 'Supply', 'Last 24 hours', name]);
+    } finally {
+      await history.close();
+    }
   });
 });
 
