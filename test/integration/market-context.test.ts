@@ -18,6 +18,7 @@ import { DeliveryJournal } from '../../src/store/journal.ts';
 import { ADMIN, CONSOLE, type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed } from '../helpers/devnet-data.ts';
 import { RecordingSink } from '../helpers/recording-sink.ts';
+import { marketplacesOf, streamsFollow } from '../helpers/streams.ts';
 
 /*
  * Issue 15, market context: /collection from the platform and from what the bot recorded, sale and
@@ -270,7 +271,7 @@ describe('alerts in market context, and what the pipeline records', () => {
       dispatcher,
       enricher: new Enricher(h.platform, engine.currencies, logger),
       logger,
-      marketplaceContracts: Object.fromEntries(h.devnet.info().networks.map((n) => [n.name, [n.marketplaceContract]])),
+      marketplaceContracts: marketplacesOf(h.devnet),
       replanDelayMs: 20,
       flushDelayMs: 5,
       market: history,
@@ -286,7 +287,7 @@ describe('alerts in market context, and what the pipeline records', () => {
 
   async function planned(): Promise<void> {
     const deadline = Date.now() + 10_000;
-    while (!pipeline.health().some((s) => s.network === 'devnet' && s.events === 'connected' && s.contracts > 0)) {
+    while (!streamsFollow(pipeline.health(), h.store.rules, marketplacesOf(h.devnet))) {
       if (Date.now() > deadline) throw new Error('streams not planned');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -299,6 +300,30 @@ describe('alerts in market context, and what the pipeline records', () => {
     await history.flush();
     return sink.alerts(CONSOLE.id).slice(before);
   }
+
+  it('GIVEN no watch rule at all WHEN a sale is mined THEN the marketplace stream shows it: it is recorded with its price, and alerts nobody', async () => {
+    expect(h.store.rules).toEqual([]);
+    await planned();
+    expect(pipeline.health().find((s) => s.network === 'devnet')).toMatchObject({ events: 'connected', contracts: 1 });
+    const gardens = collectionNamed(h.devnet, 'Glitch Gardens');
+    const sold = await floorOf(gardens.address);
+    const before = { alerts: sink.alerts(CONSOLE.id).length, matched: pipeline.counters.matched };
+    await h.devnet.mine('devnet', [{ kind: 'sale', collection: gardens.address, tokenId: sold.tokenId }]);
+    const recorded = () => history.activity('devnet', gardens.address, DAY, Date.now() + 60_000);
+    const deadline = Date.now() + 10_000;
+    while (recorded().sales === 0 && Date.now() < deadline) {
+      await pipeline.settled();
+      await history.flush();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(recorded()).toMatchObject({ sales: 1, priced: 1 });
+    expect(recorded().volumeUsd).toBeCloseTo(sold.usd, 2);
+    const reply = await run(engine, `/collection devnet:${gardens.address}`);
+    expect(h.text(reply)).toMatch(/1 sale · \$[\d,.]+ volume/);
+    await dispatcher.drained();
+    expect(pipeline.counters.matched).toBe(before.matched);
+    expect(sink.alerts(CONSOLE.id)).toHaveLength(before.alerts);
+  });
 
   it('GIVEN sales of a watched and an unwatched collection THEN the alert compares the price with the floor and both sales are recorded with their price', async () => {
     expect((await run(engine, `/watch add ${moonCats.address} sale,listing`)).title).toBe('Watching');
@@ -362,5 +387,41 @@ describe('alerts in market context, and what the pipeline records', () => {
     await h.devnet.reorg('devnet', 1);
     await sink.until(() => sink.edits.length > edits);
     expect(count()).toBe(2);
+  });
+});
+
+describe('marketplace streams and ingestion', () => {
+  it('GIVEN a process that does not ingest a network THEN it opens no marketplace stream there; WHEN it becomes the ingesting one THEN it does', async () => {
+    let leads = false;
+    const journal = await DeliveryJournal.open(join(h.dataDir, 'ingest-deliveries.jsonl'), { fsync: false });
+    const dispatcher = new Dispatcher({ journal, sinks: new Map(), logger });
+    const pipeline = new AlertPipeline({
+      platform: h.platform,
+      store: h.store,
+      journal,
+      dispatcher,
+      ingests: (network) => leads && network === 'devnet',
+      enricher: new Enricher(h.platform, h.engine.currencies, logger),
+      logger,
+      marketplaceContracts: marketplacesOf(h.devnet),
+      replanDelayMs: 20,
+    });
+    try {
+      await pipeline.start();
+      expect(pipeline.health()).toEqual([]);
+      leads = true;
+      await pipeline.replan();
+      // The rules earlier tests left, and the marketplace: on the network it leads only.
+      expect(pipeline.health().map((s) => s.network)).toEqual(['devnet']);
+      const devnetMarket = { devnet: marketplacesOf(h.devnet).devnet ?? [] };
+      expect(streamsFollow(pipeline.health(), h.store.rules, devnetMarket)).toBe(true);
+      leads = false;
+      await pipeline.replan();
+      expect(pipeline.health().map((s) => [s.network, s.events, s.contracts])).toEqual([['devnet', 'idle', 0]]);
+    } finally {
+      await pipeline.stop();
+      await dispatcher.stop();
+      await journal.close();
+    }
   });
 });
