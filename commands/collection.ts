@@ -34,19 +34,35 @@ function day(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
 
+/** `09:41 UTC today`, `18:02 UTC yesterday`, `09:41 UTC on 2026-11-24` */
+function momentText(at: number, now: number): string {
+  const time = new Date(at).toISOString().slice(11, 16);
+  const on = day(at);
+  const when = on === day(now) ? 'today' : on === day(now - DAY_MS) ? 'yesterday' : `on ${on}`;
+  return `${time} UTC ${when}`;
+}
+
 function historyFields(history: MarketHistoryView, network: string, address: string, now: number, floorNow?: number) {
   const fields: ReplyField[] = [];
   const notes: string[] = [];
+  let partial = false;
   for (const [label, windowMs] of WINDOWS) {
     const activity = history.activity(network, address, windowMs, now);
-    fields.push({ name: label, value: activityText(activity, floorNow) });
+    let name = label;
     if (!activity.complete) {
-      const since = `since the bot started recording on ${day(activity.from)}`;
-      if (!notes.includes(since)) notes.push(since);
+      // A window the record does not cover is named by what it covers: a count since start-up is not
+      // a day's or a week's. Longer windows begin at the same moment, so one field says them all.
+      if (partial) continue;
+      partial = true;
+      name = `Since ${momentText(activity.from, now)}`;
+      notes.push(`recording began at ${momentText(activity.from, now)}: sales before then are not counted`);
     }
+    fields.push({ name, value: activityText(activity, floorNow) });
     const then = activity.floorThen;
     if (then && floorNow !== undefined && then.at > now - windowMs) {
-      notes.push(`${label.toLowerCase()}: floor change from the first floor recorded, on ${day(then.at)}`);
+      notes.push(
+        `${activity.complete ? label.toLowerCase() : 'since then'}: floor change from the first floor recorded, on ${day(then.at)}`,
+      );
     }
   }
   return { fields, notes };

@@ -80,7 +80,8 @@ export default defineCommand({
     const alerts = ctx.alerts?.();
     if (alerts) {
       lines.push('Alert streams:');
-      if (alerts.streams.length === 0) lines.push('  none open (no watch rules yet)');
+      if (alerts.streams.length === 0)
+        lines.push('  none open here (no watch rules, no marketplace contracts, or another process ingests)');
       for (const s of alerts.streams) {
         const ago = s.lastEventAt
           ? `${Math.round((ctx.now().getTime() - Date.parse(s.lastEventAt)) / 1000)} s ago`

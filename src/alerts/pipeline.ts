@@ -29,7 +29,11 @@ export interface AlertPipelineOptions {
   ingests?: (network: string) => boolean;
   enricher: Enricher;
   logger: Logger;
-  /** The platform's marketplace contracts per network: their logs are subscribed to as well. */
+  /**
+   * The platform's marketplace contracts per network. Every network this process ingests that has
+   * some is subscribed to them, watched or not, so that the market history records every sale from
+   * start-up; events that match no rule still make no alert.
+   */
   marketplaceContracts?: Readonly<Record<string, readonly string[]>>;
   /** Rule changes are gathered this long before the streams are re-planned. Default 1 s. */
   replanDelayMs?: number;
@@ -181,6 +185,11 @@ export class AlertPipeline {
 
   constructor(options: AlertPipelineOptions) {
     this.#options = options;
+    for (const [network, contracts] of Object.entries(options.marketplaceContracts ?? {})) {
+      if (contracts.length > 0 && !options.platform.networks.find(network)) {
+        options.logger.warn({ network }, 'marketplace contracts name a network the platform client does not know');
+      }
+    }
     const window = options.relistWindowMs ?? 24 * 60 * 60 * 1000;
     this.#listings = window > 0 ? new LRUCache({ max: 50_000, ttl: window }) : undefined;
   }
@@ -374,6 +383,10 @@ export class AlertPipeline {
       }
       plans.push(this.#planNetwork(index, network));
     }
+    for (const network of this.#marketNetworks()) {
+      const ingested = this.#options.ingests?.(network) ?? true;
+      if (ingested && !networks.has(network)) plans.push(this.#planNetwork(index, network));
+    }
     await Promise.all(plans);
     this.#options.logger.debug(
       { networks: index.networks().map((n) => `${n}:${index.collectionCount(n)}`) },
@@ -393,15 +406,21 @@ export class AlertPipeline {
     const last = this.#plannedFrom.get(network);
     if (last?.index === index && last.version === version && last.ingested === ingested) return Promise.resolve();
     this.#plannedFrom.set(network, { index, version, ingested });
-    const watched = ingested && index.collectionCount(network) > 0;
-    const marketplaces = watched ? (this.#options.marketplaceContracts?.[network] ?? []) : [];
-    const filter: EventFilter = { contractAddresses: watched ? index.packedCollections(network, marketplaces) : [] };
+    const marketplaces = this.#options.marketplaceContracts?.[network] ?? [];
+    const filter: EventFilter = { contractAddresses: ingested ? index.packedCollections(network, marketplaces) : [] };
     return this.#state(network)
       .streams.plan(filter)
       .catch((error: unknown) => {
         this.#plannedFrom.delete(network);
         throw error;
       });
+  }
+
+  /** Networks the platform client knows that have marketplace contracts: followed without rules. */
+  #marketNetworks(): string[] {
+    return Object.entries(this.#options.marketplaceContracts ?? {})
+      .filter(([network, contracts]) => contracts.length > 0 && this.#options.platform.networks.find(network))
+      .map(([network]) => network);
   }
 
   #state(network: string): NetworkState {

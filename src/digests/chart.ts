@@ -7,7 +7,7 @@ import type { ChartPoint } from '../platform/types.ts';
 export interface ChartSeries {
   name: string;
   points: readonly ChartPoint[];
-  /** Formats axis and last-value labels. */
+  /** Formats the value axis, and the value of a line that has one point. */
   format: (value: number) => string;
   color: string;
   /**
@@ -15,6 +15,12 @@ export interface ChartSeries {
    * `points` and `color` are not drawn.
    */
   lines?: ReadonlyArray<{ name: string; points: readonly ChartPoint[]; color: string }>;
+  /**
+   * The x axis: the labels of the period the panel covers, for lines that may leave days out (a floor
+   * known only from the day it was first looked up), so that panels over the same days line up.
+   * Without it, or when a point's label is not in it, the axis is the labels of the longest line.
+   */
+  axis?: readonly string[];
 }
 
 export const CHART_WIDTH = 960;
@@ -34,16 +40,15 @@ export function chartSvg(title: string, series: readonly ChartSeries[]): string 
     `<rect width="${width}" height="${height}" rx="16" fill="#1e2230"/>`,
     `<text x="${MARGIN.left}" y="36" fill="#f2f4f8" font-size="22" font-weight="bold">${escapeXml(title)}</text>`,
   ];
-  const axes = series.map((s) => axisOf(s.lines ?? [{ points: s.points }]));
+  const axes = series.map(axisOf);
   series.forEach((s, index) => {
     const top = MARGIN.top + index * (PANEL_HEIGHT + MARGIN.bottom);
     const lines = s.lines ?? [{ name: s.name, points: s.points, color: s.color }];
     const values = lines.flatMap((line) => line.points.map((p) => p.value));
-    const min = Math.min(0, ...values);
-    const max = Math.max(...values, min + 1e-9);
-    const span = max - min || 1;
+    const { min, max, ticks } = valueScale(values, s.format);
+    const span = max - min;
     const axis = axes[index] ?? [];
-    const slot = new Map(axis.map((p, i) => [p.label, i]));
+    const slot = new Map(axis.map((label, i) => [label, i]));
     const x = (i: number) => MARGIN.left + (axis.length <= 1 ? plotWidth / 2 : (i / (axis.length - 1)) * plotWidth);
     const y = (v: number) => top + 24 + (1 - (v - min) / span) * (PANEL_HEIGHT - 36);
     out.push(
@@ -59,25 +64,39 @@ export function chartSvg(title: string, series: readonly ChartSeries[]): string 
         legendX -= 28 + Math.min(24, line.name.length) * 7.5;
       }
     }
-    for (let g = 0; g <= 3; g++) {
-      const v = min + (span * g) / 3;
-      const gy = y(v);
-      out.push(
-        `<line x1="${MARGIN.left}" x2="${width - MARGIN.right}" y1="${gy.toFixed(1)}" y2="${gy.toFixed(1)}" stroke="#3a4052" stroke-width="1"/>`,
-      );
-      out.push(
-        `<text x="${MARGIN.left - 8}" y="${(gy + 4).toFixed(1)}" fill="#aab2c5" font-size="12" text-anchor="end">${escapeXml(s.format(v))}</text>`,
-      );
-    }
     if (values.length === 0) {
+      // No scale to show: labels of an empty range would read as a value ($0.00).
+      out.push(
+        `<line x1="${MARGIN.left}" x2="${width - MARGIN.right}" y1="${y(min).toFixed(1)}" y2="${y(min).toFixed(1)}" stroke="#3a4052" stroke-width="1"/>`,
+      );
       out.push(
         `<text x="${MARGIN.left + plotWidth / 2}" y="${top + PANEL_HEIGHT / 2}" fill="#aab2c5" font-size="16" text-anchor="middle">no data</text>`,
       );
-      return;
+    } else {
+      for (const v of ticks) {
+        const gy = y(v).toFixed(1);
+        out.push(
+          `<line x1="${MARGIN.left}" x2="${width - MARGIN.right}" y1="${gy}" y2="${gy}" stroke="#3a4052" stroke-width="1"/>`,
+        );
+        out.push(
+          `<text x="${MARGIN.left - 8}" y="${(y(v) + 4).toFixed(1)}" fill="#aab2c5" font-size="12" text-anchor="end">${escapeXml(s.format(v))}</text>`,
+        );
+      }
     }
     for (const line of lines) {
       if (line.points.length === 0) continue;
       const at = (p: ChartPoint, i: number) => x(slot.get(p.label) ?? i);
+      if (line.points.length === 1) {
+        // One point makes no line: a marker with its value says what is known.
+        const point = line.points[0] as ChartPoint;
+        const px = at(point, 0);
+        const labelX = Math.min(Math.max(px, MARGIN.left + 40), width - MARGIN.right - 40);
+        out.push(`<circle cx="${px.toFixed(1)}" cy="${y(point.value).toFixed(1)}" r="6" fill="${line.color}"/>`);
+        out.push(
+          `<text x="${labelX.toFixed(1)}" y="${(y(point.value) - 12).toFixed(1)}" fill="${line.color}" font-size="13" text-anchor="middle">${escapeXml(s.format(point.value))}</text>`,
+        );
+        continue;
+      }
       const path = line.points
         .map((p, i) => `${i === 0 ? 'M' : 'L'}${at(p, i).toFixed(1)},${y(p.value).toFixed(1)}`)
         .join(' ');
@@ -96,10 +115,10 @@ export function chartSvg(title: string, series: readonly ChartSeries[]): string 
     const next = axes[index + 1];
     if (next && sameLabels(axis, next)) return;
     const every = Math.max(1, Math.ceil(axis.length / 8));
-    axis.forEach((p, i) => {
+    axis.forEach((label, i) => {
       if (i % every === 0 || i === axis.length - 1) {
         out.push(
-          `<text x="${x(i).toFixed(1)}" y="${top + PANEL_HEIGHT + 8}" fill="#aab2c5" font-size="12" text-anchor="middle">${escapeXml(shortLabel(p.label))}</text>`,
+          `<text x="${x(i).toFixed(1)}" y="${top + PANEL_HEIGHT + 8}" fill="#aab2c5" font-size="12" text-anchor="middle">${escapeXml(shortLabel(label))}</text>`,
         );
       }
     });
@@ -191,16 +210,50 @@ export function renderChartPng(title: string, series: readonly ChartSeries[]): U
   return renderSvgPng(chartSvg(title, series));
 }
 
-/** The x axis of a panel: the labels of its longest line. */
-function axisOf(lines: ReadonlyArray<{ points: readonly ChartPoint[] }>): readonly ChartPoint[] {
-  return lines.reduce<readonly ChartPoint[]>(
-    (longest, line) => (line.points.length > longest.length ? line.points : longest),
-    [],
-  );
+/** The x axis of a panel: its period's labels when every point has its day there, else its longest line's. */
+function axisOf(series: ChartSeries): readonly string[] {
+  const lines = series.lines ?? [{ points: series.points }];
+  const { axis } = series;
+  if (axis && lines.every((line) => line.points.every((p) => axis.includes(p.label)))) return axis;
+  return lines
+    .reduce<readonly ChartPoint[]>((longest, line) => (line.points.length > longest.length ? line.points : longest), [])
+    .map((p) => p.label);
 }
 
-function sameLabels(a: readonly ChartPoint[], b: readonly ChartPoint[]): boolean {
-  return a.length === b.length && a.every((p, i) => p.label === b[i]?.label);
+function sameLabels(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((label, i) => label === b[i]);
+}
+
+/** Gridline steps: 1, 2, 2.5 or 5 times a power of ten. */
+function niceStep(raw: number): number {
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const f = raw / power;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * power;
+}
+
+/**
+ * The value range of a panel and its gridlines: from zero (or the lowest value) to the highest, at
+ * round steps whose labels differ once formatted (a count axis never reads 0, 1, 1, 2). A panel whose
+ * values are all zero gets the zero line only.
+ */
+export function valueScale(
+  values: readonly number[],
+  format: (value: number) => string,
+): { min: number; max: number; ticks: number[] } {
+  const low = Math.min(0, ...values);
+  const high = Math.max(0, ...values);
+  if (!(high > low)) return { min: low, max: low + 1, ticks: values.length > 0 ? [low] : [] };
+  let step = niceStep((high - low) / 3);
+  for (let attempt = 0; attempt < 12; attempt++) {
+    const min = Math.floor(low / step) * step;
+    const max = Math.ceil(high / step) * step;
+    const ticks: number[] = [];
+    for (let k = 0; min + k * step <= max + step / 2; k++) ticks.push(Number((min + k * step).toPrecision(12)));
+    const labels = ticks.map(format);
+    if (new Set(labels).size === labels.length) return { min, max, ticks };
+    step = niceStep(step * 1.001);
+  }
+  return { min: low, max: high, ticks: [low, high] };
 }
 
 /** `2026-11-21` -> `11-21`. */

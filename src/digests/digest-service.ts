@@ -32,8 +32,13 @@ export interface DigestServiceOptions {
   projectId: number | undefined;
   /** Where charts are drawn; default: on the event loop ({@link chartsInThread}). The bot passes a ChartPool. */
   charts?: ChartRenderer;
-  /** The bot's record of sales and floors: the chart plots the collections' floor and volume day by day. */
-  market?: Pick<MarketHistoryView, 'daily'>;
+  /**
+   * The bot's record of sales and floors: the chart plots the collections' floor and volume day by
+   * day, and the floors the digest looks up are recorded in it before the chart is drawn.
+   */
+  market?: Pick<MarketHistoryView, 'daily' | 'floor'>;
+  /** The clock floor lookups are recorded by (ms); default `Date.now`. */
+  now?: () => number;
   /** Called after each digest is recorded for posting, with where its time went (metrics, benchmarks). */
   onTiming?: (chatKey: string, timing: DigestTiming) => void;
 }
@@ -45,7 +50,10 @@ export interface DigestServiceOptions {
 export interface DigestTiming {
   /** Platform calls (shared within a run), the alerts summary and the text. */
   gatherMs: number;
-  /** Waiting for the chart after the rest was ready (it is drawn while the market data is fetched). */
+  /**
+   * Waiting for the chart after the rest was ready (it is drawn once the collections' floors are
+   * known, while the alerts summary is read).
+   */
   chartMs: number;
   /** Writing the digest to the delivery journal. */
   journalMs: number;
@@ -91,6 +99,17 @@ const percent = (v: number) => `${(v <= 1 ? v * 100 : v).toFixed(1)}%`;
 
 function isoDay(at: Date): string {
   return at.toISOString().slice(0, 10);
+}
+
+/**
+ * The days a digest covers, as the platform's analytics count them (UTC dates, first and last
+ * included): the analytics filter asks for them, and every chart panel shares them as its axis.
+ */
+function periodDays(start: Date, end: Date): string[] {
+  const days: string[] = [];
+  const last = Date.parse(isoDay(end));
+  for (let at = Date.parse(isoDay(start)); at <= last; at += 86_400_000) days.push(isoDay(new Date(at)));
+  return days;
 }
 
 function change(now: number | undefined, before: number | undefined, unit: (n: number) => string): string {
@@ -174,8 +193,13 @@ export class DigestService {
     const started = performance.now();
     const end = dueAt;
     const start = new Date(end.getTime() - digest.days * 86_400_000);
-    const [wallets, conversion] = await this.#analytics(digest, start, end, cache);
-    const chart = this.#chart(digest, dueAt, start, [wallets, conversion], cache);
+    const days = periodDays(start, end);
+    const analytics = this.#analytics(digest, days, cache);
+    // Each collection's floor is recorded as it is looked up, so the chart drawn after plots it.
+    const markets = Promise.all(digest.collections.map((collection) => this.#market(collection, cache)));
+    const [wallets, conversion] = await analytics;
+    const looked = await markets;
+    const chart = this.#chart(digest, dueAt, days, [wallets, conversion], cache);
     const fields: ReplyField[] = [];
     const notes: string[] = [];
     const expectedDays = digest.days;
@@ -202,9 +226,9 @@ export class DigestService {
     describeSeries('Conversion rate', conversion, percent);
 
     const market = dict<MarketSnapshot>();
-    for (const collection of digest.collections) {
+    for (const [i, collection] of digest.collections.entries()) {
       const key = `${collection.network}:${collection.address}`;
-      const m = await this.#market(collection, cache);
+      const m = looked[i] as Market;
       const name = collection.name ?? collection.address;
       if (m.error) {
         fields.push({ name, value: `market data unavailable (${m.error})` });
@@ -262,18 +286,24 @@ export class DigestService {
   #chart(
     digest: DigestSettings,
     dueAt: Date,
-    start: Date,
+    days: readonly string[],
     [wallets, conversion]: [Series, Series],
     cache: DigestRunCache,
   ): Promise<Uint8Array | undefined> {
     const title = `Project activity, ${digest.days} day${digest.days === 1 ? '' : 's'} to ${zonedDay(dueAt, digest.timeZone)}`;
-    const key = `${JSON.stringify(this.#filter(digest, start, dueAt))}|${title}`;
+    const key = `${JSON.stringify(this.#filter(digest, days))}|${title}`;
     let pending = cache.charts.get(key);
     if (!pending) {
       const series: ChartSeries[] = [
-        ...this.#marketSeries(digest, dueAt),
-        { name: 'Wallets that sent transactions', points: wallets.points ?? [], format: count, color: '#5aa9ff' },
-        { name: 'Conversion rate', points: conversion.points ?? [], format: percent, color: '#f5a524' },
+        ...this.#marketSeries(digest, days),
+        {
+          name: 'Wallets that sent transactions',
+          points: wallets.points ?? [],
+          format: count,
+          color: '#5aa9ff',
+          axis: days,
+        },
+        { name: 'Conversion rate', points: conversion.points ?? [], format: percent, color: '#f5a524', axis: days },
       ];
       pending = (this.#o.charts ?? chartsInThread).render(title, series).catch((error: unknown) => {
         this.#o.logger.error({ chart: title, err: error }, 'could not draw a digest chart');
@@ -285,19 +315,16 @@ export class DigestService {
   }
 
   /** Floor and sales volume of the digest's collections, a line each, over its days (what the bot recorded). */
-  #marketSeries(digest: DigestSettings, dueAt: Date): ChartSeries[] {
+  #marketSeries(digest: DigestSettings, days: readonly string[]): ChartSeries[] {
     const market = this.#o.market;
     if (!market || digest.collections.length === 0) return [];
-    const days = Array.from({ length: digest.days }, (_, i) =>
-      zonedDay(new Date(dueAt.getTime() - (digest.days - 1 - i) * 86_400_000), digest.timeZone),
-    );
-    const dayOf = (at: number) => zonedDay(new Date(at), digest.timeZone);
+    const dayOf = (at: number) => isoDay(new Date(at));
     const lines = digest.collections.map((collection, i) => ({
       name: collection.name ?? collection.address,
       color: LINE_COLORS[i % LINE_COLORS.length] as string,
       ...market.daily(collection.network, collection.address, days, dayOf),
     }));
-    const usd = (v: number) => formatUsd(v) ?? String(v);
+    const usd = (v: number) => formatUsd(v) ?? '$0';
     return [
       {
         name: 'Floor (USD)',
@@ -305,6 +332,7 @@ export class DigestService {
         color: '#f2f4f8',
         format: usd,
         lines: lines.map((l) => ({ ...l, points: l.floor })),
+        axis: days,
       },
       {
         name: 'Sales volume (USD)',
@@ -312,21 +340,22 @@ export class DigestService {
         color: '#f2f4f8',
         format: usd,
         lines: lines.map((l) => ({ ...l, points: l.volume })),
+        axis: days,
       },
     ];
   }
 
-  #filter(digest: DigestSettings, start: Date, end: Date): AnalyticsFilter {
+  #filter(digest: DigestSettings, days: readonly string[]): AnalyticsFilter {
     return {
       ...(this.#o.projectId === undefined ? {} : { projectId: this.#o.projectId }),
-      startDate: isoDay(start),
-      endDate: isoDay(end),
+      startDate: days[0] ?? '',
+      endDate: days.at(-1) ?? '',
       collections: digest.collections.map((c) => c.address).sort(),
     };
   }
 
-  #analytics(digest: DigestSettings, start: Date, end: Date, cache: DigestRunCache): Promise<[Series, Series]> {
-    const filter = this.#filter(digest, start, end);
+  #analytics(digest: DigestSettings, days: readonly string[], cache: DigestRunCache): Promise<[Series, Series]> {
+    const filter = this.#filter(digest, days);
     const key = JSON.stringify(filter);
     let pending = cache.analytics.get(key);
     if (!pending) {
@@ -390,6 +419,8 @@ export class DigestService {
         .map((c) => c.order ?? c.offer)
         .filter((o): o is Order => o !== undefined)
         .sort(byPriceDescending)[0];
+      if (floor)
+        this.#o.market?.floor(collection.network, collection.address, floor.priceUSD, (this.#o.now ?? Date.now)());
       return { floor, bestOffer, listings, capped: more, error: undefined };
     } catch (error) {
       return { floor: undefined, bestOffer: undefined, listings: 0, capped: false, error: reason(error) };

@@ -66,9 +66,9 @@ describe('the bot with Discord and Telegram configured', () => {
     await tg.nextCall('sendMessage', (c) => String(c.params.text ?? '').includes('Watching'));
     const moonCats = bot.devnet?.collections.devnet?.find((c) => c.name === 'Moon Cats');
     if (!moonCats) throw new Error('no Moon Cats');
-    // Wait until the alert streams follow the new rule, then mine a listing.
+    // Wait until the alert streams follow the new rule (Moon Cats beside the marketplace), then mine a listing.
     await tg.waitFor(() =>
-      bot.pipeline.health().some((s) => s.network === 'devnet' && s.events === 'connected' && s.contracts > 0)
+      bot.pipeline.health().some((s) => s.network === 'devnet' && s.events === 'connected' && s.contracts === 2)
         ? true
         : undefined,
     );

@@ -11,6 +11,7 @@ import type { CallReport } from '../../src/platform/index.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
 import { type Harness, startHarness } from './bot-harness.ts';
 import { RecordingSink } from './recording-sink.ts';
+import { marketplacesOf, streamsFollow } from './streams.ts';
 
 export interface AlertHarness extends Harness {
   journal: DeliveryJournal;
@@ -54,9 +55,6 @@ export async function startAlertHarness(
   const file = join(extra.journalDir ?? h.dataDir, 'deliveries.jsonl');
   const build = async (journal: DeliveryJournal) => {
     const dispatcher = new Dispatcher({ journal, sinks, logger, retryDelayMs: 20, maxRetryDelayMs: 200 });
-    const marketplaceContracts = Object.fromEntries(
-      h.devnet.info().networks.map((n) => [n.name, [n.marketplaceContract]]),
-    );
     const pipeline = new AlertPipeline({
       platform: h.platform,
       store: h.store,
@@ -69,7 +67,7 @@ export async function startAlertHarness(
         new Links(devnetLinks(h.devnet), h.devnet.networks),
       ),
       logger,
-      marketplaceContracts,
+      marketplaceContracts: marketplacesOf(h.devnet),
       replanDelayMs: 20,
       flushDelayMs: 5,
       streams: { reconnect: { initialDelayMs: 20, maxDelayMs: 200 } },
@@ -97,16 +95,11 @@ export async function startAlertHarness(
     console: consoleSink,
     telegram: telegramSink,
     async planned() {
-      const wanted = h.store.rules.filter((r) => !r.paused);
       const deadline = Date.now() + 10_000;
       for (;;) {
         await new Promise((resolve) => setTimeout(resolve, 40));
         const health = harness.pipeline.health();
-        const ready = wanted.every((rule) => {
-          const stream = health.find((s) => s.network === rule.network);
-          return stream?.events === 'connected' && stream.contracts > 0;
-        });
-        if (ready) return;
+        if (streamsFollow(health, h.store.rules, marketplacesOf(h.devnet))) return;
         if (Date.now() > deadline) throw new Error(`streams not planned: ${JSON.stringify(health)}`);
       }
     },

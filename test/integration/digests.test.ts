@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MarketHistory } from '../../src/alerts/market-history.ts';
+import { formatUsd } from '../../src/bot/format.ts';
 import type { DigestSettings } from '../../src/core/settings.ts';
 import { type ChartSeries, chartSvg, chartsInThread } from '../../src/digests/chart.ts';
 import { ChartPool } from '../../src/digests/chart-pool.ts';
@@ -335,5 +336,88 @@ describe('digest charts of the market', () => {
     // Four panels (floor, volume, wallets, conversion): the PNG is taller than the two-panel chart.
     const height = Buffer.from(png).readUInt32BE(20);
     expect(height).toBeGreaterThan(4 * 220);
+  });
+});
+
+describe('the floor a digest looks up, in its own chart', () => {
+  /** The cheapest listing of a collection in USD, read page by page from the platform. */
+  async function floorUsdOf(address: string): Promise<number> {
+    let floor = Number.POSITIVE_INFINITY;
+    let page: number | undefined;
+    for (let more = true; more; ) {
+      const result = await h.platform.marketplace.listCollectibles({
+        network: 'devnet',
+        side: 'listing',
+        contractAddress: address,
+        filter: { includeEmpty: false },
+        page: page === undefined ? { pageSize: 250 } : { page, pageSize: 250 },
+      });
+      for (const c of result.collectibles)
+        if (c.order && c.order.priceUSD > 0) floor = Math.min(floor, c.order.priceUSD);
+      more = result.page.more === true && result.collectibles.length > 0;
+      page = (result.page.page ?? page ?? 0) + 1;
+    }
+    return floor;
+  }
+
+  it('GIVEN no floor recorded before WHEN a digest is built THEN the floor it looked up is recorded first, drawn as a marker with its value on a real axis, and every panel spans the same days', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'floorwatch-digest-floor-'));
+    const history = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
+    const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
+    if (!moonCats) throw new Error('no Moon Cats');
+    const drawn: Array<{ svg: string; series: readonly ChartSeries[] }> = [];
+    const service = new DigestService({
+      platform: h.platform,
+      store: h.store,
+      journal: h.journal,
+      dispatcher: h.dispatcher,
+      currencies: h.engine.currencies,
+      logger: silent,
+      projectId: h.devnet.projectId,
+      charts: {
+        render: async (title, series) => {
+          drawn.push({ svg: chartSvg(title, series), series });
+          return chartsInThread.render(title, series);
+        },
+      },
+      market: history,
+    });
+    try {
+      const floorUsd = await floorUsdOf(moonCats.address);
+      const usd = formatUsd(floorUsd) ?? '';
+      const due = new Date();
+      const { reply } = await service.build(
+        'console:floor-chart',
+        {
+          hour: 9,
+          minute: 0,
+          timeZone: 'Pacific/Auckland',
+          days: 1,
+          collections: [{ network: 'devnet', address: moonCats.address, name: 'Moon Cats' }],
+          setAt: new Date(due.getTime() - 86_400_000).toISOString(),
+        },
+        due,
+      );
+      // The digest's text and its chart tell the same floor, and the record keeps it.
+      expect(h.text(reply)).toContain(`(${usd})`);
+      expect(history.activity('devnet', moonCats.address, 60_000, Date.now() + 1).floorThen?.usd).toBe(floorUsd);
+      const { svg, series } = drawn.at(-1) ?? { svg: '', series: [] };
+      const floorPanel = series.find((s) => s.name === 'Floor (USD)');
+      expect(floorPanel?.lines?.[0]?.points).toEqual([{ label: due.toISOString().slice(0, 10), value: floorUsd }]);
+      expect(svg).not.toContain('no data');
+      expect(svg).toContain(`>${usd}</text>`);
+      expect(svg).not.toContain('>$0.00<');
+      expect(svg).toContain('>$0</text>');
+
+      // Every panel covers the days the analytics were asked for: one axis, its labels drawn once, at the bottom.
+      const wallets = series.find((s) => s.name === 'Wallets that sent transactions')?.points ?? [];
+      const days = wallets.map((p) => p.label);
+      expect(days).toEqual([new Date(due.getTime() - 86_400_000).toISOString().slice(0, 10), days.at(-1)]);
+      for (const panel of series) expect(panel.axis).toEqual(days);
+      for (const day of days) expect(svg.split(`>${day.slice(5)}</text>`)).toHaveLength(2);
+    } finally {
+      await history.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

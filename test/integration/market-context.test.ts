@@ -18,6 +18,7 @@ import { DeliveryJournal } from '../../src/store/journal.ts';
 import { ADMIN, CONSOLE, type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed } from '../helpers/devnet-data.ts';
 import { RecordingSink } from '../helpers/recording-sink.ts';
+import { marketplacesOf, streamsFollow } from '../helpers/streams.ts';
 
 /*
  * Issue 15, market context: /collection from the platform and from what the bot recorded, sale and
@@ -144,7 +145,7 @@ describe('/collection', () => {
       expect(field(reply, 'Supply')).toBe(moonCats.tokenCount.toLocaleString('en-US'));
       expect(field(reply, 'Last 24 hours')).toBe('1 sale · $500.00 volume · floor -50%');
       expect(field(reply, 'Last 7 days')).toBe('3 sales · $1,500.00 volume (2 of them priced) · floor +100%');
-      expect(h.text(reply)).not.toContain('since the bot started recording');
+      expect(h.text(reply)).not.toContain('recording began');
       expect(reply.thumbnail).toMatch(/\/logo\.svg$/);
       // The floor it looked up is recorded: the next answers compare with it.
       expect(history.activity('devnet', c, 60_000, Date.now() + 60_000).floorThen?.usd).toBe(floor.usd);
@@ -153,20 +154,49 @@ describe('/collection', () => {
     }
   });
 
-  it('GIVEN a bot that began recording today THEN the figures say since when; GIVEN no record at all THEN it says so', async () => {
+  it('GIVEN a bot that began recording today THEN the figures are named by since when, not as a day or a week; GIVEN no record at all THEN it says so', async () => {
     const history = await MarketHistory.open(join(h.dataDir, 'new-history.jsonl'), { logger, flushMs: 60_000 });
     try {
       const reply = await run(engineWith({ history }), `/collection devnet:${rescue.address}`);
-      expect(field(reply, 'Last 24 hours')).toBe('0 sales');
-      expect(h.text(reply)).toContain(
-        `since the bot started recording on ${new Date(history.since() ?? 0).toISOString().slice(0, 10)}`,
-      );
+      const began = new Date(history.since() ?? 0).toISOString().slice(11, 16);
+      expect(field(reply, 'Last 24 hours')).toBeUndefined();
+      expect(field(reply, 'Last 7 days')).toBeUndefined();
+      expect(field(reply, `Since ${began} UTC today`)).toBe('0 sales');
+      expect(h.text(reply)).toContain(`recording began at ${began} UTC today: sales before then are not counted`);
     } finally {
       await history.close();
     }
     const bare = await run(engineWith({}), `/collection devnet:${rescue.address}`);
     expect(h.text(bare)).toContain('not recorded');
     expect(field(bare, 'Last 24 hours')).toBeUndefined();
+  });
+
+  it('GIVEN a record of three days THEN the last 24 hours are whole, and the week is named by when recording began', async () => {
+    const now = Date.now();
+    const since = now - 3 * DAY;
+    const file = join(h.dataDir, 'three-days.jsonl');
+    const line = (value: object) => `${JSON.stringify(value)}\n`;
+    const c = rescue.address;
+    await writeFile(
+      file,
+      [
+        line({ k: 'history', v: 1, since }),
+        line({ k: 'sale', n: 'devnet', c, at: now - 2 * DAY, tx: '0xb1', t: [['1', '1', 300]] }),
+        line({ k: 'sale', n: 'devnet', c, at: now - 60 * 60 * 1000, tx: '0xb2', t: [['2', '1', 200]] }),
+      ].join(''),
+    );
+    const history = await MarketHistory.open(file, { logger, flushMs: 60_000 });
+    try {
+      const reply = await run(engineWith({ history }), `/collection devnet:${rescue.address}`);
+      const began = new Date(since).toISOString();
+      const name = `Since ${began.slice(11, 16)} UTC on ${began.slice(0, 10)}`;
+      expect(field(reply, 'Last 24 hours')).toBe('1 sale · $200.00 volume');
+      expect(field(reply, 'Last 7 days')).toBeUndefined();
+      expect(field(reply, name)).toBe('2 sales · $500.00 volume');
+      expect(reply.fields?.map((f) => f.name)).toEqual(['Floor', 'Listed', 'Holders', 'Supply', 'Last 24 hours', name]);
+    } finally {
+      await history.close();
+    }
   });
 });
 
@@ -262,7 +292,7 @@ describe('alerts in market context, and what the pipeline records', () => {
       dispatcher,
       enricher: new Enricher(h.platform, engine.currencies, logger),
       logger,
-      marketplaceContracts: Object.fromEntries(h.devnet.info().networks.map((n) => [n.name, [n.marketplaceContract]])),
+      marketplaceContracts: marketplacesOf(h.devnet),
       replanDelayMs: 20,
       flushDelayMs: 5,
       market: history,
@@ -278,7 +308,7 @@ describe('alerts in market context, and what the pipeline records', () => {
 
   async function planned(): Promise<void> {
     const deadline = Date.now() + 10_000;
-    while (!pipeline.health().some((s) => s.network === 'devnet' && s.events === 'connected' && s.contracts > 0)) {
+    while (!streamsFollow(pipeline.health(), h.store.rules, marketplacesOf(h.devnet))) {
       if (Date.now() > deadline) throw new Error('streams not planned');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -291,6 +321,30 @@ describe('alerts in market context, and what the pipeline records', () => {
     await history.flush();
     return sink.alerts(CONSOLE.id).slice(before);
   }
+
+  it('GIVEN no watch rule at all WHEN a sale is mined THEN the marketplace stream shows it: it is recorded with its price, and alerts nobody', async () => {
+    expect(h.store.rules).toEqual([]);
+    await planned();
+    expect(pipeline.health().find((s) => s.network === 'devnet')).toMatchObject({ events: 'connected', contracts: 1 });
+    const gardens = collectionNamed(h.devnet, 'Glitch Gardens');
+    const sold = await floorOf(gardens.address);
+    const before = { alerts: sink.alerts(CONSOLE.id).length, matched: pipeline.counters.matched };
+    await h.devnet.mine('devnet', [{ kind: 'sale', collection: gardens.address, tokenId: sold.tokenId }]);
+    const recorded = () => history.activity('devnet', gardens.address, DAY, Date.now() + 60_000);
+    const deadline = Date.now() + 10_000;
+    while (recorded().sales === 0 && Date.now() < deadline) {
+      await pipeline.settled();
+      await history.flush();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(recorded()).toMatchObject({ sales: 1, priced: 1 });
+    expect(recorded().volumeUsd).toBeCloseTo(sold.usd, 2);
+    const reply = await run(engine, `/collection devnet:${gardens.address}`);
+    expect(h.text(reply)).toMatch(/1 sale · \$[\d,.]+ volume/);
+    await dispatcher.drained();
+    expect(pipeline.counters.matched).toBe(before.matched);
+    expect(sink.alerts(CONSOLE.id)).toHaveLength(before.alerts);
+  });
 
   it('GIVEN sales of a watched and an unwatched collection THEN the alert compares the price with the floor and both sales are recorded with their price', async () => {
     expect((await run(engine, `/watch add ${moonCats.address} sale,listing`)).title).toBe('Watching');
@@ -354,5 +408,41 @@ describe('alerts in market context, and what the pipeline records', () => {
     await h.devnet.reorg('devnet', 1);
     await sink.until(() => sink.edits.length > edits);
     expect(count()).toBe(2);
+  });
+});
+
+describe('marketplace streams and ingestion', () => {
+  it('GIVEN a process that does not ingest a network THEN it opens no marketplace stream there; WHEN it becomes the ingesting one THEN it does', async () => {
+    let leads = false;
+    const journal = await DeliveryJournal.open(join(h.dataDir, 'ingest-deliveries.jsonl'), { fsync: false });
+    const dispatcher = new Dispatcher({ journal, sinks: new Map(), logger });
+    const pipeline = new AlertPipeline({
+      platform: h.platform,
+      store: h.store,
+      journal,
+      dispatcher,
+      ingests: (network) => leads && network === 'devnet',
+      enricher: new Enricher(h.platform, h.engine.currencies, logger),
+      logger,
+      marketplaceContracts: marketplacesOf(h.devnet),
+      replanDelayMs: 20,
+    });
+    try {
+      await pipeline.start();
+      expect(pipeline.health()).toEqual([]);
+      leads = true;
+      await pipeline.replan();
+      // The rules earlier tests left, and the marketplace: on the network it leads only.
+      expect(pipeline.health().map((s) => s.network)).toEqual(['devnet']);
+      const devnetMarket = { devnet: marketplacesOf(h.devnet).devnet ?? [] };
+      expect(streamsFollow(pipeline.health(), h.store.rules, devnetMarket)).toBe(true);
+      leads = false;
+      await pipeline.replan();
+      expect(pipeline.health().map((s) => [s.network, s.events, s.contracts])).toEqual([['devnet', 'idle', 0]]);
+    } finally {
+      await pipeline.stop();
+      await dispatcher.stop();
+      await journal.close();
+    }
   });
 });

@@ -23,6 +23,7 @@ import { DeliveryJournal } from '../../src/store/journal.ts';
 import { FakeTelegram, type StoredMessage, type TelegramCall, type UploadedFile } from '../fakes/telegram.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed, listedToken } from '../helpers/devnet-data.ts';
+import { marketplacesOf, streamsFollow } from '../helpers/streams.ts';
 
 const OPERATOR_ID = 99;
 const SENDS = ['sendMessage', 'sendPhoto'];
@@ -150,7 +151,7 @@ beforeAll(async () => {
     dispatcher,
     enricher: new Enricher(h.platform, h.engine.currencies, logger),
     logger,
-    marketplaceContracts: Object.fromEntries(h.devnet.info().networks.map((n) => [n.name, [n.marketplaceContract]])),
+    marketplaceContracts: marketplacesOf(h.devnet),
     replanDelayMs: 20,
     flushDelayMs: 5,
     streams: { reconnect: { initialDelayMs: 20, maxDelayMs: 200 } },
@@ -388,12 +389,7 @@ describe('alerts through the Telegram sink', () => {
     const deadline = Date.now() + 10_000;
     for (;;) {
       await new Promise((resolve) => setTimeout(resolve, 40));
-      const wanted = h.store.rules.filter((r) => !r.paused);
-      const ready = wanted.every((rule) => {
-        const stream = pipeline.health().find((s) => s.network === rule.network);
-        return stream?.events === 'connected' && stream.contracts > 0;
-      });
-      if (ready) return;
+      if (streamsFollow(pipeline.health(), h.store.rules, marketplacesOf(h.devnet))) return;
       if (Date.now() > deadline) throw new Error('streams not planned');
     }
   }

@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { type ChartSeries, chartSvg, valueScale } from '../../../src/digests/chart.ts';
+
+const DAYS = ['2026-11-25', '2026-11-26', '2026-11-27'];
+const usd = (v: number) => (v > 0 ? `$${v.toFixed(2)}` : '$0');
+const count = (v: number) => String(Math.round(v));
+
+/** The texts of the value axis (right-aligned labels left of the plot). */
+function axisLabels(svg: string): string[] {
+  return [...svg.matchAll(/text-anchor="end">([^<]*)<\/text>/g)].map((m) => m[1] ?? '');
+}
+
+function floorPanel(points: ChartSeries['points'], axis?: readonly string[]): ChartSeries {
+  return {
+    name: 'Floor (USD)',
+    points: [],
+    color: '#f2f4f8',
+    format: usd,
+    lines: [{ name: 'Moon Cats', points, color: '#7ee0a1' }],
+    ...(axis ? { axis } : {}),
+  };
+}
+
+describe('digest chart panels', () => {
+  it('GIVEN a line of one point THEN it is drawn as a marker with its value, at its day on the period axis, over a scale from $0 past it', () => {
+    const svg = chartSvg('t', [floorPanel([{ label: '2026-11-27', value: 133.67 }], DAYS)]);
+    // The last of three days is the right edge of the plot (960 wide, 24 margin).
+    expect(svg).toContain('<circle cx="936.0"');
+    expect(svg).toContain('r="6"');
+    expect(svg).toContain('>$133.67</text>');
+    const labels = axisLabels(svg).filter((l) => l.startsWith('$'));
+    expect(labels[0]).toBe('$0');
+    expect(new Set(labels).size).toBe(labels.length);
+    expect(Number(labels.at(-1)?.slice(1))).toBeGreaterThanOrEqual(133.67);
+    expect(svg).not.toContain('no data');
+  });
+
+  it('GIVEN a panel without any point THEN it says "no data" and draws no value labels that would read as $0.00', () => {
+    const svg = chartSvg('t', [floorPanel([], DAYS)]);
+    expect(svg).toContain('>no data</text>');
+    expect(axisLabels(svg).filter((l) => l.startsWith('$'))).toEqual([]);
+  });
+
+  it('GIVEN panels over the same days, one knowing a single day THEN they share one axis and its day labels are drawn once, at the bottom', () => {
+    const volume: ChartSeries = {
+      name: 'Sales volume (USD)',
+      points: [],
+      color: '#f2f4f8',
+      format: usd,
+      lines: [{ name: 'Moon Cats', points: DAYS.map((label) => ({ label, value: 0 })), color: '#7ee0a1' }],
+      axis: DAYS,
+    };
+    const wallets: ChartSeries = {
+      name: 'Wallets',
+      points: DAYS.map((label, i) => ({ label, value: 40 + i })),
+      format: count,
+      color: '#5aa9ff',
+      axis: DAYS,
+    };
+    const svg = chartSvg('t', [floorPanel([{ label: '2026-11-27', value: 120 }], DAYS), volume, wallets]);
+    for (const day of DAYS) expect(svg.split(`>${day.slice(5)}</text>`)).toHaveLength(2);
+    // The floor panel's scale starts at $0; the all-zero volume panel has that one label only.
+    expect(axisLabels(svg).filter((l) => l === '$0')).toHaveLength(2);
+  });
+
+  it('GIVEN points whose labels are not in the given axis THEN the panel keeps its own labels', () => {
+    const svg = chartSvg('t', [
+      {
+        name: 'Wallets',
+        points: [
+          { label: 'week 47', value: 3 },
+          { label: 'week 48', value: 5 },
+        ],
+        format: count,
+        color: '#5aa9ff',
+        axis: DAYS,
+      },
+    ]);
+    expect(svg).toContain('>week 47</text>');
+    expect(svg).not.toContain('>11-25</text>');
+  });
+
+  it('value scales have round steps whose labels differ once formatted', () => {
+    expect(valueScale([1], count).ticks.map(count)).toEqual(['0', '1']);
+    expect(valueScale([55, 43], count)).toEqual({ min: 0, max: 60, ticks: [0, 20, 40, 60] });
+    expect(valueScale([0.129, 0.08], (v) => `${(v * 100).toFixed(1)}%`).ticks).toEqual([0, 0.05, 0.1, 0.15]);
+    expect(valueScale([0, 0], usd)).toEqual({ min: 0, max: 1, ticks: [0] });
+    expect(valueScale([], usd).ticks).toEqual([]);
+  });
+});
