@@ -1,6 +1,6 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { formatPrice, formatUsd, tokenName } from '../src/bot/format.ts';
-import { countText, footerOf, holdersSummary, listedSummary } from '../src/bot/market.ts';
+import { countText, footerOf, holdersSummary, listedSummary, onCollection } from '../src/bot/market.ts';
 import type { MarketHistoryView, WindowActivity } from '../src/core/market.ts';
 import { bold, type Reply, type ReplyField, type Rich, safeUrl } from '../src/core/reply.ts';
 
@@ -82,7 +82,9 @@ export default defineCommand({
     },
   ],
   async run(ctx, { collection }) {
-    const [listed, holders] = await Promise.all([listedSummary(ctx, collection), holdersSummary(ctx, collection)]);
+    const [listed, holders] = await onCollection(collection, () =>
+      Promise.all([listedSummary(ctx, collection), holdersSummary(ctx, collection)]),
+    );
     const now = ctx.now().getTime();
     const floorOrder = listed.cheapest?.order;
     const floorUsd = floorOrder && floorOrder.priceUSD > 0 ? floorOrder.priceUSD : undefined;

@@ -119,6 +119,10 @@ export default defineGroup({
         },
       ],
       async run(ctx, { collection, kinds, tokens, wallets, ignore, min, floor, mention, relists }) {
+        // Telegram has no roles: a role there would be kept and never used (the terminal shows whom it would ping).
+        if (mention !== undefined && ctx.chat.platform === 'telegram') {
+          throw new UserError('discord_only', { what: 'mention= (a role to ping)' });
+        }
         const tokenIds = list(tokens).map((t) => {
           const parsed = parseTokenId(t, 'tokens');
           if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);

@@ -12,7 +12,7 @@ import { classifyTransaction, TransactionAssembler } from './classify.ts';
 import type { EnrichedEvent, Enricher } from './enrich.ts';
 import type { MarketRecorder } from './market-history.ts';
 import { alertsFor } from './render.ts';
-import { type MatchingRule, matchDestinations, RuleIndex } from './rule-index.ts';
+import { admitsTokens, type MatchingRule, matchDestinations, RuleIndex } from './rule-index.ts';
 import { NetworkStreams, type StreamOptionsForAlerts } from './streams.ts';
 import type { ChainEvent } from './types.ts';
 
@@ -656,7 +656,9 @@ export class AlertPipeline {
     const { logger } = this.#options;
     if (enriched.missing.length)
       logger.warn({ event: event.id, missing: enriched.missing }, 'alert without some details');
-    const matched = matchDestinations(rules, enriched.price, enriched.traits, (rule) =>
+    const tokens = enriched.details.event.tokens;
+    const admitted = rules.filter((rule) => admitsTokens(rule, event, tokens));
+    const matched = matchDestinations(admitted, enriched.price, enriched.traits, (rule) =>
       logger.warn(
         { event: event.id, rule: rule.id },
         'price unknown: a rule with a minimum price or a floor percentage is not served',

@@ -250,7 +250,9 @@ export class RuleIndex {
 
   /**
    * Phase 1: the active rules whose network, collection, kind, token ids and wallets admit the event,
-   * each once. Rules with a token filter need the event to carry one of their tokens; rules with a
+   * each once. Rules with a token filter need the event to carry one of their tokens (a cancel that
+   * names no token yet, only its order, is a candidate for all of them: check {@link admitsTokens}
+   * once it is enriched); rules with a
    * wallet filter need one of their wallets among `accounts` (or `from` / `to`). Price and traits are
    * not checked here. Only the event's collection is visited. The event's token ids are expected in
    * canonical decimal form (as the classifier emits them). Rules that ignore a wallet involved in the
@@ -279,11 +281,15 @@ export class RuleIndex {
       collection ??= this.#collectionOf(slot, event.collection);
       out.push(this.#candidate(slot, collection));
     };
-    for (const token of event.tokens) {
-      for (const slot of filtered.byToken.get(token.tokenId) ?? []) {
-        const wallets = this.#filters(slot)?.wallets;
-        if (!wallets || involves(wallets, event)) take(slot);
-      }
+    const onToken = (slot: number): void => {
+      const wallets = this.#filters(slot)?.wallets;
+      if (!wallets || involves(wallets, event)) take(slot);
+    };
+    if (awaitsTokens(event)) {
+      // Which token it was is known only once enrichment reads the order: see admitsTokens.
+      for (const slots of filtered.byToken.values()) for (const slot of slots) onToken(slot);
+    } else {
+      for (const token of event.tokens) for (const slot of filtered.byToken.get(token.tokenId) ?? []) onToken(slot);
     }
     if (filtered.byWallet.size > 0) {
       const accounts = event.accounts;
@@ -549,6 +555,22 @@ function filtersOf(rule: WatchRule): Filters | undefined {
 function involves(wallets: ReadonlySet<string>, event: ChainEvent): boolean {
   for (const account of event.accounts) if (wallets.has(account)) return true;
   return (event.from !== undefined && wallets.has(event.from)) || (event.to !== undefined && wallets.has(event.to));
+}
+
+/** A cancel names the request it cancels, not the token: its tokens are learnt from the order. */
+function awaitsTokens(event: ChainEvent): boolean {
+  return event.kind === 'cancel' && event.tokens.length === 0;
+}
+
+/**
+ * Whether a candidate's token filter admits an event whose tokens were learnt after phase 1 (a
+ * cancel, see {@link RuleIndex.candidates}): `event` as classified, `tokens` as enriched. True for
+ * every other event, and for rules on no tokens.
+ */
+export function admitsTokens(rule: MatchingRule, event: ChainEvent, tokens: readonly { tokenId: string }[]): boolean {
+  if (!awaitsTokens(event) || !rule.tokenIds?.length) return true;
+  const wanted = new Set(rule.tokenIds.map(normaliseTokenId));
+  return tokens.some((token) => wanted.has(normaliseTokenId(token.tokenId)));
 }
 
 // ---------------------------------------------------------------------------------------------

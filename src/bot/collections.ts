@@ -6,6 +6,7 @@ import { own } from '../records.ts';
 import type { ResolvedCollection } from './command.ts';
 import { AmbiguousCollectionError, UserError } from './errors.ts';
 import type { CollectionRef } from './options.ts';
+import { withoutInvisible } from './user-text.ts';
 
 /** How many candidates an ambiguous name offers. */
 export const MAX_CANDIDATES = 5;
@@ -35,13 +36,15 @@ export class CollectionResolver {
       const known = (await this.#lookup(ref.address, on)).find((c) => c.address.toLowerCase() === ref.address);
       return describe(known, on, ref.address);
     }
-    const alias = ref.network === undefined ? own(settings.aliases, ref.text.toLowerCase()) : undefined;
+    // A name pasted with a bidi override or a zero-width space in it is still the name.
+    const text = withoutInvisible(ref.text).trim() || ref.text;
+    const alias = ref.network === undefined ? own(settings.aliases, text.toLowerCase()) : undefined;
     if (alias) return { network: alias.network, address: alias.address, name: alias.name ?? alias.alias };
     if (ref.network !== undefined) network = ref.network;
-    const wanted = ref.text.toLowerCase();
-    const found = await this.#lookup(ref.text, network);
+    const wanted = text.toLowerCase();
+    const found = await this.#lookup(text, network);
     if (found.length === 0) {
-      const elsewhere = await this.#elsewhere(ref.text, network);
+      const elsewhere = await this.#elsewhere(text, network);
       if (elsewhere.length === 0) throw new UserError('unknown_collection', { query: ref.text, network });
       throw new AmbiguousCollectionError(ref.text, elsewhere, option, network);
     }

@@ -12,6 +12,7 @@ export type UserErrorCode =
   | 'permission'
   | 'rate_limited'
   | 'not_configured'
+  | 'discord_only'
   | 'button_expired'
   | 'not_found';
 

@@ -173,6 +173,8 @@ function describeUserError(error: UserError, context: AnswerContext): string {
       return `No collection matches ${quote(p.query)} on ${echo(p.network)}. Try /search ${echo(withoutInvisible(String(p.query ?? '')))}, or give the contract address.`;
     case 'unknown_collection_address':
       return `No collection at ${echo(p.address)} on ${echo(p.network)}. Check the address (another network: network:0x…), or find the collection by name with /search.`;
+    case 'discord_only':
+      return `${p.what} works on Discord only: this chat has nothing to pick it from.`;
     case 'no_collection':
       return 'Which collection? Name one, or set a default with /settings collection=<name or address>.';
     case 'token_not_found':

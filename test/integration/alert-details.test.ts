@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatRef } from '../../src/bot/command.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
-import { CONSOLE } from '../helpers/bot-harness.ts';
+import { ADMIN, CONSOLE } from '../helpers/bot-harness.ts';
 import { collectionNamed } from '../helpers/devnet-data.ts';
 
 /*
@@ -114,6 +115,28 @@ describe('cancel alerts', () => {
       { link: 'Transaction', href: `${h.devnet.url}/explorer/devnet-l2/tx/${cancel.txnHashes[0]}` },
     ]);
     expect(alert?.fields?.find((f) => f.name === 'Price')?.value).toBe('1,164.6 DUSD ($1,164.60)');
+  });
+
+  it('GIVEN rules on tokens WHEN a listing is cancelled THEN only the rule on that token alerts (the token is learnt from the order)', async () => {
+    const cats = collectionNamed(h.devnet, 'Moon Cats Rescue');
+    const listed = await h.devnet.mine('devnet', [{ kind: 'listing', collection: cats.address, price: '3' }]);
+    const tokenId = listed.transactions[0]?.tokenIds[0] ?? '';
+    const other = String(Number(tokenId) + 1);
+    const onToken: ChatRef = { platform: 'telegram', id: '-100777001', kind: 'group' };
+    const onOther: ChatRef = { platform: 'telegram', id: '-100777002', kind: 'group' };
+    expect(h.text(await h.run(`/watch add ${cats.address} cancel tokens=${tokenId}`, onToken, ADMIN))).toContain(
+      'cancel of',
+    );
+    expect(h.text(await h.run(`/watch add ${cats.address} cancel tokens=${other}`, onOther, ADMIN))).toContain(
+      'cancel of',
+    );
+    await h.planned();
+    await h.devnet.mine('devnet', [{ kind: 'cancel', orderId: listed.transactions[0]?.orderIds[0] ?? '' }]);
+    await h.telegram.until(() => h.telegram.alerts(onToken.id).length > 0);
+    expect(h.telegram.alerts(onToken.id)[0]?.title).toContain(`#${tokenId}`);
+    // Both chats' alerts of one event are recorded together: the other's would be there by now.
+    await h.dispatcher.drained();
+    expect(h.telegram.alerts(onOther.id)).toHaveLength(0);
   });
 
   it('GIVEN an offer WHEN it is cancelled THEN the alert says an offer was cancelled, on which token, by whom', async () => {

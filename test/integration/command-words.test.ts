@@ -366,6 +366,17 @@ describe('GIVEN /search and names on several networks', () => {
   });
 });
 
+describe('GIVEN a role to mention', () => {
+  it('on Telegram THEN the rule is refused: Telegram has no roles', async () => {
+    const chat = freshGroup();
+    const answer = await h.run('/watch add moon cats sale mention=112233445566778899', chat, ADMIN);
+    expect(h.text(answer)).toBe(
+      'mention= (a role to ping) works on Discord only: this chat has nothing to pick it from.',
+    );
+    expect(await h.store.rulesOf(`telegram:${chat.id}`)).toHaveLength(0);
+  });
+});
+
 describe('GIVEN a person without the permission a command needs', () => {
   const DISCORD: ChatRef = { platform: 'discord', id: '4242', guildId: '77', kind: 'group' };
 

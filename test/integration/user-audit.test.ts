@@ -67,11 +67,16 @@ describe('what the user typed, echoed', () => {
     expect(h.text(await h.run('/help floor'))).toContain('/floor <collection> [count] [trait=value ...]');
   });
 
-  it('GIVEN a right-to-left override typed before a collection name THEN the answer shows where it was and carries none raw', async () => {
-    const text = h.text(await h.run(`/floor ${RLO}moon cats`));
+  it('GIVEN a right-to-left override typed before a name nothing has THEN the answer shows where it was and carries none raw', async () => {
+    const text = h.text(await h.run(`/floor ${RLO}zzz cats`));
     expect(text).not.toMatch(/[\u200e\u200f\u202a-\u202e\u2066-\u2069]/u);
-    expect(text).toContain('"<U+202E>moon cats"');
-    expect(text).toContain('Try /search moon cats,');
+    expect(text).toContain('"<U+202E>zzz cats"');
+    expect(text).toContain('Try /search zzz cats,');
+  });
+
+  it('GIVEN a right-to-left override or a zero-width space pasted into a known name THEN the name is found', async () => {
+    expect((await h.run(`/floor ${RLO}moon cats`)).title).toBe('Floor of Moon Cats');
+    expect((await h.run('/floor moon\u200b cats')).title).toBe('Floor of Moon Cats');
   });
 });
 
@@ -109,6 +114,7 @@ describe('a contract address the platform does not know', () => {
       `/listings ${NOWHERE} 1`,
       `/offers ${NOWHERE} 1`,
       `/traits ${NOWHERE}`,
+      `/collection ${NOWHERE}`,
       `/floor devnet-l2:${collectionNamed(h.devnet, 'Moon Cats').address}`,
     ]) {
       const reply = await engine.runLine(line, CONSOLE, ADMIN);
@@ -121,7 +127,7 @@ describe('a contract address the platform does not know', () => {
       expect(text).not.toContain('The platform found nothing');
     }
     const failures = lines.filter((l) => l.includes('"command failed"'));
-    expect(failures).toHaveLength(7);
+    expect(failures).toHaveLength(8);
     for (const entry of failures) expect(entry).toMatch(/unknown_collection_address: .*NotFound.*no collection 0x/);
     expect(failures.join('')).toContain(`contractAddress: no collection ${NOWHERE} on devnet`);
   });

@@ -57,6 +57,9 @@ export function renderPlain(reply: Reply): PlainRender {
       }
     }
   }
+  // The terminal pings nobody: it says whom the alert would ping on Discord.
+  if (reply.mentionRoles?.length)
+    out.push(`(on Discord: pings role ${reply.mentionRoles.map(stripControl).join(', ')})`);
   if (reply.footer) out.push(`— ${stripControl(reply.footer)}`);
   return { text: out.join('\n'), choices };
 }

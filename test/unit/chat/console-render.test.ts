@@ -2,6 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { renderPlain } from '../../../src/chat/console/render.ts';
 
 describe('renderPlain', () => {
+  it('GIVEN an alert that pings roles THEN the terminal says whom it would ping on Discord', () => {
+    const { text } = renderPlain({ title: 'Listed: Cat #1', mentionRoles: ['112233445566778899'], footer: 'devnet' });
+    expect(text.split('\n').slice(-2)).toEqual(['(on Discord: pings role 112233445566778899)', '— devnet']);
+  });
+
   it('renders title, lines, fields, image and numbered buttons', () => {
     const { text, choices } = renderPlain({
       title: 'Floor of Cats',
