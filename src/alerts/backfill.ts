@@ -35,6 +35,21 @@ export const BACKFILL_EVENTS = parseAbi([
 export const DEFAULT_RANGE_BLOCKS = 2_000;
 /** Contracts per `eth_getLogs`, so that a request stays small whatever the number of watched collections. */
 export const DEFAULT_ADDRESSES_PER_REQUEST = 500;
+/**
+ * Past this many watched contracts a range is read by the events' signatures alone, and the logs of
+ * other contracts are dropped here: a million watched collections would otherwise take 2,000 requests
+ * per range, and their addresses all at once in memory.
+ */
+export const DEFAULT_ADDRESS_FILTER_MAX = 2_000;
+
+/** The contracts whose logs a backfill reads. */
+export interface WatchedContracts {
+  readonly size: number;
+  /** Whether a lower-case address is one of them. */
+  has(address: string): boolean;
+  /** Their lower-case addresses in lists of at most `size`, each made when it is reached. */
+  lists(size: number): Iterable<string[]>;
+}
 /** Default of FLOORWATCH_BACKFILL_MAX_BLOCKS. */
 export const DEFAULT_BACKFILL_MAX_BLOCKS = 5_000;
 
@@ -51,6 +66,8 @@ export interface BackfillSettings {
   resumeOnActivate?: boolean;
   rangeBlocks?: number;
   addressesPerRequest?: number;
+  /** See {@link DEFAULT_ADDRESS_FILTER_MAX}. */
+  addressFilterMax?: number;
   /**
    * A receipt of block N shows the chain got there; once the events stream has stayed connected this
    * long after it, the events of block N have arrived too and the cursor may pass it. Default 2 s.
@@ -84,6 +101,7 @@ export class ChainLogReader {
   readonly #client: PublicClient;
   readonly #rangeBlocks: number;
   readonly #addressesPerRequest: number;
+  readonly #addressFilterMax: number;
   #checked = false;
 
   constructor(fields: {
@@ -92,6 +110,7 @@ export class ChainLogReader {
     url: string;
     rangeBlocks?: number;
     addressesPerRequest?: number;
+    addressFilterMax?: number;
   }) {
     this.network = fields.network;
     this.chainId = fields.chainId;
@@ -101,6 +120,7 @@ export class ChainLogReader {
     });
     this.#rangeBlocks = Math.max(1, fields.rangeBlocks ?? DEFAULT_RANGE_BLOCKS);
     this.#addressesPerRequest = Math.max(1, fields.addressesPerRequest ?? DEFAULT_ADDRESSES_PER_REQUEST);
+    this.#addressFilterMax = Math.max(0, fields.addressFilterMax ?? DEFAULT_ADDRESS_FILTER_MAX);
   }
 
   /** The chain's head; the first call also checks that the endpoint serves this network's chain. */
@@ -115,14 +135,15 @@ export class ChainLogReader {
   }
 
   /**
-   * The logs of `addresses` in blocks `from`..`to`, in chain order, as stream records. Reads in ranges
-   * of at most `rangeBlocks` blocks (halved while the node says a range is too large) and
-   * `addressesPerRequest` contracts.
+   * The logs of the watched contracts in blocks `from`..`to`, in chain order, as stream records.
+   * Reads in ranges of at most `rangeBlocks` blocks (halved while the node says a range is too
+   * large), naming at most `addressesPerRequest` contracts a request; past `addressFilterMax`
+   * contracts, naming none (the events' signatures only) and keeping the watched ones' logs.
    */
   async logs(
     from: number,
     to: number,
-    addresses: readonly string[],
+    contracts: WatchedContracts,
     onRange?: (to: number) => void,
   ): Promise<EventLog[]> {
     const out: EventLog[] = [];
@@ -131,7 +152,7 @@ export class ChainLogReader {
       const end = Math.min(to, start + size - 1);
       let raw: Log[];
       try {
-        raw = await this.#range(start, end, addresses);
+        raw = await this.#range(start, end, contracts);
       } catch (error) {
         if (!isTooLarge(error) || end === start) throw error;
         size = Math.max(1, Math.floor((end - start + 1) / 2));
@@ -144,20 +165,21 @@ export class ChainLogReader {
     return out;
   }
 
-  async #range(from: number, to: number, addresses: readonly string[]): Promise<Log[]> {
+  async #range(from: number, to: number, contracts: WatchedContracts): Promise<Log[]> {
+    const range = { events: BACKFILL_EVENTS, fromBlock: BigInt(from), toBlock: BigInt(to), strict: true } as const;
+    if (contracts.size > this.#addressFilterMax) {
+      const logs = (await this.#client.getLogs(range)) as unknown as Log[];
+      return logs.filter((log) => contracts.has(log.address.toLowerCase()));
+    }
     const all: Log[] = [];
-    for (let i = 0; i < addresses.length; i += this.#addressesPerRequest) {
-      const chunk = addresses.slice(i, i + this.#addressesPerRequest) as `0x${string}`[];
-      const logs = await this.#client.getLogs({
-        address: chunk,
-        events: BACKFILL_EVENTS,
-        fromBlock: BigInt(from),
-        toBlock: BigInt(to),
-        strict: true,
-      });
+    let requests = 0;
+    for (const chunk of contracts.lists(this.#addressesPerRequest)) {
+      if (chunk.length === 0) continue;
+      requests++;
+      const logs = await this.#client.getLogs({ ...range, address: chunk as `0x${string}`[] });
       all.push(...(logs as unknown as Log[]));
     }
-    if (addresses.length > this.#addressesPerRequest)
+    if (requests > 1)
       all.sort(
         (a, b) => Number((a.blockNumber ?? 0n) - (b.blockNumber ?? 0n)) || (a.logIndex ?? 0) - (b.logIndex ?? 0),
       );
@@ -281,7 +303,7 @@ export interface BackfillHooks {
   /** Calls `reached` once every event delivered before now is recorded (never during a journal outage). */
   checkpoint(block: number, reached: () => void): void;
   /** The contracts watched now. */
-  contracts(): readonly string[];
+  contracts(): WatchedContracts;
   /** Blocks that will never be read back (beyond the limit): reported like a stream gap. */
   gap(fromBlock: number, toBlock: number): void;
 }
@@ -327,6 +349,7 @@ export class Backfill {
       url: this.settings.rpcUrl.replaceAll('{network}', encodeURIComponent(network)),
       ...(this.settings.rangeBlocks ? { rangeBlocks: this.settings.rangeBlocks } : {}),
       ...(this.settings.addressesPerRequest ? { addressesPerRequest: this.settings.addressesPerRequest } : {}),
+      ...(this.settings.addressFilterMax === undefined ? {} : { addressFilterMax: this.settings.addressFilterMax }),
     });
     return new NetworkBackfill(this, reader, this.#cursors, hooks, this.#logger.child({ network }));
   }

@@ -416,6 +416,10 @@ export class AlertPipeline {
       });
   }
 
+  #isMarketplace(network: string, address: string): boolean {
+    return (this.#options.marketplaceContracts?.[network] ?? []).some((m) => m.toLowerCase() === address);
+  }
+
   /** Networks the platform client knows that have marketplace contracts: followed without rules. */
   #marketNetworks(): string[] {
     return Object.entries(this.#options.marketplaceContracts ?? {})
@@ -446,7 +450,11 @@ export class AlertPipeline {
           deliver: (log) => this.#log(created, log),
           flush: () => this.#flush(created),
           checkpoint: (block, reached) => this.#checkpoint(created, block, reached),
-          contracts: () => created.streams.contracts(),
+          contracts: () => ({
+            size: created.streams.contractCount(),
+            lists: (size) => created.streams.contractLists(size),
+            has: (address) => this.#index.watches(network, address) || this.#isMarketplace(network, address),
+          }),
           gap: (from, to) => created.streams.reportGap(from, to),
         }),
       );

@@ -89,9 +89,29 @@ export class NetworkStreams {
     this.#backfill = backfill;
   }
 
-  /** The contracts the events streams watch now. */
-  contracts(): string[] {
-    return [...this.#events.values()].flatMap((running) => [...(running.filter.contractAddresses ?? [])]);
+  /** How many contracts the events streams watch now. */
+  contractCount(): number {
+    let count = 0;
+    for (const running of this.#events.values()) count += running.filter.contractAddresses?.length ?? 0;
+    return count;
+  }
+
+  /**
+   * The contracts the events streams watch now, lower case, in lists of at most `size`: each list
+   * made when it is reached (a million watched contracts are never a million strings at once).
+   */
+  *contractLists(size: number): IterableIterator<string[]> {
+    let list: string[] = [];
+    for (const running of [...this.#events.values()]) {
+      for (const contract of running.filter.contractAddresses ?? []) {
+        list.push(contract.toLowerCase());
+        if (list.length >= size) {
+          yield list;
+          list = [];
+        }
+      }
+    }
+    if (list.length > 0) yield list;
   }
 
   health(): StreamHealth {

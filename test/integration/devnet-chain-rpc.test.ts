@@ -1,5 +1,6 @@
 import { createPublicClient, http, type PublicClient, parseAbiItem } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ChainLogReader } from '../../src/alerts/backfill.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import type { EventLog } from '../../src/platform/index.ts';
 import { post, startTestDevnet, subscribe, type TestDevnet, TOPICS } from './devnet-helpers.ts';
@@ -103,6 +104,41 @@ describe('devnet chain JSON-RPC', () => {
     expect(block.parentHash).toBe(parent.hash);
     const byHash = await rpc.getBlock({ blockHash: mined.blockHash as `0x${string}` });
     expect(byHash.number).toBe(BigInt(mined.blockNumber));
+  });
+
+  it('GIVEN more watched contracts than a request names WHEN the backfill reader reads a range THEN by signature alone it keeps the same logs as by addresses', async () => {
+    const gulls = t.collection('devnet', 'Glitch Gardens');
+    const mined = await t.devnet.mine('devnet', [
+      { kind: 'sale', collection: cats.address },
+      { kind: 'transfer', collection: gulls.address },
+      { kind: 'transfer', collection: cats.address },
+    ]);
+    const watched = [cats.address.toLowerCase(), marketplace.toLowerCase()];
+    const contracts = {
+      size: watched.length,
+      has: (address: string) => watched.includes(address),
+      *lists(size: number) {
+        for (let i = 0; i < watched.length; i += size) yield watched.slice(i, i + size);
+      },
+    };
+    const read = (fields: { addressesPerRequest?: number; addressFilterMax?: number }) =>
+      new ChainLogReader({
+        network: 'devnet',
+        chainId: t.devnet.info().networks[0]?.chainId ?? 0,
+        url: rpcUrl,
+        ...fields,
+      })
+        .logs(mined.blockNumber, mined.blockNumber, contracts)
+        .then((logs) => logs.map((l) => `${l.contractAddress}:${l.txnLogIndex}`));
+    const byAddress = await read({});
+    expect(byAddress.length).toBeGreaterThan(0);
+    expect(byAddress.every((l) => watched.includes(l.split(':')[0] ?? ''))).toBe(true);
+    // One contract a request: two requests, merged in chain order.
+    expect(await read({ addressesPerRequest: 1 })).toEqual(byAddress);
+    // Past the limit: no address named; the unwatched collection's transfer, which the node sends then, is dropped here.
+    expect(await read({ addressFilterMax: 1 })).toEqual(byAddress);
+    const everything = await rpc.getLogs({ fromBlock: BigInt(mined.blockNumber), toBlock: BigInt(mined.blockNumber) });
+    expect(everything.some((l) => l.address.toLowerCase() === gulls.address.toLowerCase())).toBe(true);
   });
 
   it('GIVEN an events ABI, an address and topic filters WHEN eth_getLogs is asked THEN wildcards, OR lists and addresses select as on a node', async () => {
