@@ -22,8 +22,12 @@
 //
 // Figures per process: start-up (to its first answer of /help), RSS peak during start-up, peak after it,
 // settled (median of the last 20 s), VmHWM; the breakdown at the RSS peak and when settled.
+// - The first 20 SubscribeEvents streams opened drop once, 25 s after they open (a devnet fault): the
+//   ingesting process reconnects them and reads the missed blocks back over JSON-RPC, as after any
+//   connection reset; the figures include that.
 // Options (environment): PG_MEMORY_SECONDS (run length once both are up, default 60), PG_MEMORY_RULES
-// (default 1,000,000), PG_MEMORY_TIMELINE=1 prints the samples; BENCH_NODE_FLAGS adds node flags.
+// (default 1,000,000), PG_MEMORY_DROPS (streams that drop, default 20), PG_MEMORY_TIMELINE=1 prints the
+// samples, PG_MEMORY_LOGS=<dir> keeps each bot's log there; BENCH_NODE_FLAGS adds node flags.
 import { execFileSync, fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -45,6 +49,9 @@ const WATCHING_LOCAL = Math.min(CHATS, 100);
 const GOAL_MB = 300;
 const RUN_MS = Number(process.env.PG_MEMORY_SECONDS ?? 60) * 1000;
 const SAMPLE_MS = 100;
+/** SubscribeEvents streams that drop once, this long after they open (then reconnect and read back). */
+const DROPPED_STREAMS = Number(process.env.PG_MEMORY_DROPS ?? 20);
+const DROP_AFTER_MS = 25_000;
 const SETTLED_MS = 20_000;
 const BATCH = 20_000;
 const ROOT = join(import.meta.dirname, '..');
@@ -333,6 +340,9 @@ async function main(): Promise<void> {
       }
     };
 
+    // Streams drop now and then (a proxy restarts, a connection is reset): some of the ingesting
+    // process's streams drop once, so that it reconnects and reads the missed blocks back.
+    devnet.setFaults({ operation: 'SubscribeEvents', dropStreamAfterMs: DROP_AFTER_MS, times: DROPPED_STREAMS });
     const first = await startBotProcess('first');
     bots.push(first);
     await waitReady(first);
@@ -347,6 +357,9 @@ async function main(): Promise<void> {
 
     // Read before any stops: a process that stops gives its locks to the other.
     const leading = new Map(bots.map((b) => [b, (b.stderr.match(/this process now leads ingest/g) ?? []).length]));
+    const readBack = new Map(
+      bots.map((b) => [b, (b.stderr.match(/read back the blocks the streams did not show/g) ?? []).length]),
+    );
     const exitedEarly = new Map(bots.map((b) => [b, b.child.exitCode]));
     await Promise.all(
       bots.map(async (bot) => {
@@ -355,6 +368,9 @@ async function main(): Promise<void> {
         await gone;
       }),
     );
+    if (process.env.PG_MEMORY_LOGS) {
+      for (const bot of bots) await writeFile(join(process.env.PG_MEMORY_LOGS, `${bot.name}.log`), bot.stderr);
+    }
     for (const bot of bots) {
       const exited = exitedEarly.get(bot);
       if (exited !== null) console.log(`bot ${bot.name} exited early (code ${exited})`);
@@ -389,7 +405,10 @@ async function main(): Promise<void> {
       const atPeak = usage.reduce<Usage | undefined>((a, u) => (a && a.rss >= u.rss ? a : u), undefined);
       const atEnd = usage.at(-1);
       const led = leading.get(bot) ?? 0;
-      const role = led > 0 ? `leads ingestion (${led} of ${networks} networks)` : 'does not ingest';
+      const role =
+        led > 0
+          ? `leads ingestion (${led} of ${networks} networks; ${readBack.get(bot) ?? 0} read-backs of missed blocks after stream drops)`
+          : 'does not ingest';
       if (process.env.PG_MEMORY_TIMELINE) {
         for (const [t, v] of bot.samples) console.log(`${bot.name} ${(t / 1000).toFixed(1).padStart(6)} s ${mb(v)}`);
       }

@@ -727,7 +727,7 @@ function splitPacked(
 export type PackedShareOf = (bytes: Uint8Array, at: number) => number;
 
 /**
- * `n` packed addresses sorted as their texts would sort, in a new buffer. Each is given a number made
+ * `n` packed addresses sorted as their texts would sort, in place. Each is given a number made
  * of its first 9 digits and its place, and the numbers are sorted natively (a comparator called a
  * million times is what made this slow); runs that share those digits are then put in order by
  * comparing their packed digits: hex digits order as their values do, and a shorter text that is a
@@ -754,15 +754,20 @@ function sortPacked(bytes: Uint8Array, n: number): Uint8Array {
   } else {
     offsets.sort((a, b) => comparePacked(bytes, a, b));
   }
-  const sorted = new Uint8Array(bytes.length);
+  // Sorted into a scratch buffer, then back in place: a million contracts split leave no second copy.
+  if (sortScratch.length < bytes.length) sortScratch = new Uint8Array(bytes.length);
+  const sorted = sortScratch;
   let to = 0;
   for (const at of offsets) {
     const length = packedLength(bytes, at);
     for (let i = 0; i < length; i++) sorted[to + i] = bytes[at + i] ?? 0;
     to += length;
   }
-  return sorted;
+  bytes.set(sorted.subarray(0, bytes.length));
+  return bytes;
 }
+
+let sortScratch = new Uint8Array(0);
 
 /** Addresses a share sorts by number (more are sorted by comparing them, slower). */
 const PLACES = 0x10000;
