@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { Resvg, type ResvgRenderOptions } from '@resvg/resvg-js';
 import type { ChartPoint } from '../platform/types.ts';
+import { encodePng } from '../png.ts';
 
 export interface ChartSeries {
   name: string;
@@ -202,7 +203,10 @@ export function chartFonts(): ChartFonts {
 
 /** An SVG document as a PNG image, in a buffer of its own (so it can be transferred between threads). */
 export function renderSvgPng(svg: string, font: ChartFonts = chartFonts()): Uint8Array<ArrayBuffer> {
-  return new Uint8Array(new Resvg(svg, { font }).render().asPng());
+  const image = new Resvg(svg, { font }).render();
+  return new Uint8Array(
+    encodePng({ width: image.width, height: image.height, pixels: image.pixels, premultiplied: true }),
+  );
 }
 
 /** The chart as a PNG image, drawn on the calling thread. */

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Resvg, type ResvgRenderOptions, renderAsync } from '@resvg/resvg-js';
+import { encodePngAsync } from '../../png.ts';
 
 /** Font options of a render (resvg's). */
 export type SvgFonts = NonNullable<ResvgRenderOptions['font']>;
@@ -148,7 +149,13 @@ export async function rasterizeSvg(svg: string, options: RasterizeOptions): Prom
       background: options.background ?? '#ffffff',
       logLevel: 'off',
     });
-    return { png: new Uint8Array(image.asPng()), width: image.width, height: image.height };
+    const png = await encodePngAsync({
+      width: image.width,
+      height: image.height,
+      pixels: image.pixels,
+      premultiplied: true,
+    });
+    return { png: new Uint8Array(png), width: image.width, height: image.height };
   } catch (error) {
     throw new SvgRenderError(`resvg could not draw the SVG: ${(error as Error).message}`, { cause: error });
   }
