@@ -34,4 +34,4 @@ EXPOSE 9464
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.FLOORWATCH_HTTP_PORT + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["node", "--enable-source-maps", "dist/src/main.js"]
+CMD ["node", "--enable-source-maps", "--max-semi-space-size=4", "dist/src/main.js"]

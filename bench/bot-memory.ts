@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ALERT_KINDS } from '../src/core/types.ts';
 import { startDevnet } from '../src/devnet/index.ts';
+import { startNodeFlags } from './_start.ts';
 
 const CHATS = Number(process.env.BOT_MEMORY_CHATS ?? 10_000);
 /** Chats whose rules watch the local platform's collections; the others watch collections elsewhere, as most do. */
@@ -70,7 +71,7 @@ execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' 
 const spawned = Date.now();
 const child = spawn(
   process.execPath,
-  [...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), '--enable-source-maps', 'dist/src/main.js'],
+  [...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []), ...startNodeFlags(), 'dist/src/main.js'],
   {
     cwd: ROOT,
     env: {

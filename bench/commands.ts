@@ -5,6 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startHarness } from '../test/helpers/bot-harness.ts';
+import { startNodeFlags } from './_start.ts';
 
 const ROUNDS = 300;
 
@@ -88,7 +89,7 @@ async function startUp(args: string[]): Promise<{ ready: number; answer: number 
 }
 
 for (const [name, args] of [
-  ['built (node dist/src/main.js)', ['--enable-source-maps', 'dist/src/main.js']],
+  ['built (node dist/src/main.js)', [...startNodeFlags(), 'dist/src/main.js']],
   ['sources through tsx (node --import tsx src/main.ts)', ['--import', 'tsx', 'src/main.ts']],
 ] as const) {
   const startups: Array<{ ready: number; answer: number }> = [];

@@ -41,6 +41,7 @@ import { startDevnet } from '../src/devnet/index.ts';
 import { Database } from '../src/store/pg/database.ts';
 import { PgRulesRepository } from '../src/store/pg/rules.ts';
 import { startTestPostgres } from '../test/helpers/postgres.ts';
+import { startNodeFlags } from './_start.ts';
 
 const RULES = Number(process.env.PG_MEMORY_RULES ?? 1_000_000);
 const RULES_PER_CHAT = 10;
@@ -261,7 +262,7 @@ async function main(): Promise<void> {
         process.execPath,
         [
           ...(process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? []),
-          '--enable-source-maps',
+          ...startNodeFlags(),
           '--import',
           preload,
           join(BUILD_DIR, 'src', 'main.js'),
