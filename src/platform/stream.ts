@@ -158,6 +158,21 @@ async function* streamBatches<T>(
         emit({ kind: 'connected', attempt });
         chunks = new ChunkQueue(stream.body);
         const splitter = new LineSplitter();
+        let batch: T[] = [];
+        let streamError: PlatformApiError | undefined;
+        // Made once a connection: it runs once a line, where a record's parse is most of the cost.
+        const visit = (line: string): boolean => {
+          if (line.length === 0 || line === '\r') return true;
+          const item = readLine(line, outputKey, operation, host, transport, normalize);
+          if (item instanceof Outcome) {
+            if (item.skipped) badLines.add(item.skipped);
+            else {
+              streamError = item.error;
+              return false;
+            }
+          } else batch.push(item);
+          return true;
+        };
         watchdog.arm();
         for (;;) {
           const chunk = chunks.take();
@@ -167,23 +182,8 @@ async function* streamBatches<T>(
             await chunks.more();
             continue;
           }
-          let batch: T[] = [];
-          let streamError: PlatformApiError | undefined;
           // Each line is decoded and parsed as it is found: a chunk's lines are never all alive at once.
-          const completed = splitter.each(chunk, (line) => {
-            if (line.length === 0 || line === '\r') return true;
-            const item = readLine(line, outputKey, operation, host, transport, normalize);
-            if (item instanceof Skipped) {
-              badLines.add(item.error);
-              return true;
-            }
-            if (item instanceof PlatformApiError) {
-              streamError = item;
-              return false;
-            }
-            batch.push(item);
-            return true;
-          });
+          const completed = splitter.each(chunk, visit);
           if (splitter.pendingBytes > maxLineBytes) {
             throw new PlatformBadResponseError(operation, host, `stream line longer than ${maxLineBytes} bytes`);
           }
@@ -379,10 +379,18 @@ class BadLineReporter {
   }
 }
 
-/** A line that could not be used: reported through {@link BadLineReporter}, and the stream goes on. */
-class Skipped {
-  constructor(readonly error: PlatformBadResponseError) {}
+/**
+ * A line that is no record: one to skip (reported through {@link BadLineReporter}, and the stream
+ * goes on), or the in-stream error that ends the connection.
+ */
+class Outcome {
+  constructor(
+    readonly skipped: PlatformBadResponseError | undefined,
+    readonly error?: PlatformApiError,
+  ) {}
 }
+
+const skip = (error: PlatformBadResponseError): Outcome => new Outcome(error);
 
 /** One line into a record, a skipped line, or the in-stream error that ends the connection. */
 function readLine<T>(
@@ -392,42 +400,31 @@ function readLine<T>(
   host: string,
   transport: Transport,
   normalize: (value: unknown) => T,
-): T | Skipped | PlatformApiError {
+): T | Outcome {
   let parsed: unknown;
   try {
     parsed = JSON.parse(line);
   } catch (cause) {
     const scrubbed = transport.scrub(line);
     const preview = scrubbed.length > 80 ? `${scrubbed.slice(0, 80)}…` : scrubbed;
-    return new Skipped(
+    return skip(
       new PlatformBadResponseError(operation, host, `stream line is not JSON: ${JSON.stringify(preview)}`, undefined, {
         cause,
       }),
     );
   }
   if (parsed === null || typeof parsed !== 'object') {
-    return new Skipped(new PlatformBadResponseError(operation, host, 'stream line is not a JSON object'));
+    return skip(new PlatformBadResponseError(operation, host, 'stream line is not a JSON object'));
   }
-  const record = parsed as Record<string, unknown>;
-  if (Object.hasOwn(record, 'webrpcError')) {
-    const e = (record.webrpcError ?? {}) as Record<string, unknown>;
-    const detail = typeof e.msg === 'string' && e.msg ? e.msg : typeof e.message === 'string' ? e.message : '';
-    return new PlatformApiError(operation, host, {
-      errorName: typeof e.error === 'string' ? transport.scrub(e.error) : 'WebrpcStreamLost',
-      code: typeof e.code === 'number' ? e.code : -9,
-      status: typeof e.status === 'number' ? e.status : 400,
-      detail: transport.scrub(detail || 'stream error'),
-      causeText: typeof e.cause === 'string' && e.cause ? transport.scrub(e.cause) : undefined,
-    });
-  }
-  const item = record[outputKey];
+  if ('webrpcError' in parsed) return new Outcome(undefined, streamErrorOf(parsed, operation, host, transport));
+  const item = (parsed as Record<string, unknown>)[outputKey];
   if (item === undefined || item === null) {
-    return new Skipped(new PlatformBadResponseError(operation, host, `stream line has no "${outputKey}"`));
+    return skip(new PlatformBadResponseError(operation, host, `stream line has no "${outputKey}"`));
   }
   try {
     return normalize(item);
   } catch (cause) {
-    return new Skipped(
+    return skip(
       new PlatformBadResponseError(
         operation,
         host,
@@ -437,6 +434,19 @@ function readLine<T>(
       ),
     );
   }
+}
+
+/** A `{"webrpcError": ...}` line as the typed error it stands for. */
+function streamErrorOf(record: object, operation: string, host: string, transport: Transport): PlatformApiError {
+  const e = ((record as { webrpcError?: unknown }).webrpcError ?? {}) as Record<string, unknown>;
+  const detail = typeof e.msg === 'string' && e.msg ? e.msg : typeof e.message === 'string' ? e.message : '';
+  return new PlatformApiError(operation, host, {
+    errorName: typeof e.error === 'string' ? transport.scrub(e.error) : 'WebrpcStreamLost',
+    code: typeof e.code === 'number' ? e.code : -9,
+    status: typeof e.status === 'number' ? e.status : 400,
+    detail: transport.scrub(detail || 'stream error'),
+    causeText: typeof e.cause === 'string' && e.cause ? transport.scrub(e.cause) : undefined,
+  });
 }
 
 /**
