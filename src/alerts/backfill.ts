@@ -9,11 +9,14 @@ import type { Logger } from 'pino';
 import {
   type AbiEvent,
   createPublicClient,
+  formatLog,
   type Hash,
   http,
   type Log,
+  numberToHex,
   type PublicClient,
   parseAbi,
+  parseEventLogs,
   toEventSelector,
 } from 'viem';
 import type { CursorStore } from '../core/ports.ts';
@@ -30,6 +33,9 @@ export const BACKFILL_EVENTS = parseAbi([
   'event RequestAccepted(uint256 indexed requestId, address indexed buyer, address indexed tokenContract, address receiver, uint256 quantity, uint256 quantityRemaining)',
   'event RequestCancelled(uint256 indexed requestId, address indexed tokenContract)',
 ]) as readonly AbiEvent[];
+
+/** The first topics of {@link BACKFILL_EVENTS}, each once (both Transfers share one). */
+const BACKFILL_TOPICS = [...new Set(BACKFILL_EVENTS.map((event) => toEventSelector(event)))];
 
 /** Blocks per `eth_getLogs` (providers commonly allow 2,000 to 10,000); halved when a node refuses. */
 export const DEFAULT_RANGE_BLOCKS = 2_000;
@@ -168,8 +174,14 @@ export class ChainLogReader {
   async #range(from: number, to: number, contracts: WatchedContracts): Promise<Log[]> {
     const range = { events: BACKFILL_EVENTS, fromBlock: BigInt(from), toBlock: BigInt(to), strict: true } as const;
     if (contracts.size > this.#addressFilterMax) {
-      const logs = (await this.#client.getLogs(range)) as unknown as Log[];
-      return logs.filter((log) => contracts.has(log.address.toLowerCase()));
+      // Read raw and kept by address before anything is decoded: on a busy chain the events' signatures
+      // alone match every token transfer of the range, ERC-20 ones included.
+      const raw = await this.#client.request({
+        method: 'eth_getLogs',
+        params: [{ fromBlock: numberToHex(from), toBlock: numberToHex(to), topics: [BACKFILL_TOPICS] }],
+      });
+      const watched = raw.filter((log) => contracts.has(log.address.toLowerCase())).map((log) => formatLog(log));
+      return parseEventLogs({ abi: BACKFILL_EVENTS, logs: watched, strict: true }) as unknown as Log[];
     }
     const all: Log[] = [];
     let requests = 0;

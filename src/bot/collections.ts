@@ -58,6 +58,20 @@ export class CollectionResolver {
   }
 
   /**
+   * Whether `ref` names one collection without asking: an alias, an address, or a name with one match
+   * (or one exact match) on its network. Other networks are not searched. For trying readings of a
+   * refused line, at the cost of one (cached) search.
+   */
+  async probe(ref: CollectionRef, network: string, settings: ChatSettings): Promise<boolean> {
+    if (ref.kind === 'address') return true;
+    const text = withoutInvisible(ref.text).trim() || ref.text;
+    if (ref.network === undefined && own(settings.aliases, text.toLowerCase())) return true;
+    const found = await this.#lookup(text, ref.network ?? network);
+    const wanted = text.toLowerCase();
+    return found.length === 1 || found.filter((c) => c.name.toLowerCase() === wanted).length === 1;
+  }
+
+  /**
    * Matches of a name on the configured networks other than `network`, exact names first when
    * there are any. Looked up only when `network` has none; a network whose search fails is left
    * out, as this only offers alternatives to "no collection matches".

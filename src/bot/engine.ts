@@ -229,6 +229,8 @@ export class CommandEngine {
       const [first, ...rest] = args.positional;
       subName = first;
       args = { positional: rest, named: args.named };
+      const glued = withoutFirstWord(invocation.args.glued);
+      if (glued) args.glued = glued;
     }
     const sub = command.subcommands.find((s) => s.name === subName?.toLowerCase());
     if (!sub) {
@@ -244,14 +246,20 @@ export class CommandEngine {
   }
 
   /** Assigns, parses and resolves the arguments of one reading of the words. */
-  async #prepare(spec: CommandSpec, label: string, tokens: Tokens, invocation: Invocation): Promise<Prepared> {
+  async #prepare(
+    spec: CommandSpec,
+    label: string,
+    tokens: Tokens,
+    invocation: Invocation,
+    fixedName?: FixedName,
+  ): Promise<Prepared> {
     const { store, platform, settings } = this.#options;
     const chatKey = `${invocation.chat.platform}:${invocation.chat.id}`;
     const chatSettings = store.chat(chatKey);
     const networks = platform.networks.all.map((n) => n.name);
     const ctx = { networks };
     const usage = usageOf(spec, label);
-    const assignment = assignWords(spec, tokens, ctx, usage, chatSettings.collection?.network);
+    const assignment = assignWords(spec, tokens, ctx, usage, chatSettings.collection?.network, fixedName);
     const { extras, network: networkOverride } = assignment;
 
     const parseAll = (words: ReadonlyMap<string, string>) => {
@@ -294,6 +302,14 @@ export class CommandEngine {
       const ref = values[option.name] as CollectionRef | undefined;
       if (ref) {
         const collection = await this.resolver.resolve(ref, network, chatSettings, option.name).catch((error) => {
+          if (error instanceof AmbiguousCollectionError) {
+            const name = assignment.nameWords?.option === option.name ? assignment.nameWords : undefined;
+            error.typed = {
+              positional: tokens.positional,
+              named: tokens.named,
+              ...(name ? { nameAt: name.at, nameLength: name.words.length } : {}),
+            };
+          }
           throw refusedWord && error instanceof UserError && error.code === 'unknown_collection' ? refusedWord : error;
         });
         values[option.name] = collection;
@@ -327,11 +343,12 @@ export class CommandEngine {
   /**
    * Reads the words another way after the first reading failed, to do what was meant or to say
    * what is really wrong: a value typed without quotes after `key=` (`collection=moon cats`) gets the
-   * plain words after it; a name that matches nothing but whose first words do (`/holders moon cats
-   * 3 extra`) gets the error of the words after them (here: one word too many); a name that matches
-   * nothing in a chat without a default collection, whose words all read as the other options
-   * (`/token 4924`), asks which collection. Otherwise the first error stands. Costs a few cached
-   * searches, only for lines that would be refused.
+   * plain words after it; a name that matches nothing but whose first words name a collection, and
+   * whose next word reads as the option after the name (`/holders moon cats 3 extra`), is answered
+   * with the error of the words after it (here: one word too many); a name that matches nothing in a
+   * chat without a default collection, whose words all read as the other options (`/token 4924`),
+   * asks which collection. Otherwise the first error stands. Costs a few cached searches on the
+   * command's network, only for lines that would be refused.
    */
   async #reread(
     error: unknown,
@@ -340,8 +357,11 @@ export class CommandEngine {
     tokens: Tokens,
     invocation: Invocation,
   ): Promise<Prepared> {
-    const unknownName = error instanceof UserError && error.code === 'unknown_collection';
-    if (!(error instanceof ArgumentError) && !unknownName) throw error;
+    const misread = (e: unknown) =>
+      e instanceof ArgumentError || (e instanceof UserError && e.code === 'unknown_collection');
+    // A choice of collections for the first word of a name typed without quotes is a misreading too.
+    const glueable = misread(error) || (error instanceof AmbiguousCollectionError && tokens.glued?.has(error.option));
+    if (!glueable) throw error;
     for (const [key, glued] of tokens.glued ?? []) {
       const option = spec.options.find((o) => o.name === key);
       if (!option || (option.type !== 'collection' && option.type !== 'text')) continue;
@@ -353,37 +373,39 @@ export class CommandEngine {
         named.set(key, [tokens.named.get(key), ...glued.words.slice(0, count)].join(' '));
         try {
           return await this.#prepare(spec, label, { positional, named }, invocation);
-        } catch {
-          // Not that either: the first error stands.
+        } catch (other) {
+          // What that reading found instead (a choice of collections, a platform failure) is the answer.
+          if (!misread(other)) throw other;
         }
       }
     }
-    if (!unknownName) throw error;
+    if (!(error instanceof UserError) || error.code !== 'unknown_collection') throw error;
     const usage = usageOf(spec, label);
     const ctx = { networks: this.#options.platform.networks.all.map((n) => n.name) };
     const chatSettings = this.#options.store.chat(`${invocation.chat.platform}:${invocation.chat.id}`);
     const { nameWords } = assignWords(spec, tokens, ctx, usage, chatSettings.collection?.network);
     if (!nameWords) throw error;
-    const option = spec.options.find((o) => o.name === nameWords.option) as OptionSpec;
     const network =
       error.params.network === undefined ? this.#options.settings.defaultNetwork : String(error.params.network);
-    for (
-      let keep = nameWords.words.length - 1;
-      keep >= Math.max(1, nameWords.words.length - MAX_DROPPED_NAME_WORDS);
-      keep--
-    ) {
-      const name = nameWords.words.slice(0, keep).join(' ');
-      const found = await this.resolver.resolve({ kind: 'name', text: name }, network, chatSettings, option.name).then(
-        () => true,
-        () => false,
-      );
-      if (!found) continue;
-      const positional = [...tokens.positional];
-      positional.splice(nameWords.at, keep);
-      const named = new Map(tokens.named);
-      named.set(option.name, name);
-      // The words after the name explain the refusal: their own error, or one word too many.
-      return this.#prepare(spec, label, { positional, named }, invocation);
+    const option = spec.options.find((o) => o.name === nameWords.option) as OptionSpec;
+    const lowest = Math.max(1, nameWords.words.length - MAX_DROPPED_NAME_WORDS);
+    for (let keep = nameWords.words.length - 1; keep >= lowest; keep--) {
+      // Only when the first word left out reads as the option after the name: `rescuee` in
+      // `moon cats rescuee 2` is a misspelt word of a name, not an argument.
+      const next = nameWords.next;
+      const first = nameWords.words[keep] as string;
+      if (!next || !(parseOption(next, first, ctx).ok || looksLike(next, first, ctx))) continue;
+      const ref = parseOption(option, nameWords.words.slice(0, keep).join(' '), ctx);
+      if (!ref.ok) continue;
+      const known = await this.resolver.probe(ref.value as CollectionRef, network, chatSettings).catch(() => false);
+      if (!known) continue;
+      try {
+        await this.#prepare(spec, label, tokens, invocation, { at: nameWords.at, count: keep });
+      } catch (explained) {
+        // The words after the name explain the refusal: their own error, or one word too many.
+        if (explained instanceof ArgumentError) throw explained;
+      }
+      break;
     }
     if (!chatSettings.collection && nameWords.withoutName) {
       const words = nameWords.withoutName;
@@ -453,13 +475,17 @@ export class CommandEngine {
  * for the search is dropped from the buttons.
  */
 function chooseCollection(error: AmbiguousCollectionError, label: string, args: Tokens): Reply {
-  const named = new Map(args.named);
-  const positional = [...args.positional];
+  const typed = error.typed ?? args;
+  const named = new Map(typed.named);
+  const positional = [...typed.positional];
   // The chosen collection replaces the words of the name.
-  const words = error.query.split(/\s+/);
-  const at = positional.findIndex((_, i) => positional.slice(i, i + words.length).join(' ') === error.query);
-  if (at >= 0) positional.splice(at, words.length);
-  else named.delete(error.option);
+  if (error.typed?.nameAt !== undefined) positional.splice(error.typed.nameAt, error.typed.nameLength ?? 0);
+  else if (named.has(error.option)) named.delete(error.option);
+  else {
+    const words = error.query.split(/\s+/);
+    const at = positional.findIndex((_, i) => positional.slice(i, i + words.length).join(' ') === error.query);
+    if (at >= 0) positional.splice(at, words.length);
+  }
   if (error.searched !== undefined) named.delete('network');
   const quote = (w: string) => (/\s/.test(w) ? `"${w.replace(/"/g, '')}"` : w);
   const rest = [...positional.map(quote), ...[...named].map(([k, v]) => `${k}=${quote(v)}`)];
@@ -475,6 +501,17 @@ function chooseCollection(error: AmbiguousCollectionError, label: string, args: 
       },
     ]),
   };
+}
+
+/** Glued words (see {@link Tokens.glued}) once the first positional word (a subcommand) is taken away. */
+function withoutFirstWord(glued: Tokens['glued']): Tokens['glued'] {
+  if (!glued) return undefined;
+  const out = new Map<string, { at: number; words: string[] }>();
+  for (const [key, entry] of glued) {
+    const words = entry.at === 0 ? entry.words.slice(1) : entry.words;
+    if (words.length > 0) out.set(key, { at: Math.max(0, entry.at - 1), words });
+  }
+  return out.size > 0 ? out : undefined;
 }
 
 function outcomeOf(error: unknown): Outcome {
@@ -508,9 +545,17 @@ const MAX_GLUED_WORDS = 5;
 /** A name that matches nothing is tried without up to this many of its last words. */
 const MAX_DROPPED_NAME_WORDS = 3;
 
+/** A reading where the collection's name is exactly `count` positional words from `at`. */
+interface FixedName {
+  at: number;
+  count: number;
+}
+
 /** The positional words a collection's name was given, for a second reading of them. */
 interface NameWords {
   option: string;
+  /** The option that takes the first word after the name, if any. */
+  next: OptionSpec | undefined;
   /** Where they start in the positional words. */
   at: number;
   words: string[];
@@ -581,6 +626,7 @@ function assignWords(
   ctx: { networks: readonly string[] },
   usage: string,
   defaultNetwork?: string,
+  fixedName?: FixedName,
 ): Assignment {
   const named = new Map(tokens.named);
   const positional = [...tokens.positional];
@@ -613,6 +659,17 @@ function assignWords(
     } else if (option.type === 'collection' && /^(0x|[\w-]+:0x)|@/i.test(positional[0] ?? '')) {
       // An address (or network:address) is one word.
       raw.set(option.name, positional.shift() as string);
+    } else if (option.type === 'collection' && fixedName && fixedName.at === taken) {
+      // The name is these words; the ones after it go to the options after it, one each, in order.
+      const later = open.slice(i + 1).filter((o) => o.required || o.type !== 'text');
+      const words = positional.splice(0);
+      raw.set(option.name, words.slice(0, fixedName.count).join(' '));
+      const rest = words.slice(fixedName.count);
+      rest.slice(0, later.length).forEach((word, j) => {
+        raw.set((later[j] as OptionSpec).name, word);
+      });
+      positional.push(...rest.slice(later.length));
+      break;
     } else if (option.type === 'collection') {
       const later = open.slice(i + 1).filter((o) => o.required || o.type !== 'text');
       const required = later.filter((o) => o.required).length;
@@ -637,8 +694,15 @@ function assignWords(
         give(longerName, strict);
       }
       give(raw, keep);
-      if (keep < words.length)
-        nameWords = { option: option.name, at: taken, words: words.slice(0, words.length - keep), withoutName };
+      if (keep < words.length) {
+        nameWords = {
+          option: option.name,
+          next: later[0],
+          at: taken,
+          words: words.slice(0, words.length - keep),
+          withoutName,
+        };
+      }
     } else if (option.type === 'text' && i < open.length - 1) {
       raw.set(option.name, positional.shift() as string);
     } else if (option.type === 'text') {

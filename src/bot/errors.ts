@@ -62,6 +62,13 @@ export class AmbiguousCollectionError extends Error {
   readonly option: string;
   /** Set when nothing matched on this network and the candidates are on others. */
   readonly searched: string | undefined;
+  /**
+   * The words of the command as read when the name was looked up, and where the name's words are
+   * among them (set by the engine): each choice re-runs the command with the name replaced.
+   */
+  typed:
+    | { positional: readonly string[]; named: ReadonlyMap<string, string>; nameAt?: number; nameLength?: number }
+    | undefined;
   constructor(query: string, candidates: readonly ResolvedCollection[], option: string, searched?: string) {
     super(
       searched === undefined

@@ -368,14 +368,17 @@ function editDistance(a: string, b: string): number {
   return previous[b.length] ?? 0;
 }
 
-/** Whether a word reads as a misspelling or an abbreviation of one of `names` (3 letters at least). */
+/**
+ * Whether a word reads as a misspelling or an abbreviation of one of `names`, or of its plural (3
+ * letters at least; `sails` for sales, `sael` for sale).
+ */
 function nearOneOf(word: string, names: readonly string[]): boolean {
   const w = word.trim().toLowerCase();
   if (w.length < 3 || w.length > MAX_NEAR_WORD) return false;
-  const allowed = w.length <= 5 ? 1 : 2;
+  const allowed = w.length <= 4 ? 1 : 2;
   return names.some((name) => {
     const n = name.toLowerCase();
-    return n.startsWith(w) || editDistance(w, n) <= allowed;
+    return n.startsWith(w) || editDistance(w, n) <= allowed || (n.length >= 4 && editDistance(w, `${n}s`) <= allowed);
   });
 }
 
@@ -393,7 +396,8 @@ export function looksLike(spec: OptionSpec, input: string, ctx: ParseContext): b
     case 'collection':
       return false;
     case 'integer':
-      return /^[-+]?\d[\d,._]*$/.test(text);
+      // Grouped, decimal or exponent numbers too (`1,000`, `2.5`, `1e3`): a count written oddly is still a count.
+      return /^[-+]?\d[\d,._]*(?:e[-+]?\d+)?$/i.test(text);
     case 'tokenId':
       return /^#?\d+$|^0x/i.test(text);
     case 'address':

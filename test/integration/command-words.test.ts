@@ -143,12 +143,30 @@ describe('GIVEN words after a collection name that fit no option', () => {
       '/watch add moon cats sails',
       'kinds must be one of sale, listing, offer, mint, transfer, burn, cancel, all; got "sails".',
     ],
-    ['/floor moon cats aurora', 'count must be a whole number; got "aurora".'],
   ])('%s THEN the answer names the words that do not fit', async (line, message) => {
     const answer = await h.run(line, freshGroup(), ADMIN);
     expect(answer.tone).toBe('error');
     expect(h.text(answer)).toContain(message);
     expect(h.text(answer)).not.toContain('No collection matches');
+  });
+
+  it.each([
+    ['/floor moon cats rescuee 2', 'No collection matches "moon cats rescuee" on devnet.'],
+    ['/floor moon cats aurora', 'No collection matches "moon cats aurora" on devnet.'],
+  ])('%s THEN a word that reads as no option is part of the name: nothing has it', async (line, message) => {
+    expect(h.text(await h.run(line))).toContain(message);
+  });
+
+  it('/alias set mc moon cats extra THEN no collection has that name, and no alias is saved (not "mc extra")', async () => {
+    const chat = freshGroup();
+    expect(h.text(await h.run('/alias set mc moon cats extra', chat, ADMIN))).toContain(
+      'No collection matches "moon cats extra"',
+    );
+    expect(h.store.chat(`telegram:${chat.id}`).aliases).toEqual({});
+  });
+
+  it('/holders devnet-l2:harbor gulls 3 extra THEN the network prefix is kept: one word too many', async () => {
+    expect(h.text(await h.run('/holders devnet-l2:harbor gulls 3 extra'))).toContain('Too many arguments: "extra"');
   });
 
   it('/offers moon cats THEN the token is missing, not "cats is not a token id"', async () => {
@@ -176,6 +194,24 @@ describe('GIVEN a name of several words typed after key= without quotes', () => 
     const settings = h.store.chat(`telegram:${chat.id}`);
     expect(settings.collection?.name).toBe('Moon Cats Rescue');
     expect(settings.network).toBe('devnet');
+  });
+
+  it('/watch add collection=moon cats sales THEN a rule for sales of Moon Cats (a subcommand keeps the words)', async () => {
+    expect(h.text(await h.run('/watch add collection=moon cats sales', freshGroup(), ADMIN))).toContain(
+      'sale of Moon Cats (devnet)',
+    );
+  });
+
+  it('/alias set mc collection=moon cats THEN mc means Moon Cats', async () => {
+    expect(h.text(await h.run('/alias set mc collection=moon cats', freshGroup(), ADMIN))).toContain(
+      '"mc" now means Moon Cats',
+    );
+  });
+
+  it('/floor collection=harbor gulls THEN the devnet-l2 collection is offered, as for /floor harbor gulls', async () => {
+    const answer = await h.run('/floor collection=harbor gulls');
+    expect(h.text(answer)).toContain('Harbor Gulls is on devnet-l2, not devnet:');
+    expect((await h.run(buttons(answer)[0]?.action ?? '')).title).toBe('Floor of Harbor Gulls');
   });
 
   it('/floor collection=moon cats 2 THEN the floor of Moon Cats, two listings', async () => {
@@ -357,6 +393,17 @@ describe('GIVEN /search and names on several networks', () => {
 
   it('/search with words nothing has THEN it says no network has them', async () => {
     expect(h.text(await h.run('/search zzz nothing here'))).toContain('Nothing on any network matches.');
+  });
+
+  it('/floor devnet-l2:harbor THEN each candidate is a button that runs the floor of that collection', async () => {
+    const answer = await h.run('/floor devnet-l2:harbor');
+    expect(buttons(answer)).toHaveLength(2);
+    for (const button of buttons(answer)) {
+      expect(button.action).toMatch(/^\/floor collection=devnet-l2:0x[0-9a-f]{40}$/);
+      expect((await h.run(button.action ?? '')).title).toMatch(/^Floor of Harbor Gulls/);
+    }
+    const rule = await h.run('/watch add devnet-l2:harbor sales', freshGroup(), ADMIN);
+    expect(buttons(rule)[0]?.action).toMatch(/^\/watch add collection=devnet-l2:0x[0-9a-f]{40} sales$/);
   });
 
   it('/floor devnet-l2:harbor gulls THEN the name is looked up on that network', async () => {

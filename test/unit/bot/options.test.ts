@@ -214,7 +214,7 @@ describe('looksLike: words the option after a collection name claims even when t
     choices: ['sale', 'listing', 'offer', 'mint', 'transfer', 'burn', 'cancel', 'all'],
   };
 
-  it.each(['50', '1000', '-3', '2.5', '1,000'])('GIVEN %s THEN it reads as a count', (word) => {
+  it.each(['50', '1000', '-3', '2.5', '1,000', '1e3'])('GIVEN %s THEN it reads as a count', (word) => {
     expect(looksLike(count, word, ctx)).toBe(true);
   });
 
@@ -222,7 +222,7 @@ describe('looksLike: words the option after a collection name claims even when t
     expect(looksLike(count, word, ctx)).toBe(false);
   });
 
-  it.each(['sael', 'lisitng', 'list', 'tranfser', 'sale,nope'])('GIVEN %s THEN it reads as kinds', (word) => {
+  it.each(['sael', 'sails', 'lisitng', 'list', 'tranfser', 'sale,nope'])('GIVEN %s THEN it reads as kinds', (word) => {
     expect(looksLike(kinds, word, ctx)).toBe(true);
   });
 
