@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import type { Actor, AlertStatus, ChatRef } from '../../src/bot/command.ts';
-import { CommandEngine } from '../../src/bot/engine.ts';
+import { CommandEngine, type EngineOptions } from '../../src/bot/engine.ts';
 import { Links } from '../../src/bot/links.ts';
 import { loadCommands } from '../../src/bot/registry.ts';
 import { renderPlain } from '../../src/chat/console/render.ts';
@@ -31,6 +31,11 @@ export interface Harness {
   run: (line: string, chat?: ChatRef, actor?: Actor) => Promise<Reply>;
   /** The terminal rendering of a reply (what a console user reads). */
   text: (reply: Reply) => string;
+  /**
+   * Another engine on the same platform, store and commands, with no operators and a silent logger
+   * unless `options` say otherwise (a logger to read, a market context, rate limits under test).
+   */
+  engineWith: (options?: Partial<EngineOptions>) => CommandEngine;
   close: () => Promise<void>;
 }
 
@@ -81,6 +86,22 @@ export async function startHarness(
       return reply;
     },
     text: (reply) => renderPlain(reply).text,
+    engineWith: (options = {}) =>
+      new CommandEngine({
+        platform,
+        store,
+        logger: pino({ level: 'silent' }),
+        settings: {
+          operators: [],
+          projectId: devnet.projectId,
+          allowlistAudience: 1,
+          defaultNetwork: 'devnet',
+          version: 'test',
+        },
+        commands: engine.commands,
+        nativeSymbols: nativeSymbolsOf(devnet),
+        ...options,
+      }),
     async close() {
       await platform.close();
       await devnet.close();

@@ -8,7 +8,7 @@ import { formatUsd } from '../../src/bot/format.ts';
 import type { DigestSettings } from '../../src/core/settings.ts';
 import { type ChartSeries, chartSvg, chartsInThread } from '../../src/digests/chart.ts';
 import { ChartPool } from '../../src/digests/chart-pool.ts';
-import { DigestService } from '../../src/digests/digest-service.ts';
+import { DigestService, type DigestServiceOptions } from '../../src/digests/digest-service.ts';
 import { DigestScheduler } from '../../src/digests/scheduler.ts';
 import { lastDue, zonedToInstant } from '../../src/digests/zoned-time.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
@@ -25,10 +25,9 @@ function digestOf(chatKey: string): DigestSettings {
   return digest;
 }
 
-beforeAll(async () => {
-  h = await startAlertHarness();
-  charts = new ChartPool({ size: 1 });
-  service = new DigestService({
+/** A digest service as the bot wires it, on the harness's platform, store, journal and dispatcher. */
+function digestService(parts: Pick<DigestServiceOptions, 'charts'> & Partial<DigestServiceOptions>): DigestService {
+  return new DigestService({
     platform: h.platform,
     store: h.store,
     journal: h.journal,
@@ -36,6 +35,14 @@ beforeAll(async () => {
     currencies: h.engine.currencies,
     logger: silent,
     projectId: h.devnet.projectId,
+    ...parts,
+  });
+}
+
+beforeAll(async () => {
+  h = await startAlertHarness();
+  charts = new ChartPool({ size: 1 });
+  service = digestService({
     charts,
   });
 });
@@ -235,14 +242,7 @@ describe('digest content and posting', () => {
       size: 1,
       workerUrl: new URL('../unit/digests/crashing-chart-worker.ts', import.meta.url),
     });
-    const withCrashes = new DigestService({
-      platform: h.platform,
-      store: h.store,
-      journal: h.journal,
-      dispatcher: h.dispatcher,
-      currencies: h.engine.currencies,
-      logger: silent,
-      projectId: h.devnet.projectId,
+    const withCrashes = digestService({
       charts: crashing,
     });
     const due = lastDue(new Date(), 9, 0, 'UTC');
@@ -306,14 +306,7 @@ describe('digest charts of the market', () => {
         return chartsInThread.render(title, series);
       },
     };
-    const service = new DigestService({
-      platform: h.platform,
-      store: h.store,
-      journal: h.journal,
-      dispatcher: h.dispatcher,
-      currencies: h.engine.currencies,
-      logger: silent,
-      projectId: h.devnet.projectId,
+    const service = digestService({
       charts: recording,
       market: history,
     });
@@ -366,14 +359,7 @@ describe('the floor a digest looks up, in its own chart', () => {
     const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
     if (!moonCats) throw new Error('no Moon Cats');
     const drawn: Array<{ svg: string; series: readonly ChartSeries[] }> = [];
-    const service = new DigestService({
-      platform: h.platform,
-      store: h.store,
-      journal: h.journal,
-      dispatcher: h.dispatcher,
-      currencies: h.engine.currencies,
-      logger: silent,
-      projectId: h.devnet.projectId,
+    const service = digestService({
       charts: {
         render: async (title, series) => {
           drawn.push({ svg: chartSvg(title, series), series });

@@ -5,14 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Enricher } from '../../src/alerts/enrich.ts';
 import { MarketHistory } from '../../src/alerts/market-history.ts';
 import { AlertPipeline } from '../../src/alerts/pipeline.ts';
-import { CommandEngine } from '../../src/bot/engine.ts';
+import type { CommandEngine } from '../../src/bot/engine.ts';
 import { formatUsd } from '../../src/bot/format.ts';
 import { formatShare, type MarketContext, nextPage } from '../../src/bot/market.ts';
 import { RarityIndex } from '../../src/bot/rarity.ts';
 import type { Reply } from '../../src/core/reply.ts';
 import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
-import { nativeSymbolsOf } from '../../src/main.ts';
 import type { CollectibleOrder, CollectiblesFilter } from '../../src/platform/types.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
 import { ADMIN, CONSOLE, type Harness, startHarness } from '../helpers/bot-harness.ts';
@@ -44,19 +43,8 @@ afterAll(async () => {
 
 /** An engine as the bot wires it, with the market context given. */
 function engineWith(market: MarketContext): CommandEngine {
-  return new CommandEngine({
-    platform: h.platform,
-    store: h.store,
+  return h.engineWith({
     logger,
-    settings: {
-      operators: [],
-      projectId: h.devnet.projectId,
-      allowlistAudience: 1,
-      defaultNetwork: 'devnet',
-      version: 'test',
-    },
-    commands: h.engine.commands,
-    nativeSymbols: nativeSymbolsOf(h.devnet),
     market,
     userLimit: { capacity: 1_000, refillPerSecond: 1_000 },
     chatLimit: { capacity: 1_000, refillPerSecond: 1_000 },

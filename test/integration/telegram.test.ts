@@ -6,8 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Enricher } from '../../src/alerts/enrich.ts';
 import { AlertPipeline } from '../../src/alerts/pipeline.ts';
 import { isGroup } from '../../src/bot/command.ts';
-import { CommandEngine } from '../../src/bot/engine.ts';
-import { loadCommands } from '../../src/bot/registry.ts';
 import { ChatImages } from '../../src/chat/images/images.ts';
 import { ChatStartError } from '../../src/chat/start-error.ts';
 import {
@@ -18,7 +16,6 @@ import {
 } from '../../src/chat/telegram/adapter.ts';
 import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import { DeliveryError } from '../../src/delivery/sink.ts';
-import { COMMANDS_DIR, nativeSymbolsOf } from '../../src/main.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
 import { FakeTelegram, type StoredMessage, type TelegramCall, type UploadedFile } from '../fakes/telegram.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
@@ -467,19 +464,7 @@ describe('alerts through the Telegram sink', () => {
 describe('button presses over the rate limit', () => {
   it('GIVEN a member who presses buttons too fast THEN a popup says to slow down, once, then presses are only acknowledged', async () => {
     const fake = await FakeTelegram.start();
-    const engine = new CommandEngine({
-      platform: h.platform,
-      store: h.store,
-      logger: pino({ level: 'silent' }),
-      settings: {
-        operators: [],
-        projectId: h.devnet.projectId,
-        allowlistAudience: 1,
-        defaultNetwork: 'devnet',
-        version: 'test',
-      },
-      commands: await loadCommands(COMMANDS_DIR),
-      nativeSymbols: nativeSymbolsOf(h.devnet),
+    const engine = h.engineWith({
       userLimit: { capacity: 2, refillPerSecond: 0.01 },
       chatLimit: { capacity: 1_000, refillPerSecond: 1_000 },
     });

@@ -1,10 +1,8 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CommandEngine } from '../../src/bot/engine.ts';
 import { byPriceAscending, displayAmount } from '../../src/bot/format.ts';
 import { ALERT_KINDS } from '../../src/core/types.ts';
-import { nativeSymbolsOf } from '../../src/main.ts';
 import type { Order } from '../../src/platform/types.ts';
 import { ADMIN, CONSOLE, type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed } from '../helpers/devnet-data.ts';
@@ -92,20 +90,7 @@ describe('a contract address the platform does not know', () => {
         },
       }),
     );
-    const engine = new CommandEngine({
-      platform: h.platform,
-      store: h.store,
-      logger,
-      settings: {
-        operators: [],
-        projectId: h.devnet.projectId,
-        allowlistAudience: 1,
-        defaultNetwork: 'devnet',
-        version: 'test',
-      },
-      commands: h.engine.commands,
-      nativeSymbols: nativeSymbolsOf(h.devnet),
-    });
+    const engine = h.engineWith({ logger });
     const expected = `No collection at ${NOWHERE} on devnet. Check the address (another network: network:0x…), or find the collection by name with /search.`;
     for (const line of [
       `/floor ${NOWHERE}`,

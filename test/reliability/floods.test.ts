@@ -1,10 +1,8 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CommandEngine } from '../../src/bot/engine.ts';
-import { loadCommands } from '../../src/bot/registry.ts';
+import type { CommandEngine } from '../../src/bot/engine.ts';
 import { type DiscordAdapter, startDiscord } from '../../src/chat/discord/adapter.ts';
 import { startTelegram, type TelegramAdapter } from '../../src/chat/telegram/adapter.ts';
-import { COMMANDS_DIR, nativeSymbolsOf } from '../../src/main.ts';
 import { FakeDiscord, type RecordedCall } from '../fakes/discord.ts';
 import { FakeTelegram, type TelegramCall } from '../fakes/telegram.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
@@ -32,19 +30,8 @@ let h: Harness;
 let clockShiftMs = 0;
 
 async function tightEngine(): Promise<CommandEngine> {
-  return new CommandEngine({
-    platform: h.platform,
-    store: h.store,
+  return h.engineWith({
     logger,
-    settings: {
-      operators: [],
-      projectId: h.devnet.projectId,
-      allowlistAudience: 1,
-      defaultNetwork: 'devnet',
-      version: 'test',
-    },
-    commands: await loadCommands(COMMANDS_DIR),
-    nativeSymbols: nativeSymbolsOf(h.devnet),
     now: () => new Date(Date.now() + clockShiftMs),
     userLimit: { capacity: CAPACITY, refillPerSecond: REFILL_PER_SECOND },
     chatLimit: { capacity: 100, refillPerSecond: 10 },
