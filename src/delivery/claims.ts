@@ -76,17 +76,54 @@ export class ChatClaims implements DeliveryQueue {
 
   // DeliveryQueue, for the pipeline and the digests of this process.
 
+  /**
+   * This process's own new deliveries. A chat whose claim it holds, with no read of its deliveries
+   * under way, gets them at once: reading back what was just written would cost a round trip on
+   * every alert's way. Other chats are read (and claimed) as announced work is.
+   */
   enqueue(records: readonly DeliveryRecord[]): void {
-    this.noticed([...new Set(records.map((r) => destinationKey(r.destination)))]);
+    const byChat = new Map<string, DeliveryRecord[]>();
+    for (const record of records) {
+      const chatKey = destinationKey(record.destination);
+      const list = byChat.get(chatKey);
+      if (list) list.push(record);
+      else byChat.set(chatKey, [record]);
+    }
+    const others: string[] = [];
+    for (const [chatKey, list] of byChat) {
+      const claim = this.#claims.get(chatKey);
+      if (!claim || this.#busy.has(chatKey) || this.#stopped) {
+        others.push(chatKey);
+        continue;
+      }
+      // The claim's sequence is not moved: its next read still sees any earlier delivery recorded
+      // meanwhile by another process, and skips these as handed.
+      const sends = list.filter((record) => !record.reorged && !claim.handed.has(handedKey(record)));
+      for (const record of sends) claim.handed.add(handedKey(record));
+      if (sends.length) this.#o.dispatcher.enqueue(sends);
+      claim.idleSince = undefined;
+    }
+    if (others.length) this.noticed(others);
   }
 
   enqueueEdits(records: readonly DeliveryRecord[]): void {
-    this.enqueue(records);
+    this.noticed([...new Set(records.map((r) => destinationKey(r.destination)))]);
   }
 
-  /** Any process may send them, merged or not: they are recorded as pending. */
-  sendsAlone(): boolean {
-    return false;
+  /**
+   * Deliveries to a chat this process holds, idle and with no read under way, are sent by this
+   * process as soon as they are recorded (see {@link ChatClaims.enqueue}), alone when its dispatcher
+   * would send them alone: they may be recorded as sending, which saves a write before the send.
+   * Any other chat's may be sent by another process, merged or not: they are recorded as pending.
+   */
+  sendsAlone(destination: Destination, together: number): boolean {
+    const chatKey = destinationKey(destination);
+    return (
+      !this.#stopped &&
+      this.#claims.has(chatKey) &&
+      !this.#busy.has(chatKey) &&
+      this.#o.dispatcher.sendsAlone(destination, together)
+    );
   }
 
   /** Chats whose claim this process holds. */

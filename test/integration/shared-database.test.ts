@@ -62,6 +62,8 @@ async function deliveringProcess(
   sink: RecordingSink,
   claimOptions: { sweepMs: number; releaseAfterIdleMs?: number },
   dispatcherOptions: { retryDelayMs?: number } = {},
+  /** As main.ts does: this process's own notices are not work (it hands its deliveries over itself). */
+  ignoreOwnNotices = false,
 ) {
   const shared = await processOn(url);
   const dispatcher = new Dispatcher({
@@ -77,7 +79,9 @@ async function deliveringProcess(
     logger: silent,
     ...claimOptions,
   });
-  await shared.db.listen(DELIVERIES_CHANNEL, (payload) => claims.noticed(chatsOf(payload)));
+  await shared.db.listen(DELIVERIES_CHANNEL, (payload) =>
+    claims.noticed(chatsOf(payload, ignoreOwnNotices ? shared.deliveries.origin : undefined)),
+  );
   return { shared, dispatcher, claims };
 }
 
@@ -422,6 +426,59 @@ describe('claims and leadership', () => {
     expect(new Set(sink.sent.map((m) => m.key)).size).toBe(5);
     await eventually(async () => (await other.shared.deliveries.openFor('discord:4242')).length === 0);
     other.claims.stop();
+    await other.dispatcher.stop();
+  });
+
+  it('GIVEN a chat this process holds and is idle for WHEN it records a lone alert THEN it is recorded as sending and sent with no read back and no second write before the send', async () => {
+    const url = await postgres.freshDatabase();
+    const sink = new RecordingSink('discord', 1);
+    const { shared, dispatcher, claims } = await deliveringProcess(url, sink, { sweepMs: 60_000 }, {}, true);
+    await claims.start();
+    // The first delivery takes the claim (read from the database, as any chat's first work is).
+    claims.enqueue(await shared.deliveries.record([delivery(1)]));
+    await sink.until(() => sink.sent.length === 1);
+    await dispatcher.drained();
+    expect(claims.held()).toEqual(['discord:4242']);
+
+    // The pipeline's way: ask, record as it says, hand over what was recorded.
+    const alone = claims.sendsAlone(CHAT, 1);
+    expect(alone).toBe(true);
+    // Reads of the chat's deliveries are counted on their way to the database (and made as ever).
+    let reads = 0;
+    const openFor = shared.deliveries.openFor.bind(shared.deliveries);
+    shared.deliveries.openFor = (...args) => {
+      reads++;
+      return openFor(...args);
+    };
+    const [second] = await shared.deliveries.record([{ ...delivery(2), sendingAlone: alone }]);
+    expect(second).toMatchObject({ state: 'sending', attempts: 1, sendKey: second?.id });
+    claims.enqueue(second ? [second] : []);
+    await sink.until(() => sink.sent.length === 2);
+    await dispatcher.drained();
+    expect(sink.sent.map((m) => [m.replies[0]?.title, m.key])).toEqual([
+      ['sale 1', expect.any(String)],
+      ['sale 2', second?.id],
+    ]);
+    // No read of the chat before the send, and no "sending" write: a second would have made it attempt 2.
+    expect(reads).toBe(0);
+    const { rows } = await shared.db.pool.query<{ state: string; attempts: number }>(
+      'SELECT state, attempts FROM deliveries WHERE id = $1',
+      [second?.id],
+    );
+    expect(rows).toEqual([{ state: 'sent', attempts: 1 }]);
+
+    // Two at once would be merged on a platform that merges: they are recorded as pending.
+    const merging = new RecordingSink('discord', 10);
+    const other = await deliveringProcess(await postgres.freshDatabase(), merging, { sweepMs: 60_000 }, {}, true);
+    await other.claims.start();
+    other.claims.enqueue(await other.shared.deliveries.record([delivery(3)]));
+    await merging.until(() => merging.sent.length === 1);
+    await other.dispatcher.drained();
+    expect(other.claims.sendsAlone(CHAT, 2)).toBe(false);
+    expect(other.claims.sendsAlone({ platform: 'discord', chatId: 'not-held' }, 1)).toBe(false);
+    claims.stop();
+    other.claims.stop();
+    await dispatcher.stop();
     await other.dispatcher.stop();
   });
 

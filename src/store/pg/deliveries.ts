@@ -185,6 +185,7 @@ export class PgDeliveryLog implements DeliveryLog {
         d.kind ?? null,
         d.usd ?? null,
         payload,
+        d.sendingAlone === true,
       ]);
     }
     if (rows.length === 0) return [];
@@ -209,17 +210,19 @@ export class PgDeliveryLog implements DeliveryLog {
     return this.#run<Row & { notified: unknown }>(
       `WITH inserted AS (
          INSERT INTO deliveries (id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload,
-                                 state, created_at, updated_at)
-         SELECT id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload, 'pending', now(), now()
+                                 state, attempts, send_key, created_at, updated_at)
+         SELECT id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload,
+                CASE WHEN sending THEN 'sending' ELSE 'pending' END, CASE WHEN sending THEN 1 ELSE 0 END,
+                CASE WHEN sending THEN id END, now(), now()
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[],
-                     $8::float8[], $9::text[])
-              WITH ORDINALITY AS t(id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload, n)
+                     $8::float8[], $9::text[], $12::boolean[])
+              WITH ORDINALITY AS t(id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload, sending, n)
          ORDER BY n
          ON CONFLICT (id) DO NOTHING
          RETURNING *)
        SELECT *, pg_notify($10, json_build_object('chats', json_build_array(chat_key), 'origin', $11::text)::text) AS notified
        FROM inserted`,
-      [...[0, 1, 2, 3, 4, 5, 6, 7, 8].map(column), DELIVERIES_CHANNEL, this.origin],
+      [...[0, 1, 2, 3, 4, 5, 6, 7, 8].map(column), DELIVERIES_CHANNEL, this.origin, column(9)],
     );
   }
 
