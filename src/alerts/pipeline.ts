@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { deliveryId, JournalWriteError, type NewDelivery } from '../core/deliveries.ts';
 import type { DeliveryLog, RulesChange, RulesRepository } from '../core/ports.ts';
 import type { JournalBacklog, JournalWriteFailure, StreamHealth } from '../core/status.ts';
-import { type Destination, destinationKey } from '../core/types.ts';
+import { byDestination, type Destination, destinationKey } from '../core/types.ts';
 import type { DeliveryQueue } from '../delivery/dispatcher.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
@@ -182,11 +182,16 @@ export class AlertPipeline {
   #retrying: Promise<void> | undefined;
   /** Transactions already reversed, by network, hash and block: receipts and BLOCK_REMOVED logs both say it. */
   readonly #reorgsSeen = new LRUCache<string, true>({ max: 10_000 });
+  /** The marketplace contracts (lower case) of the networks the platform client knows: followed without rules. */
+  readonly #marketplaces = new Map<string, ReadonlySet<string>>();
 
   constructor(options: AlertPipelineOptions) {
     this.#options = options;
     for (const [network, contracts] of Object.entries(options.marketplaceContracts ?? {})) {
-      if (contracts.length > 0 && !options.platform.networks.find(network)) {
+      if (contracts.length === 0) continue;
+      if (options.platform.networks.find(network)) {
+        this.#marketplaces.set(network, new Set(contracts.map((contract) => contract.toLowerCase())));
+      } else {
         options.logger.warn({ network }, 'marketplace contracts name a network the platform client does not know');
       }
     }
@@ -383,7 +388,7 @@ export class AlertPipeline {
       }
       plans.push(this.#planNetwork(index, network));
     }
-    for (const network of this.#marketNetworks()) {
+    for (const network of this.#marketplaces.keys()) {
       const ingested = this.#options.ingests?.(network) ?? true;
       if (ingested && !networks.has(network)) plans.push(this.#planNetwork(index, network));
     }
@@ -416,17 +421,6 @@ export class AlertPipeline {
       });
   }
 
-  #isMarketplace(network: string, address: string): boolean {
-    return (this.#options.marketplaceContracts?.[network] ?? []).some((m) => m.toLowerCase() === address);
-  }
-
-  /** Networks the platform client knows that have marketplace contracts: followed without rules. */
-  #marketNetworks(): string[] {
-    return Object.entries(this.#options.marketplaceContracts ?? {})
-      .filter(([network, contracts]) => contracts.length > 0 && this.#options.platform.networks.find(network))
-      .map(([network]) => network);
-  }
-
   #state(network: string): NetworkState {
     let state = this.#networks.get(network);
     if (!state) {
@@ -453,7 +447,8 @@ export class AlertPipeline {
           contracts: () => ({
             size: created.streams.contractCount(),
             lists: (size) => created.streams.contractLists(size),
-            has: (address) => this.#index.watches(network, address) || this.#isMarketplace(network, address),
+            has: (address) =>
+              this.#index.watches(network, address) || this.#marketplaces.get(network)?.has(address) === true,
           }),
           gap: (from, to) => created.streams.reportGap(from, to),
         }),
@@ -504,11 +499,11 @@ export class AlertPipeline {
 
   #transaction(network: string, logs: EventLog[]): void {
     const state = this.#state(network);
-    const marketplaces = new Set((this.#options.marketplaceContracts?.[network] ?? []).map((m) => m.toLowerCase()));
+    const marketplaces = this.#marketplaces.get(network);
     const { events, skipped } = classifyTransaction(logs, {
       network,
       isCollection: (address) => this.#index.watches(network, address),
-      ...(marketplaces.size ? { isMarketplace: (address: string) => marketplaces.has(address) } : {}),
+      ...(marketplaces ? { isMarketplace: (address: string) => marketplaces.has(address) } : {}),
     });
     for (const bad of skipped) this.#options.logger.warn({ network, ...bad }, 'skipped a log');
     const market = this.#options.market;
@@ -637,14 +632,7 @@ export class AlertPipeline {
     // An alert that will be sent alone (a lone one for a chat with nothing queued, or any on a
     // platform without merged messages) is recorded as sending: that saves a durable write on its
     // way. Several for one chat that merges bursts stay pending, to be merged.
-    const perDestination = new Map<string, NewDelivery[]>();
-    for (const delivery of all) {
-      const key = destinationKey(delivery.destination);
-      const list = perDestination.get(key);
-      if (list) list.push(delivery);
-      else perDestination.set(key, [delivery]);
-    }
-    for (const list of perDestination.values()) {
+    for (const list of byDestination(all).values()) {
       const first = list[0];
       // Decided at each attempt: a batch written again later finds its chats in another state.
       const alone = first !== undefined && dispatcher.sendsAlone(first.destination, list.length);

@@ -36,21 +36,19 @@ export class CollectionResolver {
       const known = (await this.#lookup(ref.address, on)).find((c) => c.address.toLowerCase() === ref.address);
       return describe(known, on, ref.address);
     }
-    // A name pasted with a bidi override or a zero-width space in it is still the name.
-    const text = withoutInvisible(ref.text).trim() || ref.text;
+    const text = nameText(ref.text);
     const alias = ref.network === undefined ? own(settings.aliases, text.toLowerCase()) : undefined;
     if (alias) return { network: alias.network, address: alias.address, name: alias.name ?? alias.alias };
     if (ref.network !== undefined) network = ref.network;
-    const wanted = text.toLowerCase();
     const found = await this.#lookup(text, network);
     if (found.length === 0) {
       const elsewhere = await this.#elsewhere(text, network);
       if (elsewhere.length === 0) throw new UserError('unknown_collection', { query: ref.text, network });
       throw new AmbiguousCollectionError(ref.text, elsewhere, option, network);
     }
-    const exact = found.filter((c) => c.name.toLowerCase() === wanted);
-    if (exact.length === 1 && exact[0]) return describe(exact[0], network, exact[0].address);
-    if (found.length === 1 && found[0]) return describe(found[0], network, found[0].address);
+    const only = onlyMatch(found, text);
+    if (only) return describe(only, network, only.address);
+    const exact = exactMatches(found, text);
     const candidates = (exact.length > 1 ? exact : found)
       .slice(0, MAX_CANDIDATES)
       .map((c) => describe(c, network, c.address));
@@ -64,11 +62,9 @@ export class CollectionResolver {
    */
   async probe(ref: CollectionRef, network: string, settings: ChatSettings): Promise<boolean> {
     if (ref.kind === 'address') return true;
-    const text = withoutInvisible(ref.text).trim() || ref.text;
+    const text = nameText(ref.text);
     if (ref.network === undefined && own(settings.aliases, text.toLowerCase())) return true;
-    const found = await this.#lookup(text, ref.network ?? network);
-    const wanted = text.toLowerCase();
-    return found.length === 1 || found.filter((c) => c.name.toLowerCase() === wanted).length === 1;
+    return onlyMatch(await this.#lookup(text, ref.network ?? network), text) !== undefined;
   }
 
   /**
@@ -110,6 +106,23 @@ export class CollectionResolver {
     this.#search.set(key, onNetwork);
     return onNetwork;
   }
+}
+
+/** A name as typed, without the bidi overrides or zero-width spaces a paste may bring. */
+function nameText(typed: string): string {
+  return withoutInvisible(typed).trim() || typed;
+}
+
+function exactMatches(found: readonly ContractInfo[], text: string): ContractInfo[] {
+  const wanted = text.toLowerCase();
+  return found.filter((c) => c.name.toLowerCase() === wanted);
+}
+
+/** The one collection a name means among its matches: its only exact match, else its only match. */
+function onlyMatch(found: readonly ContractInfo[], text: string): ContractInfo | undefined {
+  const exact = exactMatches(found, text);
+  if (exact.length === 1) return exact[0];
+  return found.length === 1 ? found[0] : undefined;
 }
 
 function describe(info: ContractInfo | undefined, network: string, address: string): ResolvedCollection {

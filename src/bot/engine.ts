@@ -336,7 +336,6 @@ export class CommandEngine {
       resolved,
       network: resolved.values().next().value?.network ?? network,
       chatKey,
-      nameWords: assignment.nameWords,
     };
   }
 
@@ -385,16 +384,16 @@ export class CommandEngine {
     const chatSettings = this.#options.store.chat(`${invocation.chat.platform}:${invocation.chat.id}`);
     const { nameWords } = assignWords(spec, tokens, ctx, usage, chatSettings.collection?.network);
     if (!nameWords) throw error;
+    const next = nameWords.next;
     const network =
       error.params.network === undefined ? this.#options.settings.defaultNetwork : String(error.params.network);
     const option = spec.options.find((o) => o.name === nameWords.option) as OptionSpec;
     const lowest = Math.max(1, nameWords.words.length - MAX_DROPPED_NAME_WORDS);
-    for (let keep = nameWords.words.length - 1; keep >= lowest; keep--) {
-      // Only when the first word left out reads as the option after the name: `rescuee` in
-      // `moon cats rescuee 2` is a misspelt word of a name, not an argument.
-      const next = nameWords.next;
+    // Only when the first word left out reads as the option after the name: `rescuee` in
+    // `moon cats rescuee 2` is a misspelt word of a name, not an argument.
+    for (let keep = nameWords.words.length - 1; next && keep >= lowest; keep--) {
       const first = nameWords.words[keep] as string;
-      if (!next || !(parseOption(next, first, ctx).ok || looksLike(next, first, ctx))) continue;
+      if (!(parseOption(next, first, ctx).ok || looksLike(next, first, ctx))) continue;
       const ref = parseOption(option, nameWords.words.slice(0, keep).join(' '), ctx);
       if (!ref.ok) continue;
       const known = await this.resolver.probe(ref.value as CollectionRef, network, chatSettings).catch(() => false);
@@ -536,7 +535,6 @@ interface Prepared {
   resolved: Map<string, ResolvedCollection>;
   network: string;
   chatKey: string;
-  nameWords: NameWords | undefined;
 }
 
 /** Plain words after `key=value` read as the rest of its value, at most (each reading may cost a search). */

@@ -17,6 +17,18 @@ export function destinationKey(destination: Destination): string {
   return `${destination.platform}:${destination.chatId}`;
 }
 
+/** Items by the key of their destination, each chat's in the order given. */
+export function byDestination<T extends { destination: Destination }>(items: Iterable<T>): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const key = destinationKey(item.destination);
+    const list = out.get(key);
+    if (list) list.push(item);
+    else out.set(key, [item]);
+  }
+  return out;
+}
+
 export interface TraitCondition {
   /** Trait name as the collection spells it (case-insensitive match). */
   name: string;

@@ -11,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 import type { DeliveryRecord } from '../core/deliveries.ts';
-import { type Destination, destinationKey } from '../core/types.ts';
+import { byDestination, type Destination, destinationKey } from '../core/types.ts';
 import type { DeliveryQueue } from './dispatcher.ts';
 
 export interface ChatLocks {
@@ -82,15 +82,8 @@ export class ChatClaims implements DeliveryQueue {
    * every alert's way. Other chats are read (and claimed) as announced work is.
    */
   enqueue(records: readonly DeliveryRecord[]): void {
-    const byChat = new Map<string, DeliveryRecord[]>();
-    for (const record of records) {
-      const chatKey = destinationKey(record.destination);
-      const list = byChat.get(chatKey);
-      if (list) list.push(record);
-      else byChat.set(chatKey, [record]);
-    }
     const others: string[] = [];
-    for (const [chatKey, list] of byChat) {
+    for (const [chatKey, list] of byDestination(records)) {
       const claim = this.#claims.get(chatKey);
       if (!claim || this.#busy.has(chatKey) || this.#stopped) {
         others.push(chatKey);
