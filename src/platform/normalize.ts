@@ -269,9 +269,12 @@ function isCompact(src: Json): boolean {
 }
 
 /**
- * Whether {@link eventLog} may return a parsed log unchanged: the copy would equal it. Required text
- * fields are text, `blockNumber` a number, `uid` present, nothing `null`, and `event` (when present)
- * has exactly its five fields, with lists where lists belong and text values only.
+ * Whether {@link eventLog} may return a parsed log unchanged: its {@link EventLog} fields are what the
+ * copy would make of them. Required text fields are text, `blockNumber` a number, no other field of
+ * the type is `null`, no own `__proto__` key, and `event` (when present) has text where text belongs,
+ * lists where lists belong and text values only. Keys outside the type are passed on as they came.
+ * The fields are named one by one: a loop over a log's keys (for…in, Object.values) cost a tenth of
+ * the line's JSON.parse again.
  */
 function isTypedLog(src: Json): boolean {
   if (
@@ -279,13 +282,24 @@ function isTypedLog(src: Json): boolean {
     typeof src.txnHash !== 'string' ||
     typeof src.contractAddress !== 'string' ||
     typeof src.blockNumber !== 'number' ||
-    !isCompact(src)
+    src.id === null ||
+    src.blockHash === null ||
+    src.parentBlockHash === null ||
+    src.txnIndex === null ||
+    src.txnLogIndex === null ||
+    src.ts === null ||
+    src.txnInfo === null ||
+    src.rawLog === null ||
+    src.type === null ||
+    src.contractType === null ||
+    src.logDataType === null ||
+    Object.hasOwn(src, '__proto__')
   ) {
     return false;
   }
   const event = src.event;
   if (event === undefined) return true;
-  if (typeof event !== 'object' || Array.isArray(event)) return false;
+  if (event === null || typeof event !== 'object' || Array.isArray(event)) return false;
   const e = event as Json;
   if (
     typeof e.topicHash !== 'string' ||
@@ -296,10 +310,8 @@ function isTypedLog(src: Json): boolean {
   ) {
     return false;
   }
-  let keys = 0;
-  for (const _ in e) keys++;
-  if (keys !== 5) return false;
-  for (const v of e.values) if (typeof v !== 'string') return false;
+  const values = e.values as unknown[];
+  for (let i = 0; i < values.length; i++) if (typeof values[i] !== 'string') return false;
   return true;
 }
 

@@ -8,7 +8,7 @@ import {
   PlatformNetworkError,
   PlatformTimeoutError,
 } from './errors.ts';
-import { LineSplitter } from './ndjson.ts';
+import { LineSplitter, type LineVisitor } from './ndjson.ts';
 import type { RpcRequest, Transport } from './transport.ts';
 
 /** Reconnect policy of a subscription. */
@@ -137,6 +137,7 @@ async function* streamBatches<T>(
   const host = new URL(request.baseUrl).host;
   const emit = options.onState ?? (() => undefined);
   const badLines = new BadLineReporter(options.onBadLine, options.badLineReportMs ?? DEFAULT_BAD_LINE_REPORT_MS);
+  const records = new RecordReader(outputKey, operation, host, transport, normalize, badLines);
   let failures = 0;
   let attempt = 0;
 
@@ -158,21 +159,7 @@ async function* streamBatches<T>(
         emit({ kind: 'connected', attempt });
         chunks = new ChunkQueue(stream.body);
         const splitter = new LineSplitter();
-        let batch: T[] = [];
-        let streamError: PlatformApiError | undefined;
-        // Made once a connection: it runs once a line, where a record's parse is most of the cost.
-        const visit = (line: string): boolean => {
-          if (line.length === 0 || line === '\r') return true;
-          const item = readLine(line, outputKey, operation, host, transport, normalize);
-          if (item instanceof Outcome) {
-            if (item.skipped) badLines.add(item.skipped);
-            else {
-              streamError = item.error;
-              return false;
-            }
-          } else batch.push(item);
-          return true;
-        };
+        records.reset();
         watchdog.arm();
         for (;;) {
           const chunk = chunks.take();
@@ -183,21 +170,22 @@ async function* streamBatches<T>(
             continue;
           }
           // Each line is decoded and parsed as it is found: a chunk's lines are never all alive at once.
-          const completed = splitter.each(chunk, visit);
+          const completed = splitter.each(chunk, records);
           if (splitter.pendingBytes > maxLineBytes) {
             throw new PlatformBadResponseError(operation, host, `stream line longer than ${maxLineBytes} bytes`);
           }
           if (completed === 0) continue;
           watchdog.disarm();
-          if (batch.length > 0) {
+          if (records.batch.length > 0) {
             // Only a delivered record counts as recovery: real servers send a heartbeat at open even when
             // they fail right after, and the back-off must still grow then.
             failures = 0;
+            const batch = records.batch;
+            records.batch = [];
             yield batch;
-            batch = [];
             if (signal.aborted) return;
           }
-          if (streamError) throw streamError;
+          if (records.streamError) throw records.streamError;
           watchdog.arm();
         }
         reason = new PlatformApiError(operation, host, {
@@ -380,59 +368,85 @@ class BadLineReporter {
 }
 
 /**
- * A line that is no record: one to skip (reported through {@link BadLineReporter}, and the stream
- * goes on), or the in-stream error that ends the connection.
+ * A subscription's lines into records, one {@link LineSplitter.each} visit a line: records gather in
+ * {@link batch}, lines that are no record are reported through {@link BadLineReporter} and skipped,
+ * and a `{"webrpcError": ...}` line is kept as {@link streamError}, which ends the connection. One
+ * per subscription, reset for each connection: its `line` stays one function for every connection
+ * (see {@link LineVisitor}), and a record's parse is most of a busy stream's cost.
  */
-class Outcome {
+class RecordReader<T> implements LineVisitor {
+  batch: T[] = [];
+  streamError: PlatformApiError | undefined;
+  readonly #outputKey: string;
+  readonly #operation: string;
+  readonly #host: string;
+  readonly #transport: Transport;
+  readonly #normalize: (value: unknown) => T;
+  readonly #badLines: BadLineReporter;
+
   constructor(
-    readonly skipped: PlatformBadResponseError | undefined,
-    readonly error?: PlatformApiError,
-  ) {}
-}
+    outputKey: string,
+    operation: string,
+    host: string,
+    transport: Transport,
+    normalize: (value: unknown) => T,
+    badLines: BadLineReporter,
+  ) {
+    this.#outputKey = outputKey;
+    this.#operation = operation;
+    this.#host = host;
+    this.#transport = transport;
+    this.#normalize = normalize;
+    this.#badLines = badLines;
+  }
 
-const skip = (error: PlatformBadResponseError): Outcome => new Outcome(error);
+  /** A new connection: nothing gathered, no error. */
+  reset(): void {
+    this.batch = [];
+    this.streamError = undefined;
+  }
 
-/** One line into a record, a skipped line, or the in-stream error that ends the connection. */
-function readLine<T>(
-  line: string,
-  outputKey: string,
-  operation: string,
-  host: string,
-  transport: Transport,
-  normalize: (value: unknown) => T,
-): T | Outcome {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(line);
-  } catch (cause) {
-    const scrubbed = transport.scrub(line);
-    const preview = scrubbed.length > 80 ? `${scrubbed.slice(0, 80)}…` : scrubbed;
-    return skip(
-      new PlatformBadResponseError(operation, host, `stream line is not JSON: ${JSON.stringify(preview)}`, undefined, {
-        cause,
-      }),
-    );
+  line(line: string): boolean {
+    if (line.length === 0 || line === '\r') return true;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line);
+    } catch (cause) {
+      const scrubbed = this.#transport.scrub(line);
+      const preview = scrubbed.length > 80 ? `${scrubbed.slice(0, 80)}…` : scrubbed;
+      return this.#skip(`stream line is not JSON: ${JSON.stringify(preview)}`, cause);
+    }
+    if (parsed === null || typeof parsed !== 'object') return this.#skip('stream line is not a JSON object');
+    const record = parsed as Record<string, unknown>;
+    if (record.webrpcError !== undefined) {
+      this.streamError = streamErrorOf(record, this.#operation, this.#host, this.#transport);
+      return false;
+    }
+    const item = record[this.#outputKey];
+    if (item === undefined || item === null) return this.#skip(`stream line has no "${this.#outputKey}"`);
+    let value: T;
+    try {
+      value = this.#normalize(item);
+    } catch (cause) {
+      const reason = cause instanceof Error ? cause.message : String(cause);
+      return this.#skip(`stream record has the wrong shape: ${reason}`, cause);
+    }
+    this.batch.push(value);
+    return true;
   }
-  if (parsed === null || typeof parsed !== 'object') {
-    return skip(new PlatformBadResponseError(operation, host, 'stream line is not a JSON object'));
-  }
-  if ('webrpcError' in parsed) return new Outcome(undefined, streamErrorOf(parsed, operation, host, transport));
-  const item = (parsed as Record<string, unknown>)[outputKey];
-  if (item === undefined || item === null) {
-    return skip(new PlatformBadResponseError(operation, host, `stream line has no "${outputKey}"`));
-  }
-  try {
-    return normalize(item);
-  } catch (cause) {
-    return skip(
+
+  /** Reports a line that is no record; the stream goes on. */
+  #skip(message: string, cause?: unknown): true {
+    this.#badLines.add(
       new PlatformBadResponseError(
-        operation,
-        host,
-        `stream record has the wrong shape: ${cause instanceof Error ? cause.message : String(cause)}`,
+        this.#operation,
+        this.#host,
+        message,
         undefined,
-        { cause },
+        cause === undefined ? undefined : { cause },
       ),
     );
+    return true;
   }
 }
 

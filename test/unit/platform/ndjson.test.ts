@@ -10,6 +10,14 @@ function split(chunks: readonly Buffer[]): { lines: string[]; rest: string | und
   return { lines, rest: splitter.flush() };
 }
 
+/** Feeds `chunks` through each() and returns the completed lines. */
+function visitAll(chunks: readonly Buffer[]): string[] {
+  const splitter = new LineSplitter();
+  const lines: string[] = [];
+  for (const chunk of chunks) splitter.each(chunk, { line: (line) => lines.push(line) > 0 });
+  return lines;
+}
+
 const INPUT = [
   '',
   '{"log":{"id":1,"name":"Drache 🐉","kana":"ドラゴン"}}',
@@ -59,7 +67,7 @@ describe('LineSplitter', () => {
         const splitter = new LineSplitter();
         const seen: string[] = [];
         let counted = 0;
-        for (const chunk of chunks) counted += splitter.each(chunk, (line) => seen.push(line) > 0);
+        for (const chunk of chunks) counted += splitter.each(chunk, { line: (line) => seen.push(line) > 0 });
         expect(seen).toEqual(INPUT);
         expect(counted).toBe(INPUT.length);
       }),
@@ -67,7 +75,7 @@ describe('LineSplitter', () => {
     );
     const splitter = new LineSplitter();
     const seen: string[] = [];
-    expect(splitter.each(BYTES, (line) => seen.push(line) < 2)).toBe(2);
+    expect(splitter.each(BYTES, { line: (line) => seen.push(line) < 2 })).toBe(2);
     expect(seen).toEqual(INPUT.slice(0, 2));
   });
 
@@ -85,10 +93,21 @@ describe('LineSplitter', () => {
           const points = [0, ...cuts, bytes.length];
           const chunks = points.slice(1).map((end, i) => bytes.subarray(points[i], end));
           expect(split(chunks)).toEqual({ lines, rest: undefined });
+          expect(visitAll(chunks)).toEqual(lines);
         },
       ),
       { numRuns: 300 },
     );
+  });
+
+  it('GIVEN chunks of ASCII only and chunks with other bytes WHEN visited THEN every line reads as UTF-8 decodes it', () => {
+    const chunks = [
+      Buffer.from('{"a":"plain"}\n{"b":1}\n'),
+      Buffer.from('{"c":"caf\u00e9 🐉"}\n', 'utf8'),
+      Buffer.concat([Buffer.from('{"d":"'), Buffer.from([0xff, 0xc3]), Buffer.from('"}\n{"e":2}\n')]),
+      Buffer.from('{"f":"ascii again"}\n'),
+    ];
+    expect(visitAll(chunks)).toEqual(Buffer.concat(chunks).toString('utf8').split('\n').slice(0, -1));
   });
 
   it('GIVEN input that does not end with a newline WHEN flushed THEN the unfinished line is returned once', () => {
