@@ -616,7 +616,7 @@ function trailingCount(
  *
  * Free text takes one word when other options follow it (`/alias set mc moon cats`: the alias is
  * `mc`), and the rest of the line when it is the last (`/help watch add`); free-text options after
- * a collection take words only by `key=value`, as any word would read as text.
+ * a collection take words only by `key=value`, since every word there could belong to the text.
  */
 function assignWords(
   spec: CommandSpec,

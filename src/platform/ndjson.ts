@@ -36,24 +36,7 @@ export class LineSplitter {
   /** Feeds one chunk; returns the lines it completed, without their newline. */
   push(chunk: Buffer): string[] {
     const lines: string[] = [];
-    let start = 0;
-    let index = chunk.indexOf(NEWLINE, start);
-    while (index !== -1) {
-      if (this.#pendingBytes > 0) {
-        this.#pending.push(chunk.subarray(start, index));
-        lines.push(Buffer.concat(this.#pending, this.#pendingBytes + index - start).toString('utf8'));
-        this.#pending = [];
-        this.#pendingBytes = 0;
-      } else {
-        lines.push(chunk.toString('utf8', start, index));
-      }
-      start = index + 1;
-      index = chunk.indexOf(NEWLINE, start);
-    }
-    if (start < chunk.length) {
-      this.#pending.push(chunk.subarray(start));
-      this.#pendingBytes += chunk.length - start;
-    }
+    this.each(chunk, { line: (line) => lines.push(line) > 0 });
     return lines;
   }
 

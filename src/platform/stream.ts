@@ -419,7 +419,7 @@ class RecordReader<T> implements LineVisitor {
     if (parsed === null || typeof parsed !== 'object') return this.#skip('stream line is not a JSON object');
     const record = parsed as Record<string, unknown>;
     if (record.webrpcError !== undefined) {
-      this.streamError = streamErrorOf(record, this.#operation, this.#host, this.#transport);
+      this.streamError = streamErrorOf(record.webrpcError, this.#operation, this.#host, this.#transport);
       return false;
     }
     const item = record[this.#outputKey];
@@ -450,9 +450,9 @@ class RecordReader<T> implements LineVisitor {
   }
 }
 
-/** A `{"webrpcError": ...}` line as the typed error it stands for. */
-function streamErrorOf(record: object, operation: string, host: string, transport: Transport): PlatformApiError {
-  const e = ((record as { webrpcError?: unknown }).webrpcError ?? {}) as Record<string, unknown>;
+/** The `webrpcError` of a `{"webrpcError": ...}` line as the typed error it stands for. */
+function streamErrorOf(webrpcError: unknown, operation: string, host: string, transport: Transport): PlatformApiError {
+  const e: Record<string, unknown> = webrpcError !== null && typeof webrpcError === 'object' ? { ...webrpcError } : {};
   const detail = typeof e.msg === 'string' && e.msg ? e.msg : typeof e.message === 'string' ? e.message : '';
   return new PlatformApiError(operation, host, {
     errorName: typeof e.error === 'string' ? transport.scrub(e.error) : 'WebrpcStreamLost',

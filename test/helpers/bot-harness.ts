@@ -55,12 +55,13 @@ export async function startHarness(
   });
   const dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-test-'));
   const store = await StateStore.open(join(dataDir, 'state.json'));
-  const engine = new CommandEngine({
+  // What every engine of the harness shares; the main one adds an operator, links and generous limits.
+  const base: EngineOptions = {
     platform,
     store,
     logger: pino({ level: 'silent' }),
     settings: {
-      operators: [`telegram:${OPERATOR.id}`],
+      operators: [],
       projectId: devnet.projectId,
       allowlistAudience: 1,
       defaultNetwork: 'devnet',
@@ -68,6 +69,10 @@ export async function startHarness(
     },
     commands: await loadCommands(COMMANDS_DIR),
     nativeSymbols: nativeSymbolsOf(devnet),
+  };
+  const engine = new CommandEngine({
+    ...base,
+    settings: { ...base.settings, operators: [`telegram:${OPERATOR.id}`] },
     links: new Links(devnetLinks(devnet), devnet.networks),
     ...(extra.alerts ? { alerts: extra.alerts } : {}),
     // Generous limits: tests that check rate limiting build their own engine.
@@ -86,22 +91,7 @@ export async function startHarness(
       return reply;
     },
     text: (reply) => renderPlain(reply).text,
-    engineWith: (options = {}) =>
-      new CommandEngine({
-        platform,
-        store,
-        logger: pino({ level: 'silent' }),
-        settings: {
-          operators: [],
-          projectId: devnet.projectId,
-          allowlistAudience: 1,
-          defaultNetwork: 'devnet',
-          version: 'test',
-        },
-        commands: engine.commands,
-        nativeSymbols: nativeSymbolsOf(devnet),
-        ...options,
-      }),
+    engineWith: (options = {}) => new CommandEngine({ ...base, ...options }),
     async close() {
       await platform.close();
       await devnet.close();
