@@ -454,7 +454,7 @@ export function secretsOf(config: Config): string[] {
     config.discord?.token,
     config.telegram?.token,
     config.telegram?.webhookSecret,
-    databasePassword(config.database?.url),
+    ...databasePasswords(config.database?.url),
   ].filter((s): s is string => typeof s === 'string' && s.length >= 4);
 }
 
@@ -467,12 +467,31 @@ function isPostgresUrl(text: string): boolean {
   }
 }
 
-function databasePassword(url: string | undefined): string | undefined {
-  if (!url) return undefined;
+/** Query parameters of a PostgreSQL URL that hold a password (pg reads both). */
+const QUERY_PASSWORDS = new Set(['password', 'sslpassword']);
+
+/** The database URL's passwords, in the userinfo or the query string, as written and as decoded. */
+function databasePasswords(url: string | undefined): string[] {
+  if (!url) return [];
   try {
-    return decodeURIComponent(new URL(url).password) || undefined;
+    const parsed = new URL(url);
+    const written = [parsed.password];
+    for (const pair of parsed.search.slice(1).split('&')) {
+      const at = pair.indexOf('=');
+      if (at > 0 && QUERY_PASSWORDS.has(safeDecode(pair.slice(0, at)))) written.push(pair.slice(at + 1));
+    }
+    for (const key of QUERY_PASSWORDS) written.push(...parsed.searchParams.getAll(key));
+    return [...new Set(written.flatMap((value) => [value, safeDecode(value)]))].filter((value) => value !== '');
   } catch {
-    return undefined;
+    return [];
+  }
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
   }
 }
 

@@ -27,9 +27,11 @@ export function createLogger(
   secrets: readonly string[] = [],
   destination: NodeJS.WritableStream | number | string = 2,
 ): Logger {
+  // A secret with a quote, a backslash or a control character appears escaped in a JSON line.
+  const forms = [...new Set(secrets.flatMap((secret) => [secret, JSON.stringify(secret).slice(1, -1)]))];
   const scrub = (line: string): string => {
     let out = line;
-    for (const secret of secrets)
+    for (const secret of forms)
       if (secret.length >= 4 && out.includes(secret)) out = out.split(secret).join('[redacted]');
     return out;
   };

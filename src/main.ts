@@ -531,7 +531,10 @@ async function cli(): Promise<void> {
       process.stderr.write(`floorwatch: ${error.message}\n`);
       process.exit(error.exitCode);
     }
-    throw error;
+    // Only the stack (name, message, frames): Node's own report of an uncaught error would print the
+    // error's properties and causes too, where a library may keep what it sent, secrets included.
+    process.stderr.write(`floorwatch: could not start: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(70);
   }
   let stopping = false;
   const shutdown = async (reason: string, code: number) => {

@@ -5,6 +5,7 @@
  */
 
 import { isAddress } from 'viem/utils';
+import { truncate } from '../core/reply.ts';
 
 export type OptionType =
   | 'text'
@@ -123,7 +124,7 @@ const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const UINT256_MAX = (1n << 256n) - 1n;
 
 function shown(input: string): string {
-  return input.length > 60 ? `${input.slice(0, 57)}...` : input;
+  return truncate(input, 60);
 }
 
 /**

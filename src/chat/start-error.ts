@@ -10,8 +10,10 @@ export type ChatPlatformName = 'discord' | 'telegram';
  * Often temporary, so the process exits with 69 (EX_UNAVAILABLE) for its supervisor to restart it.
  * `refused`: the API answered that the token is not valid. Restarting does not help, so the exit
  * code is 78 (EX_CONFIG), as for any other configuration error.
+ * `rejected`: the API refused a setting other than the token (a webhook address it cannot resolve, say):
+ * a configuration error too, exit code 78.
  */
-export type ChatStartFailure = 'unreachable' | 'refused';
+export type ChatStartFailure = 'unreachable' | 'refused' | 'rejected';
 
 /** Exit codes of the CLI (sysexits.h). */
 export const EXIT_UNAVAILABLE = 69;
@@ -49,9 +51,9 @@ export class ChatStartError extends Error {
     this.address = address;
   }
 
-  /** 69 when the API could not be reached, 78 when it refused the token. */
+  /** 69 when the API could not be reached, 78 when it refused the token or a setting. */
   get exitCode(): number {
-    return this.failure === 'refused' ? EXIT_CONFIG : EXIT_UNAVAILABLE;
+    return this.failure === 'unreachable' ? EXIT_UNAVAILABLE : EXIT_CONFIG;
   }
 }
 

@@ -94,8 +94,20 @@ export function safeUrl(url: string | undefined): string | undefined {
   }
 }
 
-/** Shortens untrusted text to `max` characters, ending with an ellipsis when cut. */
+/**
+ * The first `units` UTF-16 units of `text`, one fewer when the last would be the first half of a
+ * surrogate pair: chat limits count UTF-16 units, and half an emoji is an invalid string that a
+ * chat API may refuse (and that turns into U+FFFD in a file).
+ */
+export function sliceUnits(text: string, units: number): string {
+  if (text.length <= units) return text;
+  const end = Math.max(0, units);
+  const last = text.charCodeAt(end - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? end - 1 : end);
+}
+
+/** Shortens untrusted text to at most `max` UTF-16 units, ending with an ellipsis when cut, never inside a character. */
 export function truncate(text: string, max: number): string {
   if (text.length <= max) return text;
-  return `${text.slice(0, Math.max(0, max - 1))}…`;
+  return `${sliceUnits(text, max - 1)}…`;
 }

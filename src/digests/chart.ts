@@ -2,6 +2,7 @@ import { readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { Resvg, type ResvgRenderOptions } from '@resvg/resvg-js';
+import { truncate } from '../core/reply.ts';
 import type { ChartPoint } from '../platform/types.ts';
 import { encodePng } from '../png.ts';
 
@@ -58,7 +59,7 @@ export function chartSvg(title: string, series: readonly ChartSeries[]): string 
     if (s.lines) {
       let legendX = width - MARGIN.right;
       for (const line of [...s.lines].reverse()) {
-        const name = escapeXml(line.name.length > 24 ? `${line.name.slice(0, 23)}…` : line.name);
+        const name = escapeXml(truncate(line.name, 24));
         out.push(
           `<text x="${legendX}" y="${top + 12}" fill="${line.color}" font-size="13" text-anchor="end">● ${name}</text>`,
         );

@@ -123,6 +123,32 @@ describe('a chat API at start', () => {
       await telegram.close();
     }
   }, 60_000);
+
+  it('GIVEN a webhook address the Bot API rejects THEN one line says so, exit 78, and neither the token nor the webhook secret is printed', async () => {
+    const telegram = await FakeTelegram.start();
+    const secret = 'webhook-SECRET-0123456789abcdef';
+    telegram.fail('setWebhook', { code: 400, description: 'Bad Request: bad webhook: Failed to resolve host' });
+    try {
+      const run = await runEntryPoint('', {
+        FLOORWATCH_DATA_DIR: dataDir,
+        TELEGRAM_BOT_TOKEN: telegram.token,
+        TELEGRAM_API_ROOT: telegram.url,
+        FLOORWATCH_TELEGRAM_WEBHOOK_URL: 'https://bot.example.test/telegram',
+        FLOORWATCH_TELEGRAM_WEBHOOK_SECRET: secret,
+        FLOORWATCH_TELEGRAM_WEBHOOK_PORT: '0',
+      });
+      expectOneLine(
+        run,
+        78,
+        /^floorwatch: Telegram: the Bot API at http:\/\/127\.0\.0\.1:\d+ refused setWebhook: 400 Bad Request: bad webhook: Failed to resolve host\.$/,
+        telegram.token,
+      );
+      expect(run.stderr + run.stdout).not.toContain(secret);
+      expect(telegram.callsOf('setWebhook')).toHaveLength(1);
+    } finally {
+      await telegram.close();
+    }
+  }, 60_000);
 });
 
 describe('a Discord gateway that cannot be reached at start', () => {

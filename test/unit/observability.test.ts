@@ -11,6 +11,7 @@ import { ConfigError, loadConfig, secretsOf } from '../../src/config.ts';
 import { checkReadiness } from '../../src/health/readiness.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { CallReport } from '../../src/platform/index.ts';
+import { describeDatabaseUrl } from '../../src/store/pg/database.ts';
 import { ADDR, createTestClient, recordingSleep, wireOrder } from '../helpers/platform-fixtures.ts';
 import { RpcTestServer, reply } from '../helpers/rpc-test-server.ts';
 
@@ -66,6 +67,20 @@ describe('log redaction', () => {
     }
     const [line] = out.lines().map((l) => JSON.parse(l) as { config: { discord: { token: string } } });
     expect(line?.config.discord.token).toBe('[redacted]');
+  });
+
+  it('GIVEN database passwords in the URL, in its userinfo or its query string, WHEN the URL or an error quoting it is logged THEN neither password appears, written or decoded', () => {
+    const url =
+      'postgres://bot:p%40ss-word@db.example:5432/floorwatch?sslmode=require&password=q%22uoted%5Cpw&sslpassword=ssl-secret';
+    const config = loadConfig({ FLOORWATCH_DATA_DIR: '/tmp/fw', FLOORWATCH_DATABASE_URL: url });
+    const out = capture();
+    const logger = createLogger('info', secretsOf(config), out.stream);
+    logger.info({ url }, 'the URL as written');
+    logger.info(`connect failed: password "${'p@ss-word'}" / ${'q"uoted\\pw'} / ssl-secret rejected`);
+    const text = out.lines().join('\n');
+    for (const secret of ['p%40ss-word', 'p@ss-word', 'q%22uoted%5Cpw', 'q\\"uoted', 'ssl-secret'])
+      expect(text).not.toContain(secret);
+    expect(describeDatabaseUrl(url)).toBe('postgres://bot@db.example:5432/floorwatch');
   });
 });
 

@@ -37,7 +37,7 @@ import type { CommandEngine, Invocation } from '../../bot/engine.ts';
 import { type OptionSpec, tokenize } from '../../bot/options.ts';
 import type { Config } from '../../config.ts';
 import type { RulesRepository } from '../../core/ports.ts';
-import type { Reply } from '../../core/reply.ts';
+import { type Reply, truncate } from '../../core/reply.ts';
 import { type AlertSink, DeliveryError } from '../../delivery/sink.ts';
 import { ChatImages, IMAGES_BY_URL, type ImageSource } from '../images/images.ts';
 import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
@@ -543,7 +543,7 @@ class InteractionHandler {
 }
 
 function clip(text: string): string {
-  return text.length <= CHOICE_TEXT ? text : `${text.slice(0, CHOICE_TEXT - 1)}…`;
+  return truncate(text, CHOICE_TEXT);
 }
 
 function optionSpecOf(

@@ -1,4 +1,13 @@
-import { type Inline, plain, type Reply, type ReplyTone, type Rich, safeUrl } from '../../core/reply.ts';
+import {
+  type Inline,
+  plain,
+  type Reply,
+  type ReplyTone,
+  type Rich,
+  safeUrl,
+  sliceUnits,
+  truncate,
+} from '../../core/reply.ts';
 
 /** Discord message and embed limits. */
 export const DISCORD_LIMITS = {
@@ -87,17 +96,13 @@ export function richToMarkdown(text: Rich): string {
   return typeof text === 'string' ? escapeMarkdown(text) : text.map(inline).join('');
 }
 
-function cut(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`;
-}
-
 /** Markdown cut to `max`, re-rendered from the plain text if the markup would be split. */
 function fitMarkdown(text: Rich, max: number): string {
   const rendered = richToMarkdown(text);
   if (rendered.length <= max) return rendered;
   let room = max - 1;
   while (room > 0) {
-    const escaped = escapeMarkdown(plain(text).slice(0, room));
+    const escaped = escapeMarkdown(sliceUnits(plain(text), room));
     if (escaped.length + 1 <= max) return `${escaped}…`;
     room = Math.floor(room * 0.8);
   }
@@ -113,7 +118,8 @@ function embedLength(embed: DiscordEmbed): number {
 /** One Reply as one embed, within the per-embed limits and a character budget. */
 export function renderEmbed(reply: Reply, budget: number = DISCORD_LIMITS.embedTotal): DiscordEmbed {
   const embed: DiscordEmbed = { color: COLORS[reply.tone ?? 'info'] };
-  if (reply.title) embed.title = cut(escapeMarkdown(reply.title).replace(/\\/g, ''), DISCORD_LIMITS.title);
+  // Titles render Markdown as descriptions do (bold, strike, spoilers): escaped the same way.
+  if (reply.title) embed.title = fitMarkdown(reply.title, DISCORD_LIMITS.title);
   const url = safeUrl(reply.url);
   if (url && embed.title) embed.url = url;
   const lines = (reply.lines ?? []).flatMap((line, i): Inline[] => [
@@ -133,7 +139,7 @@ export function renderEmbed(reply: Reply, budget: number = DISCORD_LIMITS.embedT
   if (image) embed.image = { url: image };
   const thumbnail = safeUrl(reply.thumbnail);
   if (thumbnail) embed.thumbnail = { url: thumbnail };
-  if (reply.footer) embed.footer = { text: cut(reply.footer.replace(/@/g, '@\u200b'), DISCORD_LIMITS.footer) };
+  if (reply.footer) embed.footer = { text: truncate(reply.footer.replace(/@/g, '@\u200b'), DISCORD_LIMITS.footer) };
   if (reply.timestamp && !Number.isNaN(Date.parse(reply.timestamp)))
     embed.timestamp = new Date(reply.timestamp).toISOString();
   // Over the shared budget: drop fields from the end, then shorten the description.
@@ -145,9 +151,9 @@ export function renderEmbed(reply: Reply, budget: number = DISCORD_LIMITS.embedT
     else delete embed.description;
   }
   if (embedLength(embed) > budget && embed.footer) delete embed.footer;
-  if (embedLength(embed) > budget && embed.title) {
+  if (embedLength(embed) > budget && embed.title && reply.title) {
     const room = budget - (embedLength(embed) - embed.title.length);
-    if (room > 1) embed.title = cut(embed.title, room);
+    if (room > 1) embed.title = fitMarkdown(reply.title, room);
     else delete embed.title;
   }
   return embed;
@@ -171,7 +177,7 @@ export function renderDiscord(replies: readonly Reply[]): DiscordMessage {
   for (const row of (first?.buttons ?? []).slice(0, DISCORD_LIMITS.rows)) {
     const out: DiscordButton[] = [];
     for (const button of row.slice(0, DISCORD_LIMITS.buttonsPerRow)) {
-      const label = cut(button.label, DISCORD_LIMITS.buttonLabel);
+      const label = truncate(button.label, DISCORD_LIMITS.buttonLabel);
       const url = safeUrl(button.url);
       if (url) out.push({ label, style: 'link', url });
       else if (button.action) {

@@ -481,11 +481,13 @@ function describe(error: unknown, scrub: (text: string) => string): { name: stri
 
 /**
  * A failed first contact: a ChatStartError when the Bot API could not be reached or refused the
- * token (one line for the operator), else a plain error.
+ * token or a setting (one line for the operator), else a plain error. A Bot API error is never kept
+ * as the cause: its payload holds what was sent, the webhook's secret token included, and an
+ * uncaught error is printed with its causes' properties.
  */
 function startError(what: string, error: unknown, scrub: (text: string) => string, address: string): Error {
   const { message } = describe(error, scrub);
-  const cause = { cause: error };
+  const cause = error instanceof GrammyError || error instanceof HttpError ? {} : { cause: error };
   if (error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404)) {
     const refusal = `${what}: ${error.error_code} ${scrub(error.description)}`;
     const text = `Telegram: the Bot API at ${address} refused TELEGRAM_BOT_TOKEN (${refusal}); check the token with @BotFather.`;
@@ -495,6 +497,10 @@ function startError(what: string, error: unknown, scrub: (text: string) => strin
     const reason = networkFailureOf(error) ?? message;
     const text = `Telegram: cannot reach the Bot API at ${address} (${what}: ${reason}).`;
     return new ChatStartError('telegram', 'unreachable', address, text, cause);
+  }
+  if (error instanceof GrammyError) {
+    const text = `Telegram: the Bot API at ${address} refused ${what}: ${error.error_code} ${scrub(error.description)}.`;
+    return new ChatStartError('telegram', 'rejected', address, text);
   }
   return new Error(`Telegram: ${what} failed: ${message}`, cause);
 }

@@ -1,4 +1,12 @@
-import { type Inline, plain, type Reply, type ReplyAttachment, type Rich, safeUrl } from '../../core/reply.ts';
+import {
+  type Inline,
+  plain,
+  type Reply,
+  type ReplyAttachment,
+  type Rich,
+  safeUrl,
+  truncate,
+} from '../../core/reply.ts';
 
 /** Bot API limits. */
 export const TELEGRAM_LIMITS = {
@@ -60,10 +68,6 @@ export function richToHtml(text: Rich): string {
   return typeof text === 'string' ? escapeHtml(text) : text.map(inline).join('');
 }
 
-function cut(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, Math.max(0, max - 1))}…`;
-}
-
 /**
  * Renders a Reply as one Telegram message. Blocks are added whole while they fit; a block that
  * does not fit is cut on its plain text before escaping, so no tag or entity is ever split.
@@ -81,11 +85,14 @@ export function renderTelegram(reply: Reply, options: { limit?: number } = {}): 
         titleUrl
           ? `<b><a href="${escapeHtml(titleUrl).replace(/@\u2060/g, '@')}">${escapeHtml(t)}</a></b>`
           : `<b>${escapeHtml(t)}</b>`;
-      return [render(title), (room) => render(cut(title, Math.max(1, room - 40)))];
+      return [render(title), (room) => render(truncate(title, Math.max(1, room - 40)))];
     });
   }
   for (const line of reply.lines ?? []) {
-    blocks.push(() => [richToHtml(line), (room) => escapeHtml(cut(plain(line), Math.max(1, Math.floor(room / 2))))]);
+    blocks.push(() => [
+      richToHtml(line),
+      (room) => escapeHtml(truncate(plain(line), Math.max(1, Math.floor(room / 2)))),
+    ]);
   }
   for (const field of reply.fields ?? []) {
     const value = richToHtml(field.value);
@@ -93,14 +100,14 @@ export function renderTelegram(reply: Reply, options: { limit?: number } = {}): 
     blocks.push(() => [
       `<b>${escapeHtml(field.name)}</b>${sep}${value}`,
       (room) =>
-        `<b>${escapeHtml(cut(field.name, 60))}</b>${sep}${escapeHtml(cut(plain(field.value), Math.max(1, Math.floor(room / 2) - 70)))}`,
+        `<b>${escapeHtml(truncate(field.name, 60))}</b>${sep}${escapeHtml(truncate(plain(field.value), Math.max(1, Math.floor(room / 2) - 70)))}`,
     ]);
   }
   if (reply.footer) {
     const footer = reply.footer;
     blocks.push(() => [
       `<i>${escapeHtml(footer)}</i>`,
-      (room) => `<i>${escapeHtml(cut(footer, Math.max(1, Math.floor(room / 2))))}</i>`,
+      (room) => `<i>${escapeHtml(truncate(footer, Math.max(1, Math.floor(room / 2))))}</i>`,
     ]);
   }
   const parts: string[] = [];
@@ -128,7 +135,7 @@ export function renderTelegram(reply: Reply, options: { limit?: number } = {}): 
   for (const row of (reply.buttons ?? []).slice(0, TELEGRAM_LIMITS.rows)) {
     const buttons: TelegramButton[] = [];
     for (const button of row.slice(0, TELEGRAM_LIMITS.buttonsPerRow)) {
-      const text = cut(button.label, TELEGRAM_LIMITS.buttonLabel);
+      const text = truncate(button.label, TELEGRAM_LIMITS.buttonLabel);
       const url = safeUrl(button.url);
       if (url) buttons.push({ text, url });
       else if (button.action)

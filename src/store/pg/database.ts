@@ -18,12 +18,15 @@ export { DatabaseError };
 /** Where migrations record what they ran. */
 export const MIGRATIONS_TABLE = 'floorwatch_migrations';
 
-/** `postgres://user@host:port/db`, without the password (for messages and logs). */
+/**
+ * `postgres://user@host:port/db` (for messages and logs): no password, and no query string, where
+ * `?password=` and `?sslpassword=` are secrets too.
+ */
 export function describeDatabaseUrl(url: string): string {
   try {
     const parsed = new URL(url);
-    parsed.password = '';
-    return parsed.toString().replace(/:@/, '@');
+    const user = parsed.username ? `${parsed.username}@` : '';
+    return `${parsed.protocol}//${user}${parsed.host}${parsed.pathname}`;
   } catch {
     return 'the configured database';
   }

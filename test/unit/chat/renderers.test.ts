@@ -14,6 +14,8 @@ const HOSTILE = [
 
 const text = fc.oneof(
   fc.string({ maxLength: 1_200 }),
+  // Emoji are two UTF-16 units: a cut at an odd place must not leave half of one.
+  fc.string({ unit: fc.constantFrom('😀', '🐉', 'a', '👩‍👩‍👧', ' '), maxLength: 400 }),
   fc.constantFrom(...HOSTILE),
   fc.string({ unit: 'binary', maxLength: 200 }),
 );
@@ -46,6 +48,9 @@ const reply: fc.Arbitrary<Reply> = fc.record(
   { requiredKeys: [] },
 );
 
+/** No half of a surrogate pair (in Unicode mode a whole pair is one code point, never Cs). */
+const wellFormed = (text: string): boolean => !/\p{Cs}/u.test(text);
+
 /** Tags the Telegram HTML may contain; anything else would be untrusted markup getting through. */
 const ALLOWED_TAG = /^<\/?(b|i|code|a( href="[^"<>]*")?)>$/;
 
@@ -60,6 +65,8 @@ describe('Telegram HTML renderer', () => {
         const message = renderTelegram(r);
         const limit = message.photo ? TELEGRAM_LIMITS.caption : TELEGRAM_LIMITS.message;
         expect(message.html.length).toBeLessThanOrEqual(limit);
+        expect(wellFormed(message.html)).toBe(true);
+        for (const row of message.keyboard) for (const button of row) expect(wellFormed(button.text)).toBe(true);
         for (const tag of message.html.match(/<[^>]*>/g) ?? []) expect(tag).toMatch(ALLOWED_TAG);
         expect(message.html).not.toMatch(/@(everyone|here)/);
         expect(message.html).not.toMatch(/href="(?!https?:)/);
@@ -84,6 +91,9 @@ describe('Discord embed renderer', () => {
         let total = 0;
         for (const embed of message.embeds) {
           expect(embed.title?.length ?? 0).toBeLessThanOrEqual(DISCORD_LIMITS.title);
+          expect(JSON.stringify(embed)).not.toMatch(
+            /\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])|(?<!\\ud[89ab][0-9a-f]{2})\\ud[c-f]/,
+          );
           expect(embed.description?.length ?? 0).toBeLessThanOrEqual(DISCORD_LIMITS.description);
           expect(embed.fields?.length ?? 0).toBeLessThanOrEqual(DISCORD_LIMITS.fields);
           for (const field of embed.fields ?? []) {
@@ -102,6 +112,7 @@ describe('Discord embed renderer', () => {
         }
         expect(total).toBeLessThanOrEqual(DISCORD_LIMITS.embedTotal);
         for (const row of message.buttons) expect(row.length).toBeLessThanOrEqual(DISCORD_LIMITS.buttonsPerRow);
+        for (const row of message.buttons) for (const button of row) expect(wellFormed(button.label)).toBe(true);
         expect(message.buttons.length).toBeLessThanOrEqual(DISCORD_LIMITS.rows);
       }),
       { numRuns: 80 },
@@ -114,6 +125,22 @@ describe('Discord embed renderer', () => {
     const link = { link: 'site', href: 'https://ok.example/a-long-path' };
     const tight = renderDiscord([{ title: 'x'.repeat(250), lines: [Array.from({ length: 400 }, () => link)] }]);
     for (const embed of tight.embeds) expect(embed.description ?? '').not.toMatch(/\]\((?!https?:)|\]\(https?:[^)]*$/);
+  });
+
+  it('escapes Markdown in titles, which Discord renders', () => {
+    const message = renderDiscord([{ title: '**FREE MINT** ||click|| ~~x~~ @everyone' }]);
+    expect(message.embeds[0]?.title).toBe('\\*\\*FREE MINT\\*\\* \\|\\|click\\|\\| \\~\\~x\\~\\~ @\u200beveryone');
+    const long = renderDiscord([{ title: `${'_'.repeat(200)}x` }]).embeds[0]?.title ?? '';
+    expect(long.length).toBeLessThanOrEqual(DISCORD_LIMITS.title);
+    expect(long).toMatch(/^(\\_)+…$/);
+  });
+
+  it('cuts names between characters, never inside an emoji', () => {
+    const name = `${'a'.repeat(DISCORD_LIMITS.buttonLabel - 2)}🐉🐉`;
+    const label = renderDiscord([{ buttons: [[{ label: name, action: '/floor x' }]] }]).buttons[0]?.[0]?.label ?? '';
+    expect(label).toBe(`${'a'.repeat(DISCORD_LIMITS.buttonLabel - 2)}…`);
+    const telegram = renderTelegram({ buttons: [[{ label: name, action: '/floor x' }]] }).keyboard[0]?.[0]?.text ?? '';
+    expect(wellFormed(telegram)).toBe(true);
   });
 
   it('lets a configured role ping and nothing else', () => {
