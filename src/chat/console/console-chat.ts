@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { Actor, ChatRef } from '../../bot/command.ts';
 import type { CommandEngine } from '../../bot/engine.ts';
 import type { Reply } from '../../core/reply.ts';
-import { renderPlain } from './render.ts';
+import { type PlainRender, renderPlain } from './render.ts';
 
 export interface ConsoleChatOptions {
   engine: CommandEngine;
@@ -27,12 +27,18 @@ const PROMPT = 'floorwatch> ';
 
 /**
  * Reads commands line by line and prints the rendered answers. Lines are answered in order; at
- * the end of piped input, `run` resolves once every answer is printed. A number picks a button of
- * the previous answer.
+ * the end of piped input, `run` resolves once every answer is printed. A number picks a numbered
+ * button of the latest answer, and only of that one.
  */
 export class ConsoleChat {
   readonly #options: ConsoleChatOptions;
-  #choices: string[] = [];
+  /**
+   * Actions of the numbered buttons of the latest answer to a typed line; empty when it had none.
+   * Alerts and digests leave them alone: they arrive on their own schedule, and one printed while
+   * the person reads an answer must not change what the number they type presses. Their buttons
+   * show the command to type instead of a number.
+   */
+  #choices: readonly string[] = [];
   #closed = false;
   #outputClosed = false;
   #lines: Interface | undefined;
@@ -72,7 +78,7 @@ export class ConsoleChat {
 
   /** Shows a message that was not asked for (an alert, a digest). */
   async post(reply: Reply): Promise<void> {
-    const text = await this.#render(reply);
+    const { text } = await this.#render(reply, false);
     this.#write(`\n${text}\n`);
     if (this.#options.interactive && !this.#closed) this.#prompt();
   }
@@ -83,31 +89,38 @@ export class ConsoleChat {
 
   async #handle(line: string): Promise<void> {
     const admission = this.#options.engine.admit(CONSOLE_CHAT, CONSOLE_ACTOR);
-    if (admission.status === 'notify') this.#write(`${await this.#render(admission.reply)}\n\n`);
+    if (admission.status === 'notify') this.#write(`${(await this.#render(admission.reply, false)).text}\n\n`);
     if (admission.status !== 'ok') return;
     let commandLine = line;
     if (/^\d{1,2}$/.test(line)) {
       const action = this.#choices[Number(line) - 1];
       if (!action) {
+        // Asks again about the same choices: they stay open.
         this.#write(this.#choices.length ? `Choose 1 to ${this.#choices.length}.\n` : 'There is nothing to choose.\n');
         return;
       }
       commandLine = action;
     } else if (!line.startsWith('/')) {
-      this.#write('Commands start with /. Type /help for the list.\n');
+      this.#answer('Commands start with /. Type /help for the list.\n');
       return;
     }
     const reply = await this.#options.engine.runLine(commandLine, CONSOLE_CHAT, CONSOLE_ACTOR);
     if (!reply) {
-      this.#write('That is not a command. Type /help for the list.\n');
+      this.#answer('That is not a command. Type /help for the list.\n');
       return;
     }
-    this.#write(`${await this.#render(reply)}\n\n`);
+    const { text, choices } = await this.#render(reply, true);
+    this.#answer(`${text}\n\n`, choices);
   }
 
-  async #render(reply: Reply): Promise<string> {
-    const rendered = renderPlain(reply);
-    this.#choices = rendered.choices.length ? rendered.choices : this.#choices;
+  /** Prints the answer to a typed line, whose numbered buttons are from now on the ones a number picks. */
+  #answer(text: string, choices: readonly string[] = []): void {
+    this.#choices = choices;
+    this.#write(text);
+  }
+
+  async #render(reply: Reply, numbered: boolean): Promise<PlainRender> {
+    const rendered = renderPlain(reply, { numbered });
     const saved: string[] = [];
     for (const attachment of reply.attachments ?? []) {
       try {
@@ -121,7 +134,7 @@ export class ConsoleChat {
         saved.push(`attachment ${attachment.name} could not be written`);
       }
     }
-    return [rendered.text, ...saved].join('\n');
+    return { text: [rendered.text, ...saved].join('\n'), choices: rendered.choices };
   }
 
   #prompt(): void {

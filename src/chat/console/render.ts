@@ -28,8 +28,16 @@ export interface PlainRender {
   choices: string[];
 }
 
+export interface PlainRenderOptions {
+  /**
+   * Whether buttons with an action become numbered choices (default true). Without numbers, each
+   * shows the command it runs, to be typed: for messages a typed number does not refer to.
+   */
+  numbered?: boolean;
+}
+
 /** Renders a Reply as plain terminal text; buttons become numbered choices. */
-export function renderPlain(reply: Reply): PlainRender {
+export function renderPlain(reply: Reply, { numbered = true }: PlainRenderOptions = {}): PlainRender {
   const out: string[] = [];
   if (reply.title) {
     const title = stripControl(reply.title);
@@ -51,6 +59,7 @@ export function renderPlain(reply: Reply): PlainRender {
     for (const button of row) {
       const link = safeUrl(button.url);
       if (link) out.push(`  ${stripControl(button.label)}: ${link}`);
+      else if (button.action && !numbered) out.push(`  ${stripControl(button.label)}: ${stripControl(button.action)}`);
       else if (button.action) {
         choices.push(button.action);
         out.push(`  [${choices.length}] ${stripControl(button.label)}`);

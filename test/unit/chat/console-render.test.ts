@@ -37,6 +37,15 @@ describe('renderPlain', () => {
     expect(choices).toEqual(['/floor cats']);
   });
 
+  it('GIVEN numbered: false (an alert) THEN buttons show the command to type and no choices', () => {
+    const { text, choices } = renderPlain(
+      { title: 'Listed: Cat #1', buttons: [[{ label: 'Pause\u001b[2J', action: '/watch pause r1\u0007' }]] },
+      { numbered: false },
+    );
+    expect(text.split('\n').at(-1)).toBe('  Pause: /watch pause r1');
+    expect(choices).toEqual([]);
+  });
+
   it('strips terminal escape sequences and drops unsafe links from untrusted text', () => {
     const { text } = renderPlain({
       title: 'Evil\u001b[2J\u001b]0;pwned\u0007 cat',
