@@ -1,12 +1,72 @@
 import { type CommandContext, defineCommand, defineGroup, type ResolvedCollection } from '../src/bot/command.ts';
 import { ArgumentError, UserError } from '../src/bot/errors.ts';
-import { parseCollection } from '../src/bot/options.ts';
+import { looksLike, type OptionSpec, parseCollection, parseInteger, parseTimeZone } from '../src/bot/options.ts';
 import type { Rich } from '../src/core/reply.ts';
-import type { DigestSettings } from '../src/core/settings.ts';
+import type { CollectionKey, DigestSettings } from '../src/core/settings.ts';
 
 /** Collections one digest may cover. */
 const MAX_COLLECTIONS = 5;
 const USAGE = '/digest set <time> [timezone] [days] [collections, comma-separated]';
+
+const TIMEZONE = {
+  name: 'timezone',
+  type: 'timeZone',
+  description: 'IANA time zone, e.g. Europe/Paris (default UTC)',
+  namedOnly: true,
+} as const satisfies OptionSpec;
+const DAYS = {
+  name: 'days',
+  type: 'integer',
+  description: 'Days the analytics cover (1-30, default 1)',
+  min: 1,
+  max: 30,
+  namedOnly: true,
+} as const satisfies OptionSpec;
+
+interface Leading {
+  timezone: string | undefined;
+  days: number | undefined;
+  /** The words left: collections, comma-separated. */
+  rest: string;
+}
+
+/**
+ * A word the time zone is read from by position: an IANA name (`Europe/Paris`, reported if it is
+ * none) or a short one the time zone database knows (`UTC`, `CET`). Longer single words it knows are
+ * old country names (`Japan`, `Poland`) that could begin a collection's name.
+ */
+function readsAsTimeZone(word: string): boolean {
+  return looksLike(TIMEZONE, word, { networks: [] }) || (word.length <= 4 && parseTimeZone(word).ok);
+}
+
+/**
+ * The time zone and days read from the first words after the time, in either order, each when its
+ * word reads as one (`7`, `40`: days, the second out of range) and it was not given by name; the
+ * words left are the collections. The engine gives an optional option the next word whatever it is
+ * (`/digest set 09:00 7` made `7` the time zone), so these two take no word from it (they are
+ * named-only) and are read here from the words it passes on as the collections.
+ */
+function readLeading(text: string, given: { timezone: string | undefined; days: number | undefined }): Leading {
+  const words = text.trim().split(/\s+/).filter(Boolean);
+  let { timezone, days } = given;
+  const taken = { timezone: given.timezone !== undefined, days: given.days !== undefined };
+  while (words.length > 0) {
+    const word = words[0] as string;
+    if (!taken.timezone && readsAsTimeZone(word)) {
+      const parsed = parseTimeZone(word);
+      if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);
+      timezone = parsed.value;
+      taken.timezone = true;
+    } else if (!taken.days && looksLike(DAYS, word, { networks: [] })) {
+      const parsed = parseInteger(word, DAYS.name, DAYS.min, DAYS.max);
+      if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);
+      days = parsed.value;
+      taken.days = true;
+    } else break;
+    words.shift();
+  }
+  return { timezone, days, rest: words.join(' ') };
+}
 
 function pad(n: number): string {
   return String(n).padStart(2, '0');
@@ -22,29 +82,33 @@ function describe(ctx: CommandContext, digest: DigestSettings): Rich[] {
   ];
 }
 
-async function resolveAll(ctx: CommandContext, text: string | undefined): Promise<ResolvedCollection[]> {
-  const names = (text ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+/** The collections named, each once (by name as typed, then by contract): none when no name is given. */
+async function resolveAll(ctx: CommandContext, text: string): Promise<ResolvedCollection[]> {
+  const byName = new Map<string, string>();
+  for (const name of text.split(',')) {
+    const trimmed = name.trim().replace(/\s+/g, ' ');
+    if (trimmed) byName.set(trimmed.toLowerCase(), trimmed);
+  }
+  const names = [...byName.values()];
   if (names.length > MAX_COLLECTIONS) {
     throw new UserError('not_found', { what: `A digest covers at most ${MAX_COLLECTIONS} collections.` });
   }
   const settings = ctx.store.chat(ctx.chatKey);
-  const out: ResolvedCollection[] = [];
+  const out = new Map<string, ResolvedCollection>();
   for (const name of names) {
     const ref = parseCollection(name, { networks: ctx.platform.networks.all.map((n) => n.name) });
     if (!ref.ok) throw new ArgumentError(ref.error, USAGE);
-    out.push(await ctx.collections.resolve(ref.value, ctx.network, settings, 'collections'));
+    const resolved = await ctx.collections.resolve(ref.value, ctx.network, settings, 'collections');
+    const key = `${resolved.network}:${resolved.address.toLowerCase()}`;
+    if (!out.has(key)) out.set(key, resolved);
   }
-  if (out.length === 0 && settings.collection) {
-    out.push({
-      network: settings.collection.network,
-      address: settings.collection.address,
-      name: settings.collection.name ?? settings.collection.address,
-    });
-  }
-  return out;
+  return [...out.values()];
+}
+
+/** The chat's default collection, which a new digest covers when it names none. */
+function chatDefault(ctx: CommandContext): CollectionKey[] {
+  const chosen = ctx.store.chat(ctx.chatKey).collection;
+  return chosen ? [{ network: chosen.network, address: chosen.address, name: chosen.name ?? chosen.address }] : [];
 }
 
 export default defineGroup({
@@ -58,8 +122,8 @@ export default defineGroup({
       example: '/digest set 09:00 Europe/Paris 7 moon cats, glitch gardens',
       options: [
         { name: 'time', type: 'timeOfDay', description: 'Time of day, e.g. 09:00 or 9am', required: true },
-        { name: 'timezone', type: 'timeZone', description: 'IANA time zone, e.g. Europe/Paris (default UTC)' },
-        { name: 'days', type: 'integer', description: 'Days the analytics cover (1-30, default 1)', min: 1, max: 30 },
+        TIMEZONE,
+        DAYS,
         {
           name: 'collections',
           type: 'text',
@@ -67,15 +131,27 @@ export default defineGroup({
           rest: true,
         },
       ],
-      async run(ctx, { time, timezone, days, collections }) {
-        const resolved = await resolveAll(ctx, collections);
+      async run(ctx, { time, timezone: namedZone, days: namedDays, collections }) {
+        const { timezone, days, rest } = readLeading(collections ?? '', { timezone: namedZone, days: namedDays });
+        const resolved = await resolveAll(ctx, rest);
         const previous = ctx.store.chat(ctx.chatKey).digest;
+        // Setting the time again changes what is restated and keeps the rest, collections as much as the
+        // time zone and days: `/digest set 10:00` moves the digest, it does not empty it. The answer
+        // names what was kept; /digest off and a new /digest set start from the defaults.
+        const kept = [
+          ...(previous && timezone === undefined ? ['time zone'] : []),
+          ...(previous && days === undefined ? ['days'] : []),
+          ...(previous && resolved.length === 0 ? ['collections'] : []),
+        ];
         const digest: DigestSettings = {
           hour: time.hour,
           minute: time.minute,
           timeZone: timezone ?? previous?.timeZone ?? 'UTC',
           days: days ?? previous?.days ?? 1,
-          collections: resolved.map((c) => ({ network: c.network, address: c.address, name: c.name })),
+          collections:
+            resolved.length > 0
+              ? resolved.map((c) => ({ network: c.network, address: c.address, name: c.name }))
+              : (previous?.collections ?? chatDefault(ctx)),
           setAt: ctx.now().toISOString(),
           ...(previous?.lastMarket ? { lastMarket: previous.lastMarket } : {}),
         };
@@ -85,7 +161,11 @@ export default defineGroup({
         return {
           title: 'Digest scheduled',
           tone: 'success',
-          lines: [...describe(ctx, digest), '/digest preview shows it now.'],
+          lines: [
+            ...describe(ctx, digest),
+            ...(kept.length > 0 ? [`Kept from the previous digest: ${kept.join(', ')}.`] : []),
+            '/digest preview shows it now.',
+          ],
         };
       },
     }),

@@ -19,8 +19,9 @@ export interface ChartSeries {
   lines?: ReadonlyArray<{ name: string; points: readonly ChartPoint[]; color: string }>;
   /**
    * The x axis: the labels of the period the panel covers, for lines that may leave days out (a floor
-   * known only from the day it was first looked up), so that panels over the same days line up.
-   * Without it, or when a point's label is not in it, the axis is the labels of the longest line.
+   * known only from the day it was first looked up, sales volume from the day recording began), so
+   * that panels over the same days line up. A line is broken where it leaves a day out between two
+   * points. Without it, or when a point's label is not in it, the axis is the labels of the longest line.
    */
   axis?: readonly string[];
 }
@@ -99,16 +100,19 @@ export function chartSvg(title: string, series: readonly ChartSeries[]): string 
         );
         continue;
       }
-      const path = line.points
-        .map((p, i) => `${i === 0 ? 'M' : 'L'}${at(p, i).toFixed(1)},${y(p.value).toFixed(1)}`)
-        .join(' ');
-      const first = line.points[0] as ChartPoint;
-      const last = line.points[line.points.length - 1] as ChartPoint;
-      if (lines.length === 1) {
-        const area = `${path} L${at(last, line.points.length - 1).toFixed(1)},${y(min).toFixed(1)} L${at(first, 0).toFixed(1)},${y(min).toFixed(1)} Z`;
-        out.push(`<path d="${area}" fill="${line.color}" fill-opacity="0.15"/>`);
+      for (const run of runsOf(line.points, (p, i) => slot.get(p.label) ?? i)) {
+        if (run.length < 2) continue;
+        const path = run
+          .map(({ p, i }, k) => `${k === 0 ? 'M' : 'L'}${at(p, i).toFixed(1)},${y(p.value).toFixed(1)}`)
+          .join(' ');
+        const first = run[0] as { p: ChartPoint; i: number };
+        const last = run[run.length - 1] as { p: ChartPoint; i: number };
+        if (lines.length === 1) {
+          const area = `${path} L${at(last.p, last.i).toFixed(1)},${y(min).toFixed(1)} L${at(first.p, first.i).toFixed(1)},${y(min).toFixed(1)} Z`;
+          out.push(`<path d="${area}" fill="${line.color}" fill-opacity="0.15"/>`);
+        }
+        out.push(`<path d="${path}" fill="none" stroke="${line.color}" stroke-width="3" stroke-linejoin="round"/>`);
       }
-      out.push(`<path d="${path}" fill="none" stroke="${line.color}" stroke-width="3" stroke-linejoin="round"/>`);
       line.points.forEach((p, i) => {
         out.push(`<circle cx="${at(p, i).toFixed(1)}" cy="${y(p.value).toFixed(1)}" r="3.5" fill="${line.color}"/>`);
       });
@@ -223,6 +227,25 @@ function axisOf(series: ChartSeries): readonly string[] {
   return lines
     .reduce<readonly ChartPoint[]>((longest, line) => (line.points.length > longest.length ? line.points : longest), [])
     .map((p) => p.label);
+}
+
+/**
+ * A line's points in runs over consecutive slots of the axis: a day missing between two points is a
+ * gap in the line, not a straight segment across it (a day without data is not a value).
+ */
+function runsOf(
+  points: readonly ChartPoint[],
+  slotOf: (point: ChartPoint, index: number) => number,
+): Array<Array<{ p: ChartPoint; i: number }>> {
+  const runs: Array<Array<{ p: ChartPoint; i: number }>> = [];
+  let previous: number | undefined;
+  points.forEach((p, i) => {
+    const slot = slotOf(p, i);
+    if (previous === undefined || slot !== previous + 1) runs.push([]);
+    runs.at(-1)?.push({ p, i });
+    previous = slot;
+  });
+  return runs;
 }
 
 function sameLabels(a: readonly string[], b: readonly string[]): boolean {

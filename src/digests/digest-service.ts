@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { MARKET_HISTORY_RETENTION_MS } from '../alerts/market-history.ts';
 import type { CurrencyDirectory } from '../bot/currencies.ts';
 import { byPriceAscending, byPriceDescending, formatPrice, formatUsd } from '../bot/format.ts';
 import { payloadOf } from '../core/deliveries.ts';
@@ -34,9 +35,12 @@ export interface DigestServiceOptions {
   charts?: ChartRenderer;
   /**
    * The bot's record of sales and floors: the chart plots the collections' floor and volume day by
-   * day, and the floors the digest looks up are recorded in it before the chart is drawn.
+   * day, and the floors the digest looks up are recorded in it before the chart is drawn. Volume is
+   * plotted only from the day the record begins (see {@link DigestServiceOptions.marketRetentionMs}).
    */
-  market?: Pick<MarketHistoryView, 'daily' | 'floor'>;
+  market?: Pick<MarketHistoryView, 'daily' | 'floor' | 'since'>;
+  /** How long that record keeps sales; default that of the bot's market history (a week). */
+  marketRetentionMs?: number;
   /** The clock floor lookups are recorded by (ms); default `Date.now`. */
   now?: () => number;
   /** Called after each digest is recorded for posting, with where its time went (metrics, benchmarks). */
@@ -99,6 +103,14 @@ const percent = (v: number) => `${(v <= 1 ? v * 100 : v).toFixed(1)}%`;
 
 function isoDay(at: Date): string {
   return at.toISOString().slice(0, 10);
+}
+
+/** `09:41 UTC today`, `09:41 UTC yesterday`, `09:41 UTC on 2026-11-14` (days as of `now`). */
+function momentText(at: number, now: Date): string {
+  const day = isoDay(new Date(at));
+  const when =
+    day === isoDay(now) ? 'today' : day === isoDay(new Date(now.getTime() - 86_400_000)) ? 'yesterday' : `on ${day}`;
+  return `${new Date(at).toISOString().slice(11, 16)} UTC ${when}`;
 }
 
 /**
@@ -199,9 +211,18 @@ export class DigestService {
     const markets = Promise.all(digest.collections.map((collection) => this.#market(collection, cache)));
     const [wallets, conversion] = await analytics;
     const looked = await markets;
-    const chart = this.#chart(digest, dueAt, days, [wallets, conversion], cache);
+    const recordedFrom = this.#recordedFrom();
+    const chart = this.#chart(digest, dueAt, days, [wallets, conversion], recordedFrom, cache);
     const fields: ReplyField[] = [];
     const notes: string[] = [];
+    if (this.#o.market && digest.collections.length > 0) {
+      if (recordedFrom === undefined) notes.push('Sales volume: not recorded yet, so the chart draws none.');
+      else if (isoDay(new Date(recordedFrom)) > (days[0] ?? '')) {
+        notes.push(
+          `Sales volume: the bot's record of sales begins at ${momentText(recordedFrom, dueAt)}; the chart draws no day before.`,
+        );
+      }
+    }
     const expectedDays = digest.days;
     const describeSeries = (name: string, s: Series, format: (v: number) => string) => {
       if (s.error) {
@@ -288,14 +309,16 @@ export class DigestService {
     dueAt: Date,
     days: readonly string[],
     [wallets, conversion]: [Series, Series],
+    recordedFrom: number | undefined,
     cache: DigestRunCache,
   ): Promise<Uint8Array | undefined> {
     const title = `Project activity, ${digest.days} day${digest.days === 1 ? '' : 's'} to ${zonedDay(dueAt, digest.timeZone)}`;
-    const key = `${JSON.stringify(this.#filter(digest, days))}|${title}`;
+    const from = recordedFrom === undefined ? '' : isoDay(new Date(recordedFrom));
+    const key = `${JSON.stringify(this.#filter(digest, days))}|${title}|${from}`;
     let pending = cache.charts.get(key);
     if (!pending) {
       const series: ChartSeries[] = [
-        ...this.#marketSeries(digest, days),
+        ...this.#marketSeries(digest, days, recordedFrom),
         {
           name: 'Wallets that sent transactions',
           points: wallets.points ?? [],
@@ -314,11 +337,29 @@ export class DigestService {
     return pending;
   }
 
-  /** Floor and sales volume of the digest's collections, a line each, over its days (what the bot recorded). */
-  #marketSeries(digest: DigestSettings, days: readonly string[]): ChartSeries[] {
+  /**
+   * When the bot's record of sales begins, of what it still holds: when it began recording, or the
+   * oldest sale it keeps; undefined while it has not begun.
+   */
+  #recordedFrom(): number | undefined {
+    const since = this.#o.market?.since();
+    if (since === undefined) return undefined;
+    const now = (this.#o.now ?? Date.now)();
+    return Math.max(since, now - (this.#o.marketRetentionMs ?? MARKET_HISTORY_RETENTION_MS));
+  }
+
+  /**
+   * Floor and sales volume of the digest's collections, a line each, over its days (what the bot
+   * recorded). The record sums a day's sales as 0 whether it saw none or was not recording, so the
+   * volume lines begin on the day the record does (`recordedFrom`): a day it did not see is no data.
+   */
+  #marketSeries(digest: DigestSettings, days: readonly string[], recordedFrom: number | undefined): ChartSeries[] {
     const market = this.#o.market;
     if (!market || digest.collections.length === 0) return [];
     const dayOf = (at: number) => isoDay(new Date(at));
+    const firstRecorded = recordedFrom === undefined ? undefined : dayOf(recordedFrom);
+    const recorded = (points: readonly ChartPoint[]) =>
+      firstRecorded === undefined ? [] : points.filter((p) => p.label >= firstRecorded);
     const lines = digest.collections.map((collection, i) => ({
       name: collection.name ?? collection.address,
       color: LINE_COLORS[i % LINE_COLORS.length] as string,
@@ -339,7 +380,7 @@ export class DigestService {
         points: [],
         color: '#f2f4f8',
         format: usd,
-        lines: lines.map((l) => ({ ...l, points: l.volume })),
+        lines: lines.map((l) => ({ ...l, points: recorded(l.volume) })),
         axis: days,
       },
     ];

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -405,5 +405,186 @@ describe('the floor a digest looks up, in its own chart', () => {
       await history.close();
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('sales volume in the digest chart: what the bot recorded, no more', () => {
+  const DAY = 86_400_000;
+  const isoDay = (at: number) => new Date(at).toISOString().slice(0, 10);
+
+  /** A market history file as the bot leaves it: recording since `since`, with these priced sales. */
+  async function recordedHistory(since: number, sales: Array<{ address: string; at: number; usd: number }>) {
+    const dir = await mkdtemp(join(tmpdir(), 'floorwatch-digest-volume-'));
+    const lines = [
+      { k: 'history', v: 1, since },
+      ...sales.map((s, n) => ({
+        k: 'sale',
+        n: 'devnet',
+        c: s.address,
+        at: s.at,
+        tx: `0x${(n + 1).toString(16).padStart(64, '0')}`,
+        t: [[String(n + 1), '1', s.usd]],
+      })),
+    ];
+    await writeFile(join(dir, 'market-history.jsonl'), `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
+    const history = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
+    return {
+      history,
+      close: async () => {
+        await history.close();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  }
+
+  async function buildWith(history: MarketHistory, now: number, days: number) {
+    const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
+    if (!moonCats) throw new Error('no Moon Cats');
+    const drawn: Array<{ svg: string; series: readonly ChartSeries[] }> = [];
+    const service = digestService({
+      charts: {
+        render: async (title, series) => {
+          drawn.push({ svg: chartSvg(title, series), series });
+          return new Uint8Array([1]);
+        },
+      },
+      market: history,
+      now: () => now,
+    });
+    const { reply } = await service.build(
+      `console:volume-${days}`,
+      {
+        hour: 9,
+        minute: 0,
+        timeZone: 'UTC',
+        days,
+        collections: [{ network: 'devnet', address: moonCats.address, name: 'Moon Cats' }],
+        setAt: new Date(now - DAY).toISOString(),
+      },
+      new Date(now),
+    );
+    const { series } = drawn.at(-1) ?? { series: [] };
+    const volume = series.find((s) => s.name === 'Sales volume (USD)');
+    return { reply, moonCats, axis: volume?.axis ?? [], points: volume?.lines?.[0]?.points ?? [] };
+  }
+
+  it('GIVEN recording began two days ago, with a sale yesterday WHEN a 7-day digest is built THEN its volume line begins on the day recording began, the days it recorded without sales are $0, the days before are no data, and the text says when the record begins', async () => {
+    const now = Date.now();
+    const since = now - 2 * DAY - 3_600_000;
+    const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
+    const record = await recordedHistory(since, [{ address: moonCats?.address ?? '', at: now - DAY, usd: 500 }]);
+    try {
+      const { reply, axis, points } = await buildWith(record.history, now, 7);
+      expect(axis).toHaveLength(8);
+      const recorded = axis.filter((day) => day >= isoDay(since));
+      expect(points.map((p) => p.label)).toEqual(recorded);
+      expect(points).toContainEqual({ label: isoDay(now - DAY), value: 500 });
+      expect(points).toContainEqual({ label: isoDay(now), value: 0 });
+      expect(points.filter((p) => p.value === 0)).toHaveLength(recorded.length - 1);
+      expect(points.map((p) => p.label)).not.toContain(axis[0]);
+      expect(h.text(reply)).toContain(
+        `Sales volume: the bot's record of sales begins at ${new Date(since).toISOString().slice(11, 16)} UTC on ${isoDay(since)}; the chart draws no day before.`,
+      );
+    } finally {
+      await record.close();
+    }
+  });
+
+  it('GIVEN recording began three weeks ago WHEN a 30-day digest is built THEN its volume line begins where the record still holds sales (a week back), and the text says so', async () => {
+    const now = Date.now();
+    const record = await recordedHistory(now - 21 * DAY, []);
+    try {
+      const { reply, axis, points } = await buildWith(record.history, now, 30);
+      expect(axis).toHaveLength(31);
+      expect(points[0]?.label).toBe(isoDay(now - 7 * DAY));
+      expect(points.map((p) => p.label)).toEqual(axis.filter((day) => day >= isoDay(now - 7 * DAY)));
+      expect(h.text(reply)).toContain(
+        `the bot's record of sales begins at ${new Date(now - 7 * DAY).toISOString().slice(11, 16)} UTC on ${isoDay(now - 7 * DAY)}`,
+      );
+    } finally {
+      await record.close();
+    }
+  });
+
+  it('GIVEN recording began before the period WHEN a digest is built THEN every day has its volume and the text adds no note', async () => {
+    const now = Date.now();
+    const record = await recordedHistory(now - 6 * DAY, []);
+    try {
+      const { reply, axis, points } = await buildWith(record.history, now, 3);
+      expect(points.map((p) => p.label)).toEqual(axis);
+      expect(h.text(reply)).not.toContain('Sales volume:');
+    } finally {
+      await record.close();
+    }
+  });
+});
+
+describe('/digest set reads its words by position', () => {
+  let chat = 0;
+  /** A fresh group chat for each case (a digest keeps what it is not told). */
+  const fresh = () => ({ ...GROUP, id: `-78${chat++}` });
+  const digestIn = (c: { id: string }) => h.store.chat(`telegram:${c.id}`).digest;
+
+  it('GIVEN only days after the time THEN they are the days, in UTC', async () => {
+    const c = fresh();
+    const reply = await h.run('/digest set 09:00 7', c, ADMIN);
+    expect(reply.title, h.text(reply)).toBe('Digest scheduled');
+    expect(digestIn(c)).toMatchObject({ hour: 9, minute: 0, timeZone: 'UTC', days: 7 });
+  });
+
+  it('GIVEN a time zone then collections THEN the days are the default and the collections are read', async () => {
+    const c = fresh();
+    const reply = await h.run('/digest set 09:00 UTC moon cats', c, ADMIN);
+    expect(reply.title, h.text(reply)).toBe('Digest scheduled');
+    expect(digestIn(c)).toMatchObject({ timeZone: 'UTC', days: 1, collections: [{ name: 'Moon Cats' }] });
+  });
+
+  it('GIVEN days before the time zone THEN both are read', async () => {
+    const c = fresh();
+    await h.run('/digest set 09:00 3 Europe/Paris glitch gardens', c, ADMIN);
+    expect(digestIn(c)).toMatchObject({ timeZone: 'Europe/Paris', days: 3, collections: [{ name: 'Glitch Gardens' }] });
+  });
+
+  it('GIVEN a collection named twice THEN the digest covers it once', async () => {
+    const c = fresh();
+    const reply = await h.run('/digest set 09:00 UTC 7 moon cats,moon cats, Moon  Cats', c, ADMIN);
+    expect(digestIn(c)?.collections).toHaveLength(1);
+    expect(h.text(reply)).toContain('Collections: Moon Cats (devnet).');
+  });
+
+  it('GIVEN days out of range or a malformed time zone in their place THEN the answer is about that option and nothing is scheduled', async () => {
+    const c = fresh();
+    expect(h.text(await h.run('/digest set 09:00 UTC 40 moon cats', c, ADMIN))).toContain(
+      'days must be between 1 and 30; got 40',
+    );
+    expect(h.text(await h.run('/digest set 09:00 Europe/Pariss 7', c, ADMIN))).toContain(
+      '"Europe/Pariss" is not a time zone',
+    );
+    expect(digestIn(c)).toBeUndefined();
+  });
+
+  it('GIVEN days and a time zone by name THEN words that read as them are the collections', async () => {
+    const c = fresh();
+    await h.run('/digest set 09:00 days=2 timezone=Asia/Tokyo moon cats', c, ADMIN);
+    expect(digestIn(c)).toMatchObject({ timeZone: 'Asia/Tokyo', days: 2, collections: [{ name: 'Moon Cats' }] });
+    const reply = await h.run('/digest set 09:00 days=2 timezone=UTC 5', c, ADMIN);
+    expect(h.text(reply)).toContain('No collection matches "5"');
+  });
+
+  it('GIVEN a digest WHEN only its time is set again THEN it keeps its time zone, days and collections, and says so', async () => {
+    const c = fresh();
+    await h.run('/digest set 09:00 Europe/Paris 7 moon cats, glitch gardens', c, ADMIN);
+    const reply = await h.run('/digest set 10am', c, ADMIN);
+    expect(digestIn(c)).toMatchObject({
+      hour: 10,
+      minute: 0,
+      timeZone: 'Europe/Paris',
+      days: 7,
+      collections: [{ name: 'Moon Cats' }, { name: 'Glitch Gardens' }],
+    });
+    expect(h.text(reply)).toContain('Kept from the previous digest: time zone, days, collections.');
+    const again = await h.run('/digest set 10am 2 glitch gardens', c, ADMIN);
+    expect(digestIn(c)).toMatchObject({ days: 2, collections: [{ name: 'Glitch Gardens' }] });
+    expect(h.text(again)).toContain('Kept from the previous digest: time zone.');
   });
 });

@@ -63,6 +63,38 @@ describe('digest chart panels', () => {
     expect(axisLabels(svg).filter((l) => l === '$0')).toHaveLength(2);
   });
 
+  it('GIVEN lines that start after the first day or leave a day out THEN nothing is drawn for the days without a point, and no segment crosses a gap', () => {
+    const WEEK = ['2026-11-21', '2026-11-22', '2026-11-23', '2026-11-24', '2026-11-25'];
+    const slotX = (i: number) => (72 + (i / (WEEK.length - 1)) * (960 - 72 - 24)).toFixed(1);
+    const volume: ChartSeries = {
+      name: 'Sales volume (USD)',
+      points: [],
+      color: '#f2f4f8',
+      format: usd,
+      lines: [
+        // Recorded from the third day on.
+        { name: 'Moon Cats', points: WEEK.slice(2).map((label) => ({ label, value: 10 })), color: '#7ee0a1' },
+        // The second and fourth days missing.
+        {
+          name: 'Glitch Gardens',
+          points: [0, 2, 4].map((i) => ({ label: WEEK[i] as string, value: 20 })),
+          color: '#ff8fa3',
+        },
+      ],
+      axis: WEEK,
+    };
+    const svg = chartSvg('t', [volume]);
+    const strokes = [...svg.matchAll(/<path d="([^"]*)" fill="none"/g)].map((m) => m[1] ?? '');
+    // One line for Moon Cats from the third day to the fifth; Glitch Gardens' points are all cut apart.
+    expect(strokes).toHaveLength(1);
+    expect(strokes[0]?.startsWith(`M${slotX(2)},`)).toBe(true);
+    expect(strokes[0]?.split('L')).toHaveLength(3);
+    const circles = [...svg.matchAll(/<circle cx="([\d.]+)"[^>]*fill="#7ee0a1"/g)].map((m) => m[1]);
+    expect(circles).toEqual([slotX(2), slotX(3), slotX(4)]);
+    const gardens = [...svg.matchAll(/<circle cx="([\d.]+)"[^>]*fill="#ff8fa3"/g)].map((m) => m[1]);
+    expect(gardens).toEqual([slotX(0), slotX(2), slotX(4)]);
+  });
+
   it('GIVEN points whose labels are not in the given axis THEN the panel keeps its own labels', () => {
     const svg = chartSvg('t', [
       {
