@@ -1,7 +1,7 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
 import { shortAddress } from '../src/bot/format.ts';
-import { code, truncate } from '../src/core/reply.ts';
+import { code, oneLine } from '../src/core/reply.ts';
 
 export default defineCommand({
   name: 'allowlist',
@@ -23,7 +23,7 @@ export default defineCommand({
     }
     const result = await ctx.platform.builder.getAudience({ projectId: ctx.settings.projectId, audienceId });
     const listed = result.contacts.some((c) => c.address.toLowerCase() === address);
-    const name = truncate(result.audience.name, 80);
+    const name = oneLine(result.audience.name, 80);
     return {
       title: listed ? 'On the allowlist' : 'Not on the allowlist',
       tone: listed ? 'success' : 'warning',

@@ -1,7 +1,7 @@
 import { defineCommand, defineGroup } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
 import { shortAddress } from '../src/bot/format.ts';
-import { code, type Reply, truncate } from '../src/core/reply.ts';
+import { code, oneLine, type Reply } from '../src/core/reply.ts';
 
 const SHOWN = 20;
 
@@ -34,7 +34,7 @@ export default defineGroup({
           ? contracts
               .slice(0, SHOWN)
               .map((c) => [
-                `${truncate(c.contractName || 'unnamed', 50)} · ${c.contractType} · `,
+                `${oneLine(c.contractName || 'unnamed', 50)} · ${c.contractType} · `,
                 code(c.contractAddress),
               ])
           : [`No contracts on ${ctx.network}${type ? ` of type ${type}` : ''}.`];
@@ -57,7 +57,7 @@ export default defineGroup({
               .slice(0, SHOWN)
               .map(
                 (s) =>
-                  `${truncate(s.name, 50)} · ${s.contractType} · ${s.audited ? 'audited' : 'not audited'}${s.disabled ? ' · disabled' : ''} · by ${truncate(s.author || '?', 30)}`,
+                  `${oneLine(s.name, 50)} · ${s.contractType} · ${s.audited ? 'audited' : 'not audited'}${s.disabled ? ' · disabled' : ''} · by ${oneLine(s.author || '?', 30)}`,
               )
           : ['No contract sources.'];
         if (contractSources.length > SHOWN)
@@ -83,7 +83,7 @@ export default defineGroup({
               ...gasSponsors
                 .slice(0, SHOWN)
                 .map((s) => [
-                  `${s.active ? '●' : '○'} ${truncate(s.name || 'unnamed', 50)} · `,
+                  `${s.active ? '●' : '○'} ${oneLine(s.name || 'unnamed', 50)} · `,
                   code(shortAddress(s.address)),
                 ]),
             ]
@@ -101,7 +101,7 @@ export default defineGroup({
           audienceId: id,
         });
         return {
-          title: `Audience ${truncate(audience.name, 80)}`,
+          title: `Audience ${oneLine(audience.name, 80)}`,
           tone: 'info',
           lines: [
             `${audience.contactCount} contacts${audience.deletedAt ? ' · deleted' : ''}; used by ${contracts.length} contract${contracts.length === 1 ? '' : 's'}.`,
@@ -112,7 +112,7 @@ export default defineGroup({
               value: contacts.length
                 ? contacts
                     .slice(0, SHOWN)
-                    .map((c) => `${shortAddress(c.address)}${c.name ? ` · ${truncate(c.name, 40)}` : ''}`)
+                    .map((c) => `${shortAddress(c.address)}${c.name ? ` · ${oneLine(c.name, 40)}` : ''}`)
                     .join('\n') + (contacts.length > SHOWN ? `\n… and ${contacts.length - SHOWN} more` : '')
                 : 'The platform did not list contacts.',
             },

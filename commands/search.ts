@@ -1,7 +1,7 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { shortAddress } from '../src/bot/format.ts';
 import { networkPrefix } from '../src/bot/options.ts';
-import { code, type Reply, type ReplyField, truncate } from '../src/core/reply.ts';
+import { code, oneLine, type Reply, type ReplyField, truncate } from '../src/core/reply.ts';
 import type { ContractInfo, TokenMetadata } from '../src/platform/types.ts';
 
 const MAX_RESULTS = 8;
@@ -60,7 +60,7 @@ export default defineCommand({
           name: `Collections${label(f)} (${f.collections.length})`,
           value: f.collections
             .slice(0, MAX_RESULTS)
-            .map((c) => `${truncate(c.name || 'unnamed', 60)} · ${c.type || '?'} · ${shortAddress(c.address)}`)
+            .map((c) => `${oneLine(c.name, 60) || 'unnamed'} · ${c.type || '?'} · ${shortAddress(c.address)}`)
             .join('\n'),
         });
       }
@@ -69,7 +69,7 @@ export default defineCommand({
           name: `Tokens${label(f)} (${f.tokens.length})`,
           value: f.tokens
             .slice(0, MAX_RESULTS)
-            .map((t) => `${truncate(t.name || 'unnamed', 60)} · #${truncate(t.tokenId, 20)}`)
+            .map((t) => `${oneLine(t.name, 60) || 'unnamed'} · #${truncate(t.tokenId, 20)}`)
             .join('\n'),
         });
       }
@@ -78,7 +78,7 @@ export default defineCommand({
     const collections = found.flatMap((f) => f.collections.map((c) => ({ network: f.network, info: c })));
     reply.buttons = collections.slice(0, MAX_BUTTONS).map(({ network: on, info }) => [
       {
-        label: `Floor of ${truncate(info.name || shortAddress(info.address), 60)}${searched.length > 1 ? ` (${on})` : ''}`,
+        label: `Floor of ${oneLine(info.name, 60) || shortAddress(info.address)}${searched.length > 1 ? ` (${on})` : ''}`,
         action: `/floor collection=${on}:${info.address.toLowerCase()}`,
       },
     ]);

@@ -9,7 +9,7 @@ import {
   formatShare,
   rarityPending,
 } from '../src/bot/market.ts';
-import { type Reply, type ReplyField, safeUrl, truncate } from '../src/core/reply.ts';
+import { oneLine, type Reply, type ReplyField, safeUrl, truncate } from '../src/core/reply.ts';
 
 const MAX_TRAIT_FIELDS = 12;
 /**
@@ -66,9 +66,9 @@ export default defineCommand({
     }
     for (const t of traits.slice(0, MAX_TRAIT_FIELDS)) {
       const share = table?.share(t.name, t.value);
-      const value = truncate(t.value, 90);
+      const value = oneLine(t.value, 90);
       fields.push({
-        name: truncate(t.name, 60),
+        name: oneLine(t.name, 60),
         value: share === undefined ? value : `${value} · ${formatShare(share)}`,
         inline: true,
       });

@@ -1,6 +1,6 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { footerOf, formatShare, onCollection, rarityPending } from '../src/bot/market.ts';
-import { type Reply, truncate } from '../src/core/reply.ts';
+import { oneLine, type Reply } from '../src/core/reply.ts';
 
 const MAX_VALUES = 20;
 
@@ -34,13 +34,13 @@ export default defineCommand({
     reply.fields = filters.slice(0, 25).map((f) => {
       const values = f.values.map((v) => {
         const share = table?.share(f.name, String(v));
-        const text = truncate(String(v), 40);
+        const text = oneLine(String(v), 40);
         return share === undefined ? text : `${text} ${formatShare(share)}`;
       });
       const range = f.min !== null || f.max !== null ? ` (${f.min ?? '…'} to ${f.max ?? '…'})` : '';
       const shown = values.slice(0, MAX_VALUES).join(', ');
       return {
-        name: `${truncate(f.name, 60)}${range}`,
+        name: `${oneLine(f.name, 60)}${range}`,
         value: values.length > MAX_VALUES ? `${shown} and ${values.length - MAX_VALUES} more` : shown || '(any value)',
       };
     });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { defineCommand } from '../src/bot/command.ts';
-import { bold, truncate } from '../src/core/reply.ts';
+import { bold, code, oneLine, truncate } from '../src/core/reply.ts';
 
 /**
  * The confirmation code is derived from the collection and the operator, so the button survives a
@@ -20,7 +20,7 @@ export default defineCommand({
   example: '/unpublish 12',
   options: [
     { name: 'collection', type: 'integer', description: 'Collection id in the project', required: true, min: 1 },
-    { name: 'confirm', type: 'text', description: 'Confirmation code from the first answer, or "cancel"' },
+    { name: 'confirm', type: 'text', description: 'The confirmation code the first answer shows, or "cancel"' },
   ],
   async run(ctx, { collection, confirm }) {
     // The Cancel button answers the question in place: the confirmation gives way to the outcome.
@@ -29,15 +29,17 @@ export default defineCommand({
     }
     const expected = confirmationCode(collection, `${ctx.chat.platform}:${ctx.actor.id}`);
     if (confirm !== expected) {
+      const project = ctx.settings.projectId === undefined ? '' : ` of project ${ctx.settings.projectId}`;
       return {
-        title: `Unpublish collection ${collection}?`,
+        title: `Unpublish collection ${collection}${project}?`,
         tone: 'warning',
         ephemeral: true,
         lines: [
           confirm === undefined
             ? 'This takes the collection off the platform for everyone.'
-            : 'That confirmation code is not right.',
-          [bold('Confirm'), ' to go ahead.'],
+            : `"${truncate(confirm, 40)}" is not your confirmation code for collection ${collection}.`,
+          // The code is the person's own (another operator's press or typing fails), so it may be shown.
+          [bold('Confirm'), ' to go ahead, or type ', code(`/unpublish ${collection} confirm=${expected}`), '.'],
         ],
         buttons: [
           [
@@ -65,7 +67,7 @@ export default defineCommand({
       title: 'Collection unpublished',
       tone: 'success',
       lines: [
-        `${truncate(result.metadata.name || `Collection ${collection}`, 100)} (id ${result.id}) is no longer published.`,
+        `${oneLine(result.metadata.name, 100) || `Collection ${collection}`} (id ${result.id}) is no longer published.`,
       ],
     };
   },

@@ -1,5 +1,14 @@
 import { formatUsd, shortAddress } from '../bot/format.ts';
-import { code, type Inline, type Reply, type ReplyField, type ReplyTone, safeUrl, truncate } from '../core/reply.ts';
+import {
+  code,
+  type Inline,
+  oneLine,
+  type Reply,
+  type ReplyField,
+  type ReplyTone,
+  safeUrl,
+  truncate,
+} from '../core/reply.ts';
 import type { AlertKind, Destination } from '../core/types.ts';
 import type { MatchedDestination } from './rule-index.ts';
 import type { ChainEvent } from './types.ts';
@@ -60,7 +69,7 @@ const TONES: Record<AlertKind, ReplyTone> = {
 const MAX_TOKENS_LISTED = 10;
 
 function tokenLabel(token: TokenDetails): string {
-  const name = token.name?.trim() ? truncate(token.name.trim(), 60) : `#${truncate(token.tokenId, 20)}`;
+  const name = oneLine(token.name ?? '', 60) || `#${truncate(token.tokenId, 20)}`;
   return token.amount !== '1' ? `${name} ×${token.amount}` : name;
 }
 
@@ -71,10 +80,10 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
   const count = details.tokens.reduce((sum, t) => sum + (Number(t.amount) || 1), 0);
   const many = details.tokens.length > 1;
   const subject = many
-    ? `${count} × ${truncate(details.collectionName, 60)}`
+    ? `${count} × ${oneLine(details.collectionName, 60)}`
     : first
       ? tokenLabel(first)
-      : details.collectionName;
+      : oneLine(details.collectionName, 60);
   const verb =
     event.kind === 'sale' && many
       ? 'Sweep'
@@ -137,8 +146,8 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
     fields,
     // A sample happened in no block or transaction: its footer names none.
     footer: options.sample
-      ? `${truncate(details.collectionName, 60)} · ${event.network} · sample`
-      : `${truncate(details.collectionName, 60)} · ${event.network} · block ${event.blockNumber} · tx ${shortAddress(event.txnHash)}`,
+      ? `${oneLine(details.collectionName, 60)} · ${event.network} · sample`
+      : `${oneLine(details.collectionName, 60)} · ${event.network} · block ${event.blockNumber} · tx ${shortAddress(event.txnHash)}`,
     timestamp: event.ts,
   };
   const image = safeUrl(first?.image);

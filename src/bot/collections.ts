@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { oneLine } from '../core/reply.ts';
 import type { ChatSettings } from '../core/settings.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { ContractInfo } from '../platform/types.ts';
@@ -43,7 +44,16 @@ export class CollectionResolver {
     const found = await this.#lookup(text, network);
     if (found.length === 0) {
       const elsewhere = await this.#elsewhere(text, network);
-      if (elsewhere.length === 0) throw new UserError('unknown_collection', { query: ref.text, network });
+      if (elsewhere.length === 0) {
+        // `mainnet:moon cats` with no network of that name: most likely a network this bot does not follow.
+        const prefix = ref.network === undefined ? /^([A-Za-z0-9-]+):\S/.exec(ref.text)?.[1] : undefined;
+        const networks = this.#platform.networks.all.map((n) => n.name).join(', ');
+        throw new UserError('unknown_collection', {
+          query: ref.text,
+          network,
+          ...(prefix ? { prefix, networks } : {}),
+        });
+      }
       throw new AmbiguousCollectionError(ref.text, elsewhere, option, network);
     }
     const only = onlyMatch(found, text);
@@ -129,7 +139,7 @@ function describe(info: ContractInfo | undefined, network: string, address: stri
   const out: ResolvedCollection = {
     network,
     address: address.toLowerCase(),
-    name: info?.name || `${address.slice(0, 6)}…${address.slice(-4)}`,
+    name: oneLine(info?.name ?? '', 100) || `${address.slice(0, 6)}…${address.slice(-4)}`,
   };
   if (info?.type) out.standard = info.type;
   if (info?.logoURI) out.image = info.logoURI;

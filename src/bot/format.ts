@@ -1,4 +1,4 @@
-import { truncate } from '../core/reply.ts';
+import { oneLine } from '../core/reply.ts';
 import type { Order, TokenMetadata } from '../platform/types.ts';
 import { own } from '../records.ts';
 
@@ -66,15 +66,14 @@ const MARKETPLACE_NAMES: Record<string, string> = {
 export function marketplaceName(order: Pick<Order, 'marketplace' | 'originName'>): string {
   const known = order.marketplace && own(MARKETPLACE_NAMES, order.marketplace);
   if (known) return known;
-  if (order.originName?.trim()) return truncate(order.originName.trim(), 40);
+  if (order.originName?.trim()) return oneLine(order.originName, 40);
   return 'unknown market';
 }
 
 /** `Moon Cat #12`, or `#12` when the token has no name. */
 export function tokenName(metadata: Pick<TokenMetadata, 'name' | 'tokenId'> | undefined, tokenId: string): string {
-  const name = metadata?.name?.trim();
-  if (!name) return `#${tokenId}`;
-  return truncate(name, 80);
+  const name = oneLine(metadata?.name ?? '', 80);
+  return name || `#${tokenId}`;
 }
 
 export interface Trait {

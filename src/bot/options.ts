@@ -95,6 +95,7 @@ export type ArgErrorCode =
   | 'too_many_arguments'
   | 'unknown_option'
   | 'invalid_trait'
+  | 'repeated_option'
   | 'unbalanced_quotes';
 
 export interface ArgError {
@@ -506,6 +507,11 @@ export function tokenize(text: string): Parsed<Tokens> {
     const quotedKey = quoted && eq < 0;
     if (!quotedKey && eq > 0 && /^[A-Za-z_][\w .-]{0,40}$/.test(word.slice(0, eq))) {
       const key = word.slice(0, eq).trim().toLowerCase();
+      // A second value would silently replace the first (tokens=1,2 tokens=3 watching token 3 only).
+      const earlier = named.get(key);
+      if (earlier !== undefined) {
+        return fail({ code: 'repeated_option', option: key, allowed: [shown(earlier), shown(word.slice(eq + 1))] });
+      }
       named.set(key, word.slice(eq + 1));
       gluedTo = quoted ? undefined : { at: positional.length, words: [] };
       if (gluedTo) glued.set(key, gluedTo);

@@ -72,7 +72,10 @@ export function describeArgError(error: ArgError): string {
     case 'bad_checksum':
       return `${quote(error.input)} has a wrong checksum (EIP-55): check for a typo, or write it in lower case.`;
     case 'invalid_token_id':
-      return `${quote(error.input)} is not a token id: expected a whole number such as 1234.`;
+      // Only digits (shortened or not): a whole number, too large for uint256.
+      return /^\d+…?$/.test(error.input ?? '')
+        ? `${quote(error.input)} is too large for a token id: they go up to 2^256 − 1.`
+        : `${quote(error.input)} is not a token id: expected a whole number such as 1234.`;
     case 'invalid_number':
       return `${option} must be a whole number; got ${quote(error.input)}.`;
     case 'out_of_range':
@@ -110,6 +113,10 @@ export function describeArgError(error: ArgError): string {
       return error.allowed && error.allowed.length > 0
         ? `${quote(error.input)} is not a trait filter of this collection. Traits: ${error.allowed.join(', ')}.`
         : `${quote(error.input)} is not a trait filter of this collection.`;
+    case 'repeated_option': {
+      const [first, second] = error.allowed ?? [];
+      return `${echo(option)} is given twice (${quote(first)} and ${quote(second)}): give it once${option === 'tokens' || option === 'wallets' || option === 'ignore' ? `, with the values separated by commas (${echo(option)}=1,2,3)` : ''}.`;
+    }
     case 'unbalanced_quotes':
       return 'A quote is not closed: close it ("moon cats") or leave the quotes out.';
   }
@@ -169,8 +176,19 @@ function describeUserError(error: UserError, context: AnswerContext): string {
       return `Unknown command ${quote(p.command)}. Type /help for the list.`;
     case 'unknown_subcommand':
       return `/${p.command} needs one of: ${p.allowed}. Example: /${p.command} ${String(p.allowed).split(', ')[0]}`;
-    case 'unknown_collection':
-      return `No collection matches ${quote(p.query)} on ${echo(p.network)}. Try /search ${echo(withoutInvisible(String(p.query ?? '')))}, or give the contract address.`;
+    case 'unknown_collection': {
+      const unmatched = `No collection matches ${quote(p.query)} on ${echo(p.network)}`;
+      if (p.prefix !== undefined) {
+        return `${unmatched}, and ${quote(p.prefix)} is not a network of this bot. Known networks: ${p.networks}.`;
+      }
+      // A query too long to quote whole would make the suggested command one that cannot be run.
+      const query = withoutInvisible(String(p.query ?? ''));
+      const search =
+        echo(query) === query.replace(/[\s\p{Cc}]+/gu, ' ').trim()
+          ? `/search ${echo(query)}`
+          : '/search with a word or two of the name';
+      return `${unmatched}. Try ${search}, or give the contract address.`;
+    }
     case 'unknown_collection_address':
       return `No collection at ${echo(p.address)} on ${echo(p.network)}. Check the address (another network: network:0x…), or find the collection by name with /search.`;
     case 'discord_only':

@@ -106,6 +106,27 @@ export function sliceUnits(text: string, units: number): string {
   return text.slice(0, last >= 0xd800 && last <= 0xdbff ? end - 1 : end);
 }
 
+/**
+ * Direction overrides and isolates, and zero-width characters other than the joiners emoji and some
+ * scripts need: in a name they reorder or hide the text around it (a price shown backwards).
+ */
+const NAME_INVISIBLE = /[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/gu;
+
+/**
+ * An untrusted name (of a token, a collection, a trait) as one line of at most `max` UTF-16 units:
+ * line breaks, tabs and control characters become one space, direction and zero-width characters go.
+ * A name then never breaks the layout of a list or turns the rest of its line around, on any chat.
+ */
+export function oneLine(text: string, max: number): string {
+  return truncate(
+    text
+      .replace(NAME_INVISIBLE, '')
+      .replace(/[\s\p{Cc}]+/gu, ' ')
+      .trim(),
+    max,
+  );
+}
+
 /** Shortens untrusted text to at most `max` UTF-16 units, ending with an ellipsis when cut, never inside a character. */
 export function truncate(text: string, max: number): string {
   if (text.length <= max) return text;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CommandEngine } from '../../src/bot/engine.ts';
 import { renderDiscord } from '../../src/chat/discord/render.ts';
 import { renderTelegram, TELEGRAM_LIMITS } from '../../src/chat/telegram/render.ts';
-import type { Reply } from '../../src/core/reply.ts';
+import { plain, type Reply } from '../../src/core/reply.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { ADMIN, CONSOLE, GROUP, type Harness, MEMBER, OPERATOR, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed, listedToken } from '../helpers/devnet-data.ts';
@@ -240,15 +240,30 @@ describe('project commands', () => {
     const target = h.devnet.collections['devnet-l2']?.at(-1);
     if (!target) throw new Error('no collection on devnet-l2');
     const first = await h.run(`/unpublish ${target.id}`, GROUP, OPERATOR);
-    expect(first.title).toBe(`Unpublish collection ${target.id}?`);
+    expect(first.title).toMatch(new RegExp(`^Unpublish collection ${target.id} of project \\d+\\?$`));
     const confirm = first.buttons?.[0]?.[0]?.action ?? '';
     expect(confirm).toMatch(/confirm=[0-9a-f]{8}/);
     expect(h.text(await h.run(confirm, GROUP, ADMIN))).toBe("Only the bot's operators may run /unpublish.");
     const done = await h.run(confirm, GROUP, OPERATOR);
     expect(done.title).toBe('Collection unpublished');
-    expect(h.text(await h.run(`/unpublish ${target.id} confirm=00000000`, GROUP, OPERATOR))).toContain(
-      'That confirmation code is not right.',
-    );
+    const wrong = h.text(await h.run(`/unpublish ${target.id} confirm`, GROUP, OPERATOR));
+    expect(wrong).toContain(`"confirm" is not your confirmation code for collection ${target.id}.`);
+    // The prompt shows the command to type, with the person's own code: typed, it unpublishes too.
+    const typed = /\/unpublish \d+ confirm=[0-9a-f]{8}/.exec(wrong)?.[0] ?? '';
+    expect(typed).toBe(`/unpublish ${target.id} ${/confirm=[0-9a-f]{8}/.exec(confirm)?.[0]}`);
+    expect((await h.run(typed, GROUP, OPERATOR)).title).toBe('Collection unpublished');
+  });
+});
+
+describe('untrusted names show as one plain line', () => {
+  it('GIVEN token names with a direction override, zero-width characters or line breaks THEN /token and /floor show each as one line without them', async () => {
+    const overridden = await h.run('/token render 5');
+    expect(overridden.title).toContain('Gremlin evilzero\u200dwidth');
+    const broken = await h.run('/token render 11');
+    expect(broken.title).toContain('Newlines in the name');
+    const floor = await h.run('/floor render count=10');
+    for (const line of floor.lines ?? []) expect(plain(line)).not.toMatch(/[\n\u202a-\u202e\u2066-\u2069\u200b]/);
+    expect(h.text(floor)).not.toMatch(/[\u202a-\u202e\u200b]/);
   });
 });
 
@@ -257,6 +272,7 @@ describe('bad input gets a clear answer', () => {
     ['/floor no such collection zzz', 'No collection matches "no such collection zzz" on devnet.'],
     ['/holdings moon cats 0x1234', '"0x1234" is not an address: expected 0x followed by 40 hexadecimal characters.'],
     ['/listings moon cats twelve', '"twelve" is not a token id: expected a whole number such as 1234.'],
+    [`/token moon cats ${'9'.repeat(150)}`, 'is too large for a token id: they go up to 2^256 − 1.'],
     ['/floor moon cats count=50', 'count must be between 1 and 10; got 50.'],
     ['/frobnicate', 'Unknown command "frobnicate". Type /help for the list.'],
     ['/watch', '/watch needs one of: add, list, remove, pause, resume, test.'],
@@ -264,6 +280,19 @@ describe('bad input gets a clear answer', () => {
     ['/floor "moon cats', 'A quote is not closed: close it'],
     ['/floor mars:0x1', 'Unknown network "mars". Known networks: devnet, devnet-l2.'],
     ['/floor moon cats network=mars', 'Unknown network "mars". Known networks: devnet, devnet-l2.'],
+    [
+      '/floor mainnet:moon cats',
+      'No collection matches "mainnet:moon cats" on devnet, and "mainnet" is not a network of this bot. Known networks: devnet, devnet-l2.',
+    ],
+    [
+      '/watch add moon cats sale tokens=1,2 tokens=3',
+      'tokens is given twice ("1,2" and "3"): give it once, with the values separated by commas (tokens=1,2,3).',
+    ],
+    [
+      '/floor moon cats background=aurora background=void',
+      'background is given twice ("aurora" and "void"): give it once.',
+    ],
+    [`/floor ${'gr '.repeat(30)}`, 'Try /search with a word or two of the name, or give the contract address.'],
   ])('%s', async (line, message) => {
     const reply = await h.run(line);
     expect(reply.tone).toBe('error');

@@ -281,7 +281,7 @@ describe('commands in Telegram chats', () => {
     if (!target) throw new Error('no collection on devnet-l2');
     const chat = -100300;
     const ask = await say(chat, OPERATOR_ID, `/unpublish ${target.id}`);
-    expect(htmlOf(ask)).toContain(`Unpublish collection ${target.id}?`);
+    expect(htmlOf(ask)).toMatch(new RegExp(`Unpublish collection ${target.id} of project \\d+\\?`));
     const confirm = buttonsOf(ask).find((b) => b.text === 'Confirm unpublish');
     expect(confirm?.callback_data).toMatch(/confirm=[0-9a-f]{8}$/);
     const from = tg.calls.length;

@@ -96,13 +96,21 @@ export function richToMarkdown(text: Rich): string {
   return typeof text === 'string' ? escapeMarkdown(text) : text.map(inline).join('');
 }
 
+/**
+ * An embed title's Markdown: titles render emphasis, strike-through, spoilers and code (not links or
+ * headings), so only those marks, backslashes and `<` (mentions, emoji) are escaped.
+ */
+function escapeTitle(text: string): string {
+  return text.replace(/[\\*_~`|<]/g, '\\$&').replace(/@/g, '@\u200b');
+}
+
 /** Markdown cut to `max`, re-rendered from the plain text if the markup would be split. */
-function fitMarkdown(text: Rich, max: number): string {
-  const rendered = richToMarkdown(text);
+function fitMarkdown(text: Rich, max: number, escapeText: (text: string) => string = escapeMarkdown): string {
+  const rendered = typeof text === 'string' ? escapeText(text) : richToMarkdown(text);
   if (rendered.length <= max) return rendered;
   let room = max - 1;
   while (room > 0) {
-    const escaped = escapeMarkdown(sliceUnits(plain(text), room));
+    const escaped = escapeText(sliceUnits(plain(text), room));
     if (escaped.length + 1 <= max) return `${escaped}…`;
     room = Math.floor(room * 0.8);
   }
@@ -118,8 +126,7 @@ function embedLength(embed: DiscordEmbed): number {
 /** One Reply as one embed, within the per-embed limits and a character budget. */
 export function renderEmbed(reply: Reply, budget: number = DISCORD_LIMITS.embedTotal): DiscordEmbed {
   const embed: DiscordEmbed = { color: COLORS[reply.tone ?? 'info'] };
-  // Titles render Markdown as descriptions do (bold, strike, spoilers): escaped the same way.
-  if (reply.title) embed.title = fitMarkdown(reply.title, DISCORD_LIMITS.title);
+  if (reply.title) embed.title = fitMarkdown(reply.title, DISCORD_LIMITS.title, escapeTitle);
   const url = safeUrl(reply.url);
   if (url && embed.title) embed.url = url;
   const lines = (reply.lines ?? []).flatMap((line, i): Inline[] => [
@@ -153,7 +160,7 @@ export function renderEmbed(reply: Reply, budget: number = DISCORD_LIMITS.embedT
   if (embedLength(embed) > budget && embed.footer) delete embed.footer;
   if (embedLength(embed) > budget && embed.title && reply.title) {
     const room = budget - (embedLength(embed) - embed.title.length);
-    if (room > 1) embed.title = fitMarkdown(reply.title, room);
+    if (room > 1) embed.title = fitMarkdown(reply.title, room, escapeTitle);
     else delete embed.title;
   }
   return embed;

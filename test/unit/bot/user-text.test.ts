@@ -157,10 +157,10 @@ describe('every echo of user input is cut', () => {
     );
   });
 
-  it('GIVEN an unknown collection query of 10 kB WHEN described THEN both echoes of it are cut', () => {
+  it('GIVEN an unknown collection query of 10 kB WHEN described THEN its echo is cut, and no cut command is suggested', () => {
     const message = text(new UserError('unknown_collection', { query: HUGE, network: 'polygon' }));
     expect(message).toBe(
-      `No collection matches "${CUT}" on polygon. Try /search ${CUT}, or give the contract address.`,
+      `No collection matches "${CUT}" on polygon. Try /search with a word or two of the name, or give the contract address.`,
     );
   });
 

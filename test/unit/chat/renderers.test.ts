@@ -128,8 +128,10 @@ describe('Discord embed renderer', () => {
   });
 
   it('escapes Markdown in titles, which Discord renders', () => {
-    const message = renderDiscord([{ title: '**FREE MINT** ||click|| ~~x~~ @everyone' }]);
-    expect(message.embeds[0]?.title).toBe('\\*\\*FREE MINT\\*\\* \\|\\|click\\|\\| \\~\\~x\\~\\~ @\u200beveryone');
+    const message = renderDiscord([{ title: '**FREE MINT** ||click|| ~~x~~ @everyone: #1 (a-b)' }]);
+    expect(message.embeds[0]?.title).toBe(
+      '\\*\\*FREE MINT\\*\\* \\|\\|click\\|\\| \\~\\~x\\~\\~ @\u200beveryone: #1 (a-b)',
+    );
     const long = renderDiscord([{ title: `${'_'.repeat(200)}x` }]).embeds[0]?.title ?? '';
     expect(long.length).toBeLessThanOrEqual(DISCORD_LIMITS.title);
     expect(long).toMatch(/^(\\_)+…$/);
