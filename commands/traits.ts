@@ -1,8 +1,34 @@
-import { defineCommand } from '../src/bot/command.ts';
+import { type CommandContext, defineCommand, type ResolvedCollection } from '../src/bot/command.ts';
 import { footerOf, formatShare, onCollection, rarityPending } from '../src/bot/market.ts';
 import { oneLine, type Reply } from '../src/core/reply.ts';
+import type { PropertyFilter } from '../src/platform/types.ts';
 
 const MAX_VALUES = 20;
+
+/** A trait name the command line can take as `key=value` (see tokenize in src/bot/options.ts). */
+const TYPEABLE_KEY = /^[A-Za-z_][\w .-]{0,40}$/;
+
+/**
+ * A `/floor` line with a trait filter that runs as shown in this chat: the collection on another
+ * network than the chat's carries its network, a name that does not read back as itself is replaced by
+ * the address, and words with spaces are quoted. None when no trait can be typed as `key=value`.
+ */
+function filterExample(
+  ctx: CommandContext,
+  collection: ResolvedCollection,
+  filters: readonly PropertyFilter[],
+): string | undefined {
+  const typeable = (value: string) => value !== '' && value.trim() === value && !/["']/.test(value);
+  const filter = filters.find((f) => TYPEABLE_KEY.test(f.name) && f.values.map(String).some(typeable));
+  const value = filter?.values.map(String).find(typeable);
+  if (!filter || value === undefined) return undefined;
+  const chatNetwork = ctx.store.chat(ctx.chatKey).network ?? ctx.settings.defaultNetwork;
+  const plainName = /^[\p{L}\p{N}][\p{L}\p{N} .'-]*$/u.test(collection.name) && !/\s\d+$/.test(collection.name);
+  const name = plainName ? collection.name.toLowerCase() : collection.address;
+  const where = collection.network === chatNetwork ? name : `${collection.network}:${name}`;
+  const word = `${filter.name}=${value}`;
+  return `/floor ${where} ${/\s/.test(word) ? `"${word}"` : word}`;
+}
 
 export default defineCommand({
   name: 'traits',
@@ -50,10 +76,8 @@ export default defineCommand({
     } else if (rarity) {
       lines.push(`Shares of each value: ${rarityPending(rarity)}.`);
     }
-    const example = filters[0];
-    if (example && example.values.length > 0) {
-      lines.push(`Filter the floor by a trait: /floor ${collection.name} ${example.name}=${String(example.values[0])}`);
-    }
+    const example = filterExample(ctx, collection, filters);
+    if (example) lines.push(`Filter the floor by a trait: ${example}`);
     if (lines.length) reply.lines = lines;
     return reply;
   },

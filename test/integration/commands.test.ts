@@ -255,6 +255,26 @@ describe('project commands', () => {
   });
 });
 
+describe('/traits suggests a /floor line that runs as shown', () => {
+  it('GIVEN every collection of both networks, asked about from a devnet chat THEN the suggested filter line answers with a floor', async () => {
+    let suggested = 0;
+    for (const [network, collections] of Object.entries(h.devnet.collections)) {
+      for (const collection of collections) {
+        const traits = await h.run(`/traits ${network}:${collection.address}`);
+        if (traits.tone === 'error') continue;
+        const hint = /Filter the floor by a trait: (.*)$/m.exec(h.text(traits))?.[1];
+        if (hint === undefined) continue;
+        suggested++;
+        if (network !== 'devnet') expect(hint).toContain(`${network}:`);
+        const floor = await h.run(hint);
+        expect(floor.tone, `${hint}: ${h.text(floor)}`).not.toBe('error');
+        expect(floor.title).toMatch(/^Floor of /);
+      }
+    }
+    expect(suggested).toBeGreaterThanOrEqual(6);
+  });
+});
+
 describe('untrusted names show as one plain line', () => {
   it('GIVEN token names with a direction override, zero-width characters or line breaks THEN /token and /floor show each as one line without them', async () => {
     const overridden = await h.run('/token render 5');
