@@ -123,6 +123,8 @@ export default defineGroup({
         if (mention !== undefined && ctx.chat.platform === 'telegram') {
           throw new UserError('discord_only', { what: 'mention= (a role to ping)' });
         }
+        const mentionCheck = mention === undefined ? 'ok' : (ctx.actor.mayMention?.(mention) ?? 'ok');
+        if (mentionCheck !== 'ok') throw new UserError('role_mention', { role: mention, reason: mentionCheck });
         const tokenIds = list(tokens).map((t) => {
           const parsed = parseTokenId(t, 'tokens');
           if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);

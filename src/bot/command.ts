@@ -25,11 +25,23 @@ export interface ChatRef {
   kind: 'private' | 'group';
 }
 
+/**
+ * Whether a person may have the bot ping a role: `everyone` is the server's @everyone role (its id is
+ * the server's), `unknown_role` no role of this server, `not_mentionable` a role only members with
+ * Discord's "Mention @everyone, @here and All Roles" may ping, which this person lacks.
+ */
+export type RoleMentionCheck = 'ok' | 'everyone' | 'unknown_role' | 'not_mentionable';
+
 /** Who typed it. `canManage` is decided by the adapter (chat admin, Manage Server, ...). */
 export interface Actor {
   id: string;
   name?: string;
   canManage: boolean;
+  /**
+   * Where roles exist (a Discord server): whether this person may make the bot ping a role. A rule's
+   * mention pings with the bot's permissions, so it is held to the person's own.
+   */
+  mayMention?: (roleId: string) => RoleMentionCheck;
 }
 
 /** A collection resolved to one contract on one network. */

@@ -13,6 +13,7 @@ export type UserErrorCode =
   | 'rate_limited'
   | 'not_configured'
   | 'discord_only'
+  | 'role_mention'
   | 'button_expired'
   | 'not_found';
 

@@ -191,6 +191,15 @@ function describeUserError(error: UserError, context: AnswerContext): string {
     }
     case 'unknown_collection_address':
       return `No collection at ${echo(p.address)} on ${echo(p.network)}. Check the address (another network: network:0x…), or find the collection by name with /search.`;
+    case 'role_mention':
+      switch (p.reason) {
+        case 'everyone':
+          return "That is the server's everyone role: a rule cannot ping everyone.";
+        case 'unknown_role':
+          return `This server has no role ${echo(p.role)}: pick one in Discord's list.`;
+        default:
+          return `Only members with the permission to mention all roles may ping role ${echo(p.role)}, and you do not have it: a rule cannot ping it for you.`;
+      }
     case 'discord_only':
       return `${p.what} works on Discord only: this chat has nothing to pick it from.`;
     case 'no_collection':

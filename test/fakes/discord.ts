@@ -13,6 +13,8 @@ export interface FakeGuild {
   id: string;
   name: string;
   channels: string[];
+  /** Roles besides @everyone (whose id is the guild's), as GUILD_CREATE lists them. */
+  roles?: Array<{ id: string; name: string; mentionable: boolean }>;
 }
 
 export interface FakeDiscordOptions {
@@ -452,7 +454,18 @@ export class FakeDiscord {
       large: false,
       joined_at: new Date(0).toISOString(),
       features: [],
-      roles: [{ id: guild.id, name: '@everyone', permissions: '0', position: 0, color: 0, hoist: false }],
+      roles: [
+        { id: guild.id, name: '@everyone', permissions: '0', position: 0, color: 0, hoist: false, mentionable: false },
+        ...(guild.roles ?? []).map((role, i) => ({
+          ...role,
+          permissions: '0',
+          position: i + 1,
+          color: 0,
+          hoist: false,
+          managed: false,
+          flags: 0,
+        })),
+      ],
       emojis: [],
       stickers: [],
       channels: guild.channels.map((id, position) => ({

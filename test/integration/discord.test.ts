@@ -33,6 +33,8 @@ const MEMBER = { id: '1100000000000000779', username: 'member' };
 const MANAGE_GUILD = String(1n << 5n);
 const NO_PERMISSIONS = '0';
 const ALERTS_CHANNEL = '1100000000000000201';
+const COLLECTORS_ROLE = '1100000000000000701';
+const STAFF_ROLE = '1100000000000000702';
 const GONE_CHANNEL = '1100000000000000202';
 const ERROR_COLOR = 0xed4245;
 
@@ -167,7 +169,17 @@ beforeAll(async () => {
   if (!found) throw new Error('devnet has no Moon Cats');
   moonCats = found;
   fake = await FakeDiscord.start({
-    guilds: [{ id: '1100000000000000100', name: 'Test Guild', channels: ['1100000000000000200', ALERTS_CHANNEL] }],
+    guilds: [
+      {
+        id: '1100000000000000100',
+        name: 'Test Guild',
+        channels: ['1100000000000000200', ALERTS_CHANNEL],
+        roles: [
+          { id: COLLECTORS_ROLE, name: 'collectors', mentionable: true },
+          { id: STAFF_ROLE, name: 'staff', mentionable: false },
+        ],
+      },
+    ],
   });
   fake.unknownChannels.add(GONE_CHANNEL);
   engine = new CommandEngine({
@@ -482,6 +494,30 @@ describe('Discord interactions', () => {
     const rule = h.store.rules.at(-1);
     expect(rule?.destination).toEqual({ platform: 'discord', chatId: fake.channelId });
     expect(rule?.createdBy).toBe(`discord:${ADMIN.id}`);
+  });
+
+  it('GIVEN mention= on a watch rule THEN a mentionable role is taken, while @everyone, a role of no server and a role only privileged members may ping are refused unless the person may ping it', async () => {
+    const add = (role: string, permissions: string) =>
+      interact({
+        kind: 'command',
+        name: 'watch',
+        subcommand: 'add',
+        options: { collection: `devnet:${moonCats.address}`, kinds: 'sale', mention: role },
+        user: ADMIN,
+        permissions,
+      });
+    const before = h.store.rules.length;
+    expect(text((await add(fake.guildId, MANAGE_GUILD)).message)).toContain("That is the server's everyone role");
+    expect(text((await add('1100000000000000999', MANAGE_GUILD)).message)).toContain('This server has no role');
+    const staff = text((await add(STAFF_ROLE, MANAGE_GUILD)).message);
+    expect(staff).toContain('the permission to mention all roles');
+    expect(h.store.rules.length).toBe(before);
+    expect((await add(COLLECTORS_ROLE, MANAGE_GUILD)).message.embeds?.[0]?.title).toBe('Watching');
+    expect(h.store.rules.at(-1)?.mentionRole).toBe(COLLECTORS_ROLE);
+    const MENTION_EVERYONE = String(0x20 | (1 << 17));
+    expect((await add(STAFF_ROLE, MENTION_EVERYONE)).message.embeds?.[0]?.title).toBe('Watching');
+    expect(h.store.rules.at(-1)?.mentionRole).toBe(STAFF_ROLE);
+    for (const rule of h.store.rules.slice(before)) await h.store.updateRule(rule.id, () => null);
   });
 
   it('in a direct message the person is the chat: they may change its settings without any permission', async () => {

@@ -32,7 +32,7 @@ import {
 } from 'discord.js';
 import type { Logger } from 'pino';
 import { ButtonCodec } from '../../bot/buttons.ts';
-import { type Actor, type ChatRef, type CommandDefinition, isGroup } from '../../bot/command.ts';
+import { type Actor, type ChatRef, type CommandDefinition, isGroup, type RoleMentionCheck } from '../../bot/command.ts';
 import type { CommandEngine, Invocation } from '../../bot/engine.ts';
 import { type OptionSpec, tokenize } from '../../bot/options.ts';
 import type { Config } from '../../config.ts';
@@ -362,7 +362,9 @@ class InteractionHandler {
     const permission = PermissionFlagsBits[this.#options.config.managePermission];
     const canManage = interaction.inGuild() && (interaction.memberPermissions?.has(permission, true) ?? false);
     const name = interaction.user.globalName ?? interaction.user.username;
-    return { id: interaction.user.id, ...(name ? { name } : {}), canManage };
+    const actor: Actor = { id: interaction.user.id, ...(name ? { name } : {}), canManage };
+    if (interaction.inGuild()) actor.mayMention = (roleId) => roleMention(interaction, roleId);
+    return actor;
   }
 
   /**
@@ -540,6 +542,15 @@ class InteractionHandler {
     }
     return out;
   }
+}
+
+/** {@link Actor.mayMention} from the server's roles (cached with the Guilds intent) and the member's permissions. */
+function roleMention(interaction: Interaction<'cached' | 'raw'>, roleId: string): RoleMentionCheck {
+  if (roleId === interaction.guildId) return 'everyone';
+  const role = interaction.guild?.roles.cache.get(roleId);
+  if (!role) return 'unknown_role';
+  if (role.mentionable || interaction.memberPermissions?.has(PermissionFlagsBits.MentionEveryone, true)) return 'ok';
+  return 'not_mentionable';
 }
 
 function clip(text: string): string {
