@@ -5,6 +5,11 @@ import { code, oneLine, type Reply, type ReplyField, truncate } from '../src/cor
 import type { ContractInfo, TokenMetadata } from '../src/platform/types.ts';
 
 const MAX_RESULTS = 8;
+
+/** `8 of 100` when only the first are listed: the platform's count is of what it returned, not all there is. */
+function counted(found: number): string {
+  return found > MAX_RESULTS ? `first ${MAX_RESULTS} of ${found} found` : String(found);
+}
 const MAX_BUTTONS = 5;
 
 interface Found {
@@ -57,7 +62,7 @@ export default defineCommand({
     for (const f of found) {
       if (f.collections.length > 0) {
         fields.push({
-          name: `Collections${label(f)} (${f.collections.length})`,
+          name: `Collections${label(f)} (${counted(f.collections.length)})`,
           value: f.collections
             .slice(0, MAX_RESULTS)
             .map((c) => `${oneLine(c.name, 60) || 'unnamed'} · ${c.type || '?'} · ${shortAddress(c.address)}`)
@@ -65,11 +70,17 @@ export default defineCommand({
         });
       }
       if (f.tokens.length > 0) {
+        // Real servers and the local platform say which contract a found token is of (wire-protocol.md).
+        const names = new Map(f.collections.map((c) => [c.address.toLowerCase(), oneLine(c.name, 40)]));
+        const of = (t: TokenMetadata) => {
+          const address = t.contractAddress?.toLowerCase();
+          return address ? ` · ${names.get(address) || shortAddress(address)}` : '';
+        };
         fields.push({
-          name: `Tokens${label(f)} (${f.tokens.length})`,
+          name: `Tokens${label(f)} (${counted(f.tokens.length)})`,
           value: f.tokens
             .slice(0, MAX_RESULTS)
-            .map((t) => `${oneLine(t.name, 60) || 'unnamed'} · #${truncate(t.tokenId, 20)}`)
+            .map((t) => `${oneLine(t.name, 60) || 'unnamed'} · #${truncate(t.tokenId, 20)}${of(t)}`)
             .join('\n'),
         });
       }

@@ -15,7 +15,7 @@ import type { ChatRef } from '../../src/bot/command.ts';
 import { CommandEngine } from '../../src/bot/engine.ts';
 import { loadCommands } from '../../src/bot/registry.ts';
 import { renderPlain } from '../../src/chat/console/render.ts';
-import type { Reply } from '../../src/core/reply.ts';
+import { plain, type Reply } from '../../src/core/reply.ts';
 import { COMMANDS_DIR } from '../../src/main.ts';
 import { StateStore } from '../../src/store/state.ts';
 import { ADMIN, CONSOLE, GROUP, type Harness, MEMBER, OPERATOR, startHarness } from '../helpers/bot-harness.ts';
@@ -379,6 +379,14 @@ describe('GIVEN /search and names on several networks', () => {
   it('/search moon THEN the chat network’s matches come first', async () => {
     const fields = (await h.run('/search moon')).fields?.map((f) => f.name) ?? [];
     expect(fields[0]).toMatch(/^Collections on devnet \(/);
+  });
+
+  it('/search moon THEN a token list cut short says so, and each token names its collection', async () => {
+    const tokens = (await h.run('/search moon')).fields?.find((f) => f.name.startsWith('Tokens on devnet'));
+    expect(tokens?.name).toMatch(/^Tokens on devnet \(first 8 of \d+ found\)$/);
+    const lines = plain(tokens?.value ?? '').split('\n');
+    expect(lines).toHaveLength(8);
+    for (const line of lines) expect(line).toMatch(/ · #\d+ · Moon Cats( Rescue)?$/);
   });
 
   it.each(['/search devnet-l2:harbor', '/search harbor network=devnet-l2'])(
