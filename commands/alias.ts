@@ -45,8 +45,15 @@ export default defineGroup({
         if (RESERVED_ALIASES.has(alias)) {
           throw new UserError('not_found', { what: `"${alias}" is a reserved word; choose another alias.` });
         }
+        if (ctx.platform.networks.all.some((n) => n.name.toLowerCase() === alias)) {
+          // `devnet-l2` as an alias would read as the network in `devnet-l2:…` and in network=.
+          throw new UserError('not_found', { what: `"${alias}" is the name of a network; choose another alias.` });
+        }
+        let replaced: string | undefined;
         await ctx.store.updateChat(ctx.chatKey, (settings) => {
-          if (!own(settings.aliases, alias) && Object.keys(settings.aliases).length >= MAX_ALIASES) {
+          const before = own(settings.aliases, alias);
+          if (before && before.address !== collection.address) replaced = before.name ?? shortAddress(before.address);
+          if (!before && Object.keys(settings.aliases).length >= MAX_ALIASES) {
             throw new UserError('not_found', {
               what: `This chat already has ${MAX_ALIASES} aliases; remove one first.`,
             });
@@ -69,6 +76,7 @@ export default defineGroup({
               ' (',
               code(shortAddress(collection.address)),
               ` on ${collection.network}).`,
+              ...(replaced === undefined ? [] : [` It meant ${replaced} before.`]),
             ],
           ],
         };

@@ -208,6 +208,22 @@ describe('GIVEN a name of several words typed after key= without quotes', () => 
     );
   });
 
+  it('/alias set mc for another collection THEN the answer says what mc meant before', async () => {
+    const chat = freshGroup();
+    expect(h.text(await h.run('/alias set mc moon cats', chat, ADMIN))).not.toContain('before');
+    expect(h.text(await h.run('/alias set mc glitch gardens', chat, ADMIN))).toContain('"mc" now means Glitch Gardens');
+    expect(h.text(await h.run('/alias set mc glitch gardens', chat, ADMIN))).not.toContain('before');
+    expect(h.text(await h.run('/alias set mc moon cats', chat, ADMIN))).toContain('It meant Glitch Gardens before.');
+  });
+
+  it('/alias set devnet-l2 moon cats THEN a network name is refused as an alias', async () => {
+    const chat = freshGroup();
+    expect(h.text(await h.run('/alias set devnet-l2 moon cats', chat, ADMIN))).toContain(
+      '"devnet-l2" is the name of a network; choose another alias.',
+    );
+    expect(h.store.chat(`${chat.platform}:${chat.id}`).aliases).toEqual({});
+  });
+
   it('/floor collection=harbor gulls THEN the devnet-l2 collection is offered, as for /floor harbor gulls', async () => {
     const answer = await h.run('/floor collection=harbor gulls');
     expect(h.text(answer)).toContain('Harbor Gulls is on devnet-l2, not devnet:');
