@@ -7,12 +7,19 @@ function lineOf(spec: CommandSpec, label: string): Rich {
   return [{ code: usageOf(spec, label) }, ` · ${spec.description}`];
 }
 
-function detail(command: CommandDefinition): Rich[] {
-  if (isGroup(command)) return command.subcommands.map((sub) => lineOf(sub, `${command.name} ${sub.name}`));
-  const lines: Rich[] = [lineOf(command, command.name)];
-  for (const option of command.options) lines.push(`  ${option.name}: ${option.description}`);
-  if (command.example) lines.push(['Example: ', { code: command.example }]);
+/** A command's usage, each of its options with what it takes, and its example. */
+function detail(spec: CommandSpec, label: string): Rich[] {
+  const lines: Rich[] = [lineOf(spec, label)];
+  for (const option of spec.options) lines.push(`  ${option.name}: ${option.description}`);
+  if (spec.example) lines.push(['Example: ', { code: spec.example }]);
   return lines;
+}
+
+function groupDetail(command: CommandDefinition & { subcommands: readonly CommandSpec[] }): Rich[] {
+  return [
+    ...command.subcommands.map((sub) => lineOf(sub, `${command.name} ${sub.name}`)),
+    ['Type ', { code: `/help ${command.name} ${command.subcommands[0]?.name ?? ''}`.trim() }, ' for its options.'],
+  ];
 }
 
 export default defineCommand({
@@ -22,10 +29,18 @@ export default defineCommand({
   async run(ctx, { command }) {
     const visible = ctx.commands.filter((c) => c.permission !== 'operator' || ctx.may('operator'));
     if (command) {
-      const name = command.replace(/^\//, '').split(/\s+/)[0]?.toLowerCase() ?? '';
+      const [name = '', subName] = command.replace(/^\//, '').toLowerCase().split(/\s+/);
       const found = ctx.commands.find((c) => c.name === name);
       if (!found) throw new UserError('unknown_command', { command: name });
-      return { title: `/${found.name}`, tone: 'info', lines: [found.description, ...detail(found)] };
+      if (!isGroup(found)) {
+        return { title: `/${found.name}`, tone: 'info', lines: [found.description, ...detail(found, found.name)] };
+      }
+      const sub = subName === undefined ? undefined : found.subcommands.find((s) => s.name === subName);
+      if (sub) {
+        const label = `${found.name} ${sub.name}`;
+        return { title: `/${label}`, tone: 'info', lines: [sub.description, ...detail(sub, label)] };
+      }
+      return { title: `/${found.name}`, tone: 'info', lines: [found.description, ...groupDetail(found)] };
     }
     return {
       title: 'Floorwatch commands',

@@ -86,7 +86,7 @@ export default defineGroup({
       description: 'Add an alert rule for a collection',
       permission: 'manage',
       acceptsTraits: true,
-      example: '/watch add moon cats sale,listing min=0.5 background=blue',
+      example: '/watch add moon cats sale,listing min=0.5 background=aurora',
       options: [
         {
           name: 'collection',

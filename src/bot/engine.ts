@@ -237,6 +237,8 @@ export class CommandEngine {
       throw new UserError('unknown_subcommand', {
         command: command.name,
         allowed: command.subcommands.map((s) => s.name).join(', '),
+        // The first subcommand's own example runs as shown; `/watch add` alone would not.
+        example: command.subcommands.find((s) => s.example)?.example,
       });
     }
     if (!this.mayRun(sub.permission, invocation.chat, invocation.actor)) {

@@ -175,7 +175,7 @@ function describeUserError(error: UserError, context: AnswerContext): string {
     case 'unknown_command':
       return `Unknown command ${quote(p.command)}. Type /help for the list.`;
     case 'unknown_subcommand':
-      return `/${p.command} needs one of: ${p.allowed}. Example: /${p.command} ${String(p.allowed).split(', ')[0]}`;
+      return `/${p.command} needs one of: ${p.allowed}. Example: ${p.example ?? `/${p.command} ${String(p.allowed).split(', ')[0]}`}`;
     case 'unknown_collection': {
       const unmatched = `No collection matches ${quote(p.query)} on ${echo(p.network)}`;
       if (p.prefix !== undefined) {

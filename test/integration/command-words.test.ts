@@ -317,7 +317,7 @@ describe('GIVEN /alias set with a collection name of several words', () => {
   });
 
   it('THEN free text that is the last option still takes the rest of the line', async () => {
-    expect((await h.run('/help watch add')).title).toBe('/watch');
+    expect((await h.run('/help watch add')).title).toBe('/watch add');
   });
 });
 

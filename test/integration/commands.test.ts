@@ -36,6 +36,29 @@ describe('market commands on the local platform', () => {
     for (const command of h.engine.commands) expect(text).toContain(`/${command.name}`);
   });
 
+  it('/help watch add explains the subcommand and its options; /help watch lists the subcommands', async () => {
+    const add = h.text(await h.run('/help watch add'));
+    expect(add).toContain('min: Minimum price, e.g. 1.5 or $500');
+    expect(add).toContain('Example: /watch add moon cats');
+    const group = h.text(await h.run('/help watch'));
+    expect(group).toContain('/watch remove <rule>');
+    expect(group).toContain('Type /help watch add for its options.');
+  });
+
+  it('every example the help shows runs as written, placeholders aside', async () => {
+    const examples = h.engine.commands.flatMap((c) =>
+      ('subcommands' in c ? c.subcommands : [c]).flatMap((spec) => (spec.example ? [spec.example] : [])),
+    );
+    expect(examples.length).toBeGreaterThanOrEqual(15);
+    let chats = 0;
+    for (const example of examples.filter((e) => !/…|0xYour/.test(e))) {
+      chats++;
+      const chat = { ...GROUP, id: `-100777${chats}` };
+      const reply = await h.run(example, chat, { ...OPERATOR, canManage: true });
+      expect(reply.tone, `${example}: ${h.text(reply)}`).not.toBe('error');
+    }
+  });
+
   it('/floor names the cheapest listings, cheapest first, as the platform has them', async () => {
     const reply = await h.run('/floor moon cats count=4');
     expect(reply.title).toBe('Floor of Moon Cats');
@@ -295,7 +318,10 @@ describe('bad input gets a clear answer', () => {
     [`/token moon cats ${'9'.repeat(150)}`, 'is too large for a token id: they go up to 2^256 − 1.'],
     ['/floor moon cats count=50', 'count must be between 1 and 10; got 50.'],
     ['/frobnicate', 'Unknown command "frobnicate". Type /help for the list.'],
-    ['/watch', '/watch needs one of: add, list, remove, pause, resume, test.'],
+    [
+      '/watch',
+      '/watch needs one of: add, list, remove, pause, resume, test. Example: /watch add moon cats sale,listing min=0.5 background=aurora',
+    ],
     ['/stats 7 extra', 'Too many arguments: "extra" was not expected.'],
     ['/floor "moon cats', 'A quote is not closed: close it'],
     ['/floor mars:0x1', 'Unknown network "mars". Known networks: devnet, devnet-l2.'],
