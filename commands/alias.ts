@@ -2,7 +2,7 @@ import { defineCommand, defineGroup } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
 import { shortAddress } from '../src/bot/format.ts';
 import { echo } from '../src/bot/user-text.ts';
-import { code } from '../src/core/reply.ts';
+import { code, oneLine } from '../src/core/reply.ts';
 import { own } from '../src/records.ts';
 
 const MAX_ALIASES = 100;
@@ -112,7 +112,11 @@ export default defineGroup({
           title: 'Aliases',
           tone: 'info',
           lines: aliases.length
-            ? aliases.map((a) => [`${a.alias} → ${a.name ?? ''} `, code(shortAddress(a.address)), ` (${a.network})`])
+            ? aliases.map((a) => [
+                `${a.alias} → ${oneLine(a.name ?? '', 100)} `,
+                code(shortAddress(a.address)),
+                ` (${a.network})`,
+              ])
             : ['No aliases yet. Add one with /alias set <name> <collection>.'],
         };
       },

@@ -1,7 +1,7 @@
 import { type CommandContext, defineCommand, defineGroup, type ResolvedCollection } from '../src/bot/command.ts';
 import { ArgumentError, UserError } from '../src/bot/errors.ts';
 import { looksLike, type OptionSpec, parseCollection, parseInteger, parseTimeZone } from '../src/bot/options.ts';
-import type { Rich } from '../src/core/reply.ts';
+import { oneLine, type Rich } from '../src/core/reply.ts';
 import type { CollectionKey, DigestSettings } from '../src/core/settings.ts';
 
 /** Collections one digest may cover. */
@@ -32,11 +32,12 @@ interface Leading {
 
 /**
  * A word the time zone is read from by position: an IANA name (`Europe/Paris`, reported if it is
- * none) or a short one the time zone database knows (`UTC`, `CET`). Longer single words it knows are
- * old country names (`Japan`, `Poland`) that could begin a collection's name.
+ * none), `UTC` or `GMT`. Other single words the time zone database knows are abbreviations and old
+ * country names (`gb`, `nz`, `wet`, `eire`, `Japan`) that could begin a collection's name: those are
+ * taken as `timezone=` only.
  */
 function readsAsTimeZone(word: string): boolean {
-  return looksLike(TIMEZONE, word, { networks: [] }) || (word.length <= 4 && parseTimeZone(word).ok);
+  return /^(utc|gmt)$/i.test(word) || (word.includes('/') && looksLike(TIMEZONE, word, { networks: [] }));
 }
 
 /**
@@ -76,7 +77,7 @@ function describe(ctx: CommandContext, digest: DigestSettings): Rich[] {
   const next = ctx.digests?.nextRun(digest);
   return [
     `Every day at ${pad(digest.hour)}:${pad(digest.minute)} ${digest.timeZone}, covering ${digest.days} day${digest.days === 1 ? '' : 's'}.`,
-    `Collections: ${digest.collections.map((c) => `${c.name ?? c.address} (${c.network})`).join(', ') || 'none (analytics only)'}.`,
+    `Collections: ${digest.collections.map((c) => `${oneLine(c.name ?? '', 100) || c.address} (${c.network})`).join(', ') || 'none (analytics only)'}.`,
     ...(next ? [`Next: ${next.toISOString().replace('T', ' ').slice(0, 16)} UTC.`] : []),
     ...(digest.lastPostedFor ? [`Last posted for ${digest.lastPostedFor.replace('T', ' ').slice(0, 16)} UTC.`] : []),
   ];
@@ -132,7 +133,10 @@ export default defineGroup({
         },
       ],
       async run(ctx, { time, timezone: namedZone, days: namedDays, collections }) {
-        const { timezone, days, rest } = readLeading(collections ?? '', { timezone: namedZone, days: namedDays });
+        // Collections given by name (collections=, or Discord's own field) are only collections.
+        const { timezone, days, rest } = ctx.namedKeys.has('collections')
+          ? { timezone: namedZone, days: namedDays, rest: collections ?? '' }
+          : readLeading(collections ?? '', { timezone: namedZone, days: namedDays });
         const resolved = await resolveAll(ctx, rest);
         const previous = ctx.store.chat(ctx.chatKey).digest;
         // Setting the time again changes what is restated and keeps the rest, collections as much as the

@@ -2,7 +2,7 @@ import { defineCommand } from '../src/bot/command.ts';
 import { ArgumentError, permissionError } from '../src/bot/errors.ts';
 import { shortAddress } from '../src/bot/format.ts';
 import { parseCollection } from '../src/bot/options.ts';
-import { code, type Rich } from '../src/core/reply.ts';
+import { code, oneLine, type Rich } from '../src/core/reply.ts';
 
 const CLEAR = ['none', 'off', 'clear'];
 
@@ -58,7 +58,7 @@ export default defineCommand({
           name: 'Collection',
           value: settings.collection
             ? [
-                `${settings.collection.name ?? ''} `,
+                `${oneLine(settings.collection.name ?? '', 100)} `,
                 code(shortAddress(settings.collection.address)),
                 ` (${settings.collection.network})`,
               ]

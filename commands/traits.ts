@@ -1,4 +1,4 @@
-import { type CommandContext, defineCommand, type ResolvedCollection } from '../src/bot/command.ts';
+import { defineCommand, isGroup, type ResolvedCollection } from '../src/bot/command.ts';
 import { footerOf, formatShare, onCollection, rarityPending } from '../src/bot/market.ts';
 import { oneLine, type Reply } from '../src/core/reply.ts';
 import type { PropertyFilter } from '../src/platform/types.ts';
@@ -9,21 +9,26 @@ const MAX_VALUES = 20;
 const TYPEABLE_KEY = /^[A-Za-z_][\w .-]{0,40}$/;
 
 /**
- * A `/floor` line with a trait filter that runs as shown in this chat: the collection on another
- * network than the chat's carries its network, a name that does not read back as itself is replaced by
- * the address, and words with spaces are quoted. None when no trait can be typed as `key=value`.
+ * A `/floor` line with a trait filter that runs as shown in a chat whose network is `chatNetwork`:
+ * the collection on another network carries its network, a name that would not read back as itself
+ * is given as the address, and a word with spaces is quoted. `optionNames` are /floor's own options,
+ * which a trait of the same name would be read as. None when no trait can be typed as `key=value`.
  */
-function filterExample(
-  ctx: CommandContext,
+export function filterExample(
   collection: ResolvedCollection,
   filters: readonly PropertyFilter[],
+  chatNetwork: string,
+  optionNames: readonly string[],
 ): string | undefined {
   const typeable = (value: string) => value !== '' && value.trim() === value && !/["']/.test(value);
-  const filter = filters.find((f) => TYPEABLE_KEY.test(f.name) && f.values.map(String).some(typeable));
+  const taken = new Set(['network', ...optionNames]);
+  const filter = filters.find(
+    (f) => TYPEABLE_KEY.test(f.name) && !taken.has(f.name.toLowerCase()) && f.values.map(String).some(typeable),
+  );
   const value = filter?.values.map(String).find(typeable);
   if (!filter || value === undefined) return undefined;
-  const chatNetwork = ctx.store.chat(ctx.chatKey).network ?? ctx.settings.defaultNetwork;
-  const plainName = /^[\p{L}\p{N}][\p{L}\p{N} .'-]*$/u.test(collection.name) && !/\s\d+$/.test(collection.name);
+  // Quotes open a quoted word, 0x starts an address, and a last word that is a number reads as the count.
+  const plainName = /^[\p{L}\p{N}][\p{L}\p{N} .-]*$/u.test(collection.name) && !/^0x|\s\d+$/i.test(collection.name);
   const name = plainName ? collection.name.toLowerCase() : collection.address;
   const where = collection.network === chatNetwork ? name : `${collection.network}:${name}`;
   const word = `${filter.name}=${value}`;
@@ -76,7 +81,13 @@ export default defineCommand({
     } else if (rarity) {
       lines.push(`Shares of each value: ${rarityPending(rarity)}.`);
     }
-    const example = filterExample(ctx, collection, filters);
+    const floor = ctx.commands.find((c) => c.name === 'floor');
+    const example = filterExample(
+      collection,
+      filters,
+      ctx.store.chat(ctx.chatKey).network ?? ctx.settings.defaultNetwork,
+      floor && !isGroup(floor) ? floor.options.map((o) => o.name) : [],
+    );
     if (example) lines.push(`Filter the floor by a trait: ${example}`);
     if (lines.length) reply.lines = lines;
     return reply;

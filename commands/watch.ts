@@ -5,7 +5,7 @@ import { shortAddress } from '../src/bot/format.ts';
 import { traitConditions } from '../src/bot/market.ts';
 import { parseAddress, parsePercent, parseTokenId } from '../src/bot/options.ts';
 import { echo } from '../src/bot/user-text.ts';
-import { code, type Rich } from '../src/core/reply.ts';
+import { code, oneLine, type Rich } from '../src/core/reply.ts';
 import { ALERT_KINDS, type AlertKind, type TraitCondition, type WatchRule } from '../src/core/types.ts';
 
 /** Rules one chat may have: bounds the work of every event. */
@@ -47,7 +47,7 @@ function parseKinds(words: readonly string[] | undefined): AlertKind[] {
 }
 
 function describeRule(rule: WatchRule): Rich {
-  const parts = [`${rule.kinds.join(', ')} of ${rule.collectionName} (${rule.network})`];
+  const parts = [`${rule.kinds.join(', ')} of ${oneLine(rule.collectionName, 100)} (${rule.network})`];
   if (rule.tokenIds?.length)
     parts.push(`tokens ${rule.tokenIds.slice(0, 5).join(', ')}${rule.tokenIds.length > 5 ? '…' : ''}`);
   if (rule.wallets?.length) parts.push(`wallets ${rule.wallets.map(shortAddress).join(', ')}`);

@@ -534,7 +534,7 @@ async function cli(): Promise<void> {
     // Only the stack (name, message, frames): Node's own report of an uncaught error would print the
     // error's properties and causes too, where a library may keep what it sent, secrets included.
     process.stderr.write(`floorwatch: could not start: ${error instanceof Error ? error.stack : String(error)}\n`);
-    process.exit(70);
+    process.exit(1);
   }
   let stopping = false;
   const shutdown = async (reason: string, code: number) => {

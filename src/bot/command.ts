@@ -112,6 +112,8 @@ export interface CommandContext {
   startedAt: Date;
   /** `key=value` words that matched no option (trait filters), keys lower-cased. */
   extras: ReadonlyMap<string, string>;
+  /** The keys given as `key=value` (every option of a Discord slash command is), lower-cased. */
+  namedKeys: ReadonlySet<string>;
   /** The command line as typed, normalised: `/floor devnet:0x… count=5`. */
   commandLine: string;
   /** Builds the command line of a button that re-runs this command with some arguments changed. */

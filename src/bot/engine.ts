@@ -22,6 +22,7 @@ import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } f
 import type { Links } from './links.ts';
 import type { MarketContext } from './market.ts';
 import {
+  type ArgError,
   type CollectionRef,
   looksLike,
   type OptionSpec,
@@ -40,6 +41,8 @@ export interface Invocation {
   command: string;
   subcommand?: string | undefined;
   args: Tokens;
+  /** Arguments the adapter could not take (a chat option's text that does not split): answered as any bad argument. */
+  refused?: ArgError | undefined;
 }
 
 export interface EngineOptions {
@@ -187,6 +190,7 @@ export class CommandEngine {
       const { spec, label, args } = this.#select(invocation);
       name = label;
       selected = { label, args };
+      if (invocation.refused) throw new ArgumentError(invocation.refused, usageOf(spec, label));
       return await this.#execute(spec, label, args, invocation);
     } catch (error) {
       if (error instanceof AmbiguousCollectionError && selected) {
@@ -452,6 +456,7 @@ export class CommandEngine {
       actor: invocation.actor,
       chatKey,
       network: effectiveNetwork,
+      namedKeys: new Set(tokens.named.keys()),
       now: this.#now,
       startedAt: this.startedAt,
       extras,

@@ -94,16 +94,22 @@ export function safeUrl(url: string | undefined): string | undefined {
   }
 }
 
+const GRAPHEMES = new Intl.Segmenter('en', { granularity: 'grapheme' });
+
 /**
- * The first `units` UTF-16 units of `text`, one fewer when the last would be the first half of a
- * surrogate pair: chat limits count UTF-16 units, and half an emoji is an invalid string that a
- * chat API may refuse (and that turns into U+FFFD in a file).
+ * The longest start of `text` of at most `units` UTF-16 units that ends between two characters as
+ * people see them: chat limits count UTF-16 units, and a cut inside an emoji (half a surrogate pair,
+ * one flag of a pair, a family without its last member) shows a broken or different character, or
+ * is an invalid string a chat API may refuse.
  */
 export function sliceUnits(text: string, units: number): string {
   if (text.length <= units) return text;
-  const end = Math.max(0, units);
-  const last = text.charCodeAt(end - 1);
-  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? end - 1 : end);
+  let end = 0;
+  for (const { index, segment } of GRAPHEMES.segment(text)) {
+    if (index + segment.length > units) break;
+    end = index + segment.length;
+  }
+  return text.slice(0, end);
 }
 
 /**

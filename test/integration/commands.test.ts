@@ -299,14 +299,21 @@ describe('/traits suggests a /floor line that runs as shown', () => {
 });
 
 describe('untrusted names show as one plain line', () => {
-  it('GIVEN token names with a direction override, zero-width characters or line breaks THEN /token and /floor show each as one line without them', async () => {
+  it('GIVEN token names with a direction override, zero-width characters or line breaks THEN /token and /search show each as one line without them', async () => {
     const overridden = await h.run('/token render 5');
     expect(overridden.title).toContain('Gremlin evilzero\u200dwidth');
     const broken = await h.run('/token render 11');
     expect(broken.title).toContain('Newlines in the name');
-    const floor = await h.run('/floor render count=10');
-    for (const line of floor.lines ?? []) expect(plain(line)).not.toMatch(/[\n\u202a-\u202e\u2066-\u2069\u200b]/);
-    expect(h.text(floor)).not.toMatch(/[\u202a-\u202e\u200b]/);
+    // In lists too: each token of /search on one line, without the characters.
+    for (const [query, shown] of [
+      ['evil', 'Gremlin evilzero\u200dwidth'],
+      ['newlines', 'Newlines in the name'],
+    ]) {
+      const found = (await h.run(`/search ${query}`)).fields?.find((f) => f.name.startsWith('Tokens'));
+      const lines = plain(found?.value ?? '').split('\n');
+      expect(lines.some((line) => line.startsWith(`${shown} · #`))).toBe(true);
+      for (const line of lines) expect(line).not.toMatch(/[\u202a-\u202e\u2066-\u2069\u200b]/);
+    }
   });
 });
 

@@ -571,6 +571,23 @@ describe('/digest set reads its words by position', () => {
     expect(h.text(reply)).toContain('No collection matches "5"');
   });
 
+  it('GIVEN a first word that only an abbreviation table reads as a time zone (gb, nz, eire) THEN it begins a collection name, not the time zone', async () => {
+    const c = fresh();
+    expect(h.text(await h.run('/digest set 09:00 gb moon cats', c, ADMIN))).toContain(
+      'No collection matches "gb moon cats"',
+    );
+    expect(digestIn(c)).toBeUndefined();
+    await h.run('/digest set 09:00 utc moon cats', c, ADMIN);
+    expect(digestIn(c)).toMatchObject({ timeZone: 'UTC', collections: [{ name: 'Moon Cats' }] });
+  });
+
+  it('GIVEN collections given by name THEN none of their words is read as the days or the time zone', async () => {
+    const c = fresh();
+    const reply = await h.run('/digest set 09:00 collections="7 moon cats"', c, ADMIN);
+    expect(h.text(reply)).toContain('No collection matches "7 moon cats"');
+    expect(digestIn(c)).toBeUndefined();
+  });
+
   it('GIVEN a digest WHEN only its time is set again THEN it keeps its time zone, days and collections, and says so', async () => {
     const c = fresh();
     await h.run('/digest set 09:00 Europe/Paris 7 moon cats, glitch gardens', c, ADMIN);

@@ -520,6 +520,17 @@ describe('Discord interactions', () => {
     for (const rule of h.store.rules.slice(before)) await h.store.updateRule(rule.id, () => null);
   });
 
+  it('GIVEN the traits option of /floor THEN its filters apply, and a key given twice, or also given as an option, is refused', async () => {
+    const floor = (options: Record<string, string | number>) =>
+      interact({ kind: 'command', name: 'floor', options: { collection: `devnet:${moonCats.address}`, ...options } });
+    const filtered = await floor({ traits: 'background=aurora' });
+    expect(filtered.message.embeds?.[0]?.title).toContain('Floor of Moon Cats');
+    expect(text((await floor({ traits: 'background=aurora background=void' })).message)).toContain(
+      'background is given twice',
+    );
+    expect(text((await floor({ count: 2, traits: 'count=5' })).message)).toContain('count is given twice');
+  });
+
   it('in a direct message the person is the chat: they may change its settings without any permission', async () => {
     const answer = await interact({
       kind: 'command',

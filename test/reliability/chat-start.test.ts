@@ -149,6 +149,32 @@ describe('a chat API at start', () => {
       await telegram.close();
     }
   }, 60_000);
+
+  it('GIVEN a Bot API that answers setWebhook with 429 THEN it counts as unreachable for now: exit 69, for the supervisor to retry', async () => {
+    const telegram = await FakeTelegram.start();
+    const secret = 'webhook-SECRET-0123456789abcdef';
+    telegram.fail('setWebhook', { code: 429, description: 'Too Many Requests: retry after 1' }, 10);
+    try {
+      const run = await runEntryPoint('', {
+        FLOORWATCH_DATA_DIR: dataDir,
+        TELEGRAM_BOT_TOKEN: telegram.token,
+        TELEGRAM_API_ROOT: telegram.url,
+        FLOORWATCH_TELEGRAM_WEBHOOK_URL: 'https://bot.example.test/telegram',
+        FLOORWATCH_TELEGRAM_WEBHOOK_SECRET: secret,
+        FLOORWATCH_TELEGRAM_WEBHOOK_PORT: '0',
+      });
+      expectOneLine(
+        run,
+        69,
+        /^floorwatch: Telegram: cannot reach the Bot API at http:\/\/127\.0\.0\.1:\d+ \(setWebhook: /,
+        telegram.token,
+      );
+      expect(run.stderr + run.stdout).not.toContain(secret);
+      expect(telegram.callsOf('setWebhook').length).toBeGreaterThanOrEqual(1);
+    } finally {
+      await telegram.close();
+    }
+  }, 60_000);
 });
 
 describe('a Discord gateway that cannot be reached at start', () => {

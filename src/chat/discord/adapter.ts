@@ -34,7 +34,7 @@ import type { Logger } from 'pino';
 import { ButtonCodec } from '../../bot/buttons.ts';
 import { type Actor, type ChatRef, type CommandDefinition, isGroup, type RoleMentionCheck } from '../../bot/command.ts';
 import type { CommandEngine, Invocation } from '../../bot/engine.ts';
-import { type OptionSpec, tokenize } from '../../bot/options.ts';
+import { type ArgError, type OptionSpec, tokenize } from '../../bot/options.ts';
 import type { Config } from '../../config.ts';
 import type { RulesRepository } from '../../core/ports.ts';
 import { type Reply, truncate } from '../../core/reply.ts';
@@ -544,10 +544,12 @@ class InteractionHandler {
   }
 }
 
-/** {@link Actor.mayMention} from the server's roles (cached with the Guilds intent) and the member's permissions. */
+/** {@link Actor.mayMention} from the server's roles (cached with the Guilds intent, or resolved with the option) and the member's permissions. */
 function roleMention(interaction: Interaction<'cached' | 'raw'>, roleId: string): RoleMentionCheck {
   if (roleId === interaction.guildId) return 'everyone';
-  const role = interaction.guild?.roles.cache.get(roleId);
+  // A role picked in the option comes resolved with the interaction, also when the server is not cached.
+  const picked = interaction.isChatInputCommand() ? interaction.options.resolved?.roles?.get(roleId) : undefined;
+  const role = interaction.guild?.roles.cache.get(roleId) ?? picked;
   if (!role) return 'unknown_role';
   if (role.mentionable || interaction.memberPermissions?.has(PermissionFlagsBits.MentionEveryone, true)) return 'ok';
   return 'not_mentionable';
@@ -583,22 +585,27 @@ export function toInvocation(
   const leaves = sub ? (sub.options ?? []) : data;
   const named = new Map<string, string>();
   const positional: string[] = [];
-  for (const option of leaves) {
-    if (option.value === undefined || option.value === null) continue;
-    const value = String(option.value);
-    if (option.name === EXTRA_OPTIONS.traits) {
-      const words = tokenize(value);
-      if (words.ok) {
-        for (const [key, word] of words.value.named) named.set(key, word);
-        positional.push(...words.value.positional);
-      } else {
-        positional.push(value);
-      }
-    } else {
-      named.set(option.name.toLowerCase(), value);
-    }
+  let refused: ArgError | undefined;
+  const given = leaves.filter((o) => o.value !== undefined && o.value !== null);
+  for (const option of given) {
+    if (option.name !== EXTRA_OPTIONS.traits) named.set(option.name.toLowerCase(), String(option.value));
   }
-  return { chat, actor, command, subcommand: sub?.name, args: { positional, named } };
+  // The traits text after the options, so that a key in it that one of them has is refused, as typed twice.
+  for (const option of given) {
+    if (option.name !== EXTRA_OPTIONS.traits) continue;
+    const words = tokenize(String(option.value));
+    if (!words.ok) {
+      refused ??= words.error;
+      continue;
+    }
+    for (const [key, word] of words.value.named) {
+      const earlier = named.get(key);
+      if (earlier !== undefined) refused ??= { code: 'repeated_option', option: key, allowed: [earlier, word] };
+      else named.set(key, word);
+    }
+    positional.push(...words.value.positional);
+  }
+  return { chat, actor, command, subcommand: sub?.name, args: { positional, named }, ...(refused ? { refused } : {}) };
 }
 
 /** Discord's nonce (at most 25 characters) of a delivery's idempotency key. */

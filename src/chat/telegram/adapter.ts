@@ -493,7 +493,11 @@ function startError(what: string, error: unknown, scrub: (text: string) => strin
     const text = `Telegram: the Bot API at ${address} refused TELEGRAM_BOT_TOKEN (${refusal}); check the token with @BotFather.`;
     return new ChatStartError('telegram', 'refused', address, text, cause);
   }
-  if (error instanceof HttpError || (error instanceof GrammyError && error.error_code >= 500)) {
+  // 429 too: a flood limit passes, and replicas starting together all call setWebhook.
+  if (
+    error instanceof HttpError ||
+    (error instanceof GrammyError && (error.error_code >= 500 || error.error_code === 429))
+  ) {
     const reason = networkFailureOf(error) ?? message;
     const text = `Telegram: cannot reach the Bot API at ${address} (${what}: ${reason}).`;
     return new ChatStartError('telegram', 'unreachable', address, text, cause);

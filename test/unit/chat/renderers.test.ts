@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DISCORD_LIMITS, escapeMarkdown, renderDiscord } from '../../../src/chat/discord/render.ts';
 import { escapeHtml, renderTelegram, TELEGRAM_LIMITS } from '../../../src/chat/telegram/render.ts';
-import type { Reply, Rich } from '../../../src/core/reply.ts';
+import { type Reply, type Rich, sliceUnits, truncate } from '../../../src/core/reply.ts';
 
 const HOSTILE = [
   '**bold** __u__ ||spoiler|| [x](http://evil.example) `code`',
@@ -135,6 +135,14 @@ describe('Discord embed renderer', () => {
     const long = renderDiscord([{ title: `${'_'.repeat(200)}x` }]).embeds[0]?.title ?? '';
     expect(long.length).toBeLessThanOrEqual(DISCORD_LIMITS.title);
     expect(long).toMatch(/^(\\_)+…$/);
+  });
+
+  it('cuts between characters as people see them: a flag pair, a family, a skin tone stay whole', () => {
+    expect(truncate('🇫🇷🇫🇷', 5)).toBe('🇫🇷…');
+    expect(truncate('🇫🇷🇫🇷', 7)).toBe('🇫🇷…');
+    expect(truncate('ab👩‍👩‍👧c', 9)).toBe('ab…');
+    expect(truncate('👍🏽👍🏽', 5)).toBe('👍🏽…');
+    expect(sliceUnits('e\u0301te\u0301', 4)).toBe('e\u0301t');
   });
 
   it('cuts names between characters, never inside an emoji', () => {
