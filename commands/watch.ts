@@ -73,6 +73,60 @@ async function ruleOfChat(ctx: CommandContext, id: string): Promise<WatchRule> {
 }
 
 const ruleOption = { name: 'rule', type: 'text', description: 'Rule id, e.g. r3', required: true } as const;
+/** `rule` of the commands that change rules: one id, or several (`r3,r4`). */
+const rulesOption = {
+  name: 'rule',
+  type: 'text',
+  description: 'Rule id, e.g. r3, or several: r3,r4',
+  required: true,
+  rest: true,
+} as const;
+
+/** The rules named (`r3`, `3`, `r3,r4 r5`), each once; none is changed when one of them is not the chat's. */
+async function rulesNamed(ctx: CommandContext, text: string): Promise<WatchRule[]> {
+  const ids = [
+    ...new Set(
+      text
+        .split(/[\s,]+/)
+        .filter(Boolean)
+        .map((id) => (/^r/i.test(id) ? id.toLowerCase() : `r${id}`)),
+    ),
+  ];
+  const rules = await rulesOfChat(ctx);
+  const missing = ids.filter((id) => !rules.some((r) => r.id === id));
+  if (missing.length > 0) {
+    const named = missing.length === 1 ? `rule ${echo(missing[0])}` : `rules ${echo(missing.join(', '))}`;
+    throw new UserError('not_found', {
+      what: `This chat has no ${named}: nothing was changed. /watch list shows them.`,
+    });
+  }
+  return ids.map((id) => rules.find((r) => r.id === id) as WatchRule);
+}
+
+/** `r3` or `r3, r4 and r5`. */
+function idList(rules: readonly WatchRule[]): string {
+  const ids = rules.map((r) => r.id);
+  return ids.length === 1 ? (ids[0] as string) : `${ids.slice(0, -1).join(', ')} and ${ids.at(-1)}`;
+}
+
+/** How people say the kinds otherwise (plurals are read anyway): `/watch add moon cats sold` means sales. */
+const KIND_SYNONYMS: Readonly<Record<string, string>> = {
+  sold: 'sale',
+  bought: 'sale',
+  list: 'listing',
+  listed: 'listing',
+  bid: 'offer',
+  bids: 'offer',
+  offered: 'offer',
+  minted: 'mint',
+  transferred: 'transfer',
+  burned: 'burn',
+  burnt: 'burn',
+  cancelled: 'cancel',
+  canceled: 'cancel',
+  delisted: 'cancel',
+  everything: 'all',
+};
 
 /** `sales, listings, …, cancels`: every kind a rule can follow, as /help names them. */
 const KINDS_TEXT = ALERT_KINDS.map((kind) => `${kind}s`).join(', ');
@@ -100,6 +154,7 @@ export default defineGroup({
           type: 'choiceList',
           description: `${ALERT_KINDS.join(', ')} or all (default sale)`,
           choices: [...ALERT_KINDS, 'all'],
+          synonyms: KIND_SYNONYMS,
         },
         { name: 'tokens', type: 'text', description: 'Only these token ids, comma-separated' },
         { name: 'wallets', type: 'text', description: 'Only events involving these wallets, comma-separated' },
@@ -220,35 +275,67 @@ export default defineGroup({
     }),
     defineCommand({
       name: 'remove',
-      description: 'Remove an alert rule',
+      description: 'Remove alert rules',
       permission: 'manage',
-      options: [ruleOption],
+      options: [rulesOption],
       async run(ctx, { rule }) {
-        const found = await ruleOfChat(ctx, rule);
-        await ctx.store.updateRule(found.id, () => null);
-        return { tone: 'success', lines: [`Rule ${found.id} removed.`] };
+        const found = await rulesNamed(ctx, rule);
+        for (const rule of found) await ctx.store.updateRule(rule.id, () => null);
+        return { tone: 'success', lines: [`${found.length === 1 ? 'Rule' : 'Rules'} ${idList(found)} removed.`] };
       },
     }),
     defineCommand({
       name: 'pause',
-      description: 'Pause an alert rule',
+      description: 'Pause alert rules',
       permission: 'manage',
-      options: [ruleOption],
+      options: [rulesOption],
       async run(ctx, { rule }) {
-        const found = await ruleOfChat(ctx, rule);
-        await ctx.store.updateRule(found.id, (r) => ({ ...r, paused: true }));
-        return { tone: 'success', lines: [`Rule ${found.id} paused. /watch resume ${found.id} turns it back on.`] };
+        const found = await rulesNamed(ctx, rule);
+        const changing = found.filter((r) => !r.paused);
+        for (const rule of changing) await ctx.store.updateRule(rule.id, (r) => ({ ...r, paused: true }));
+        const already = found.filter((r) => r.paused);
+        return {
+          tone: changing.length > 0 ? 'success' : 'info',
+          lines: [
+            ...(changing.length > 0
+              ? [
+                  `${changing.length === 1 ? 'Rule' : 'Rules'} ${idList(changing)} paused. /watch resume ${changing.map((r) => r.id).join(',')} turns ${changing.length === 1 ? 'it' : 'them'} back on.`,
+                ]
+              : []),
+            ...(already.length > 0
+              ? [
+                  `${already.length === 1 ? 'Rule' : 'Rules'} ${idList(already)} ${already.length === 1 ? 'was' : 'were'} already paused.`,
+                ]
+              : []),
+          ],
+        };
       },
     }),
     defineCommand({
       name: 'resume',
-      description: 'Resume a paused alert rule',
+      description: 'Resume paused alert rules',
       permission: 'manage',
-      options: [ruleOption],
+      options: [rulesOption],
       async run(ctx, { rule }) {
-        const found = await ruleOfChat(ctx, rule);
-        await ctx.store.updateRule(found.id, (r) => ({ ...r, paused: false }));
-        return { tone: 'success', lines: [`Rule ${found.id} is on again.`] };
+        const found = await rulesNamed(ctx, rule);
+        const changing = found.filter((r) => r.paused);
+        for (const rule of changing) await ctx.store.updateRule(rule.id, (r) => ({ ...r, paused: false }));
+        const already = found.filter((r) => !r.paused);
+        return {
+          tone: changing.length > 0 ? 'success' : 'info',
+          lines: [
+            ...(changing.length > 0
+              ? [
+                  `${changing.length === 1 ? 'Rule' : 'Rules'} ${idList(changing)} ${changing.length === 1 ? 'is' : 'are'} on again.`,
+                ]
+              : []),
+            ...(already.length > 0
+              ? [
+                  `${already.length === 1 ? 'Rule' : 'Rules'} ${idList(already)} ${already.length === 1 ? 'was' : 'were'} not paused.`,
+                ]
+              : []),
+          ],
+        };
       },
     }),
     defineCommand({

@@ -182,6 +182,13 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     const links = new Links(linkTemplates, platform.networks.all);
     const defaultNetwork = config.defaultNetwork ?? platform.networks.all[0]?.name;
     if (!defaultNetwork) throw new ConfigError(['FLOORWATCH_NETWORKS lists no network.']);
+    // With the local platform the networks are known only now: the configuration could not check this.
+    if (!platform.networks.all.some((n) => n.name === defaultNetwork)) {
+      const known = platform.networks.all.map((n) => n.name).join(', ');
+      throw new ConfigError([
+        `FLOORWATCH_DEFAULT_NETWORK "${defaultNetwork}" is not a network of the platform (${known}).`,
+      ]);
+    }
 
     // The stores: files in the data directory (one process), or the shared database (any number).
     let store: RulesRepository;

@@ -82,16 +82,20 @@ export type Outcome = 'ok' | 'user_error' | 'platform_error' | 'denied' | 'rate_
 /**
  * Splits a typed line into a command name and its words: `/floor@MyBot moon cats count=5`.
  * Returns undefined for a line that is not a command. The `@bot` suffix is dropped here;
- * adapters that must ignore commands for other bots check it before.
+ * adapters that must ignore commands for other bots check it before. Words that do not split (an
+ * unclosed quote, an option given twice) come back as `refused`, with the first word kept as the
+ * subcommand it may be, so that the answer shows the usage of what was typed.
  */
-export function parseCommandLine(
-  line: string,
-): { command: string; args: Tokens } | { error: ArgumentError } | undefined {
+export function parseCommandLine(line: string): { command: string; args: Tokens; refused?: ArgError } | undefined {
   const match = /^\s*\/([A-Za-z][\w-]{0,31})(?:@\w+)?(?:\s+([\s\S]*))?$/.exec(line);
   if (!match) return undefined;
+  const command = (match[1] ?? '').toLowerCase();
   const tokens = tokenize(match[2] ?? '');
-  if (!tokens.ok) return { error: new ArgumentError(tokens.error, `/${match[1]}`) };
-  return { command: (match[1] ?? '').toLowerCase(), args: tokens.value };
+  if (!tokens.ok) {
+    const first = /^\s*([A-Za-z]+)(?=\s|$)/.exec(match[2] ?? '')?.[1];
+    return { command, args: { positional: first ? [first] : [], named: new Map() }, refused: tokens.error };
+  }
+  return { command, args: tokens.value };
 }
 
 /**
@@ -176,8 +180,7 @@ export class CommandEngine {
   async runLine(line: string, chat: ChatRef, actor: Actor): Promise<Reply | undefined> {
     const parsed = parseCommandLine(line);
     if (!parsed) return undefined;
-    if ('error' in parsed) return errorReply(parsed.error, '');
-    return this.run({ chat, actor, command: parsed.command, args: parsed.args });
+    return this.run({ chat, actor, command: parsed.command, args: parsed.args, refused: parsed.refused });
   }
 
   async run(invocation: Invocation): Promise<Reply> {
@@ -187,7 +190,7 @@ export class CommandEngine {
     let selected: { label: string; args: Tokens } | undefined;
     let outcome: Outcome = 'ok';
     try {
-      const { spec, label, args } = this.#select(invocation);
+      const { spec, label, args } = this.#selectOrRefuse(invocation);
       name = label;
       selected = { label, args };
       if (invocation.refused) throw new ArgumentError(invocation.refused, usageOf(spec, label));
@@ -217,6 +220,18 @@ export class CommandEngine {
       const ms = performance.now() - started;
       logger.debug({ command: name, outcome, ms: Math.round(ms * 10) / 10 }, 'command');
       for (const listener of this.#listeners) listener(name, outcome, ms);
+    }
+  }
+
+  /** {@link #select}, where words that did not split are the answer rather than a subcommand not found among them. */
+  #selectOrRefuse(invocation: Invocation): { spec: CommandSpec; label: string; args: Tokens } {
+    try {
+      return this.#select(invocation);
+    } catch (error) {
+      if (invocation.refused && error instanceof UserError && error.code === 'unknown_subcommand') {
+        throw new ArgumentError(invocation.refused, `/${invocation.command}`);
+      }
+      throw error;
     }
   }
 

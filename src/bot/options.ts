@@ -29,6 +29,8 @@ export interface OptionSpec {
   required?: boolean;
   /** For `choice` and `choiceList`. */
   choices?: readonly string[];
+  /** Other words people use for a choice (`sold` for `sale`), lower-case, to the choice they mean. */
+  synonyms?: Readonly<Record<string, string>>;
   /** For `integer`. */
   min?: number;
   max?: number;
@@ -183,19 +185,30 @@ export function parseInteger(input: string, option: string, min?: number, max?: 
  * people name kinds of things in the plural, and no choice list here has a word and its plural
  * meaning two things.
  */
-export function parseChoice(input: string, option: string, choices: readonly string[]): Parsed<string> {
+export function parseChoice(
+  input: string,
+  option: string,
+  choices: readonly string[],
+  synonyms: Readonly<Record<string, string>> = {},
+): Parsed<string> {
   const wanted = input.trim().toLowerCase();
   const found =
     choices.find((c) => c.toLowerCase() === wanted) ??
-    (wanted.endsWith('s') ? choices.find((c) => c.toLowerCase() === wanted.slice(0, -1)) : undefined);
+    (wanted.endsWith('s') ? choices.find((c) => c.toLowerCase() === wanted.slice(0, -1)) : undefined) ??
+    (Object.hasOwn(synonyms, wanted) ? synonyms[wanted] : undefined);
   return found ? ok(found) : fail({ code: 'invalid_choice', option, input: shown(input.trim()), allowed: choices });
 }
 
 /** `sale,listing` or `sale listing`: each must be one of the choices. */
-export function parseChoiceList(input: string, option: string, choices: readonly string[]): Parsed<string[]> {
+export function parseChoiceList(
+  input: string,
+  option: string,
+  choices: readonly string[],
+  synonyms: Readonly<Record<string, string>> = {},
+): Parsed<string[]> {
   const out: string[] = [];
   for (const word of input.split(/[\s,]+/).filter(Boolean)) {
-    const one = parseChoice(word, option, choices);
+    const one = parseChoice(word, option, choices, synonyms);
     if (!one.ok) return one;
     if (!out.includes(one.value)) out.push(one.value);
   }
@@ -407,9 +420,11 @@ export function looksLike(spec: OptionSpec, input: string, ctx: ParseContext): b
     case 'amount':
       return /^\$|^\.?\d|usd$/i.test(text);
     case 'choice':
-      return nearOneOf(text, spec.choices ?? []);
-    case 'choiceList':
-      return text.includes(',') || text.split(/\s+/).some((word) => nearOneOf(word, spec.choices ?? []));
+      return nearOneOf(text, [...(spec.choices ?? []), ...Object.keys(spec.synonyms ?? {})]);
+    case 'choiceList': {
+      const names = [...(spec.choices ?? []), ...Object.keys(spec.synonyms ?? {})];
+      return text.includes(',') || text.split(/\s+/).some((word) => nearOneOf(word, names));
+    }
     case 'network':
       return nearOneOf(text, ctx.networks);
     case 'duration':
@@ -441,9 +456,9 @@ export function parseOption(spec: OptionSpec, input: string, ctx: ParseContext):
     case 'integer':
       return parseInteger(input, spec.name, spec.min, spec.max);
     case 'choice':
-      return parseChoice(input, spec.name, spec.choices ?? []);
+      return parseChoice(input, spec.name, spec.choices ?? [], spec.synonyms);
     case 'choiceList':
-      return parseChoiceList(input, spec.name, spec.choices ?? []);
+      return parseChoiceList(input, spec.name, spec.choices ?? [], spec.synonyms);
     case 'duration':
       return parseDuration(input, spec.name);
     case 'role':

@@ -97,6 +97,18 @@ describe('npm start with piped input', () => {
     expect(run.stderr).not.toContain('S3CRET');
   });
 
+  it('GIVEN FLOORWATCH_DEFAULT_NETWORK that the local platform does not have THEN it refuses to start, naming the variable and the networks', async () => {
+    const run = await runEntryPoint('/floor moon cats\n', {
+      FLOORWATCH_DATA_DIR: dataDir,
+      FLOORWATCH_DEFAULT_NETWORK: 'mainnet',
+    });
+    expect(run.code).toBe(78);
+    expect(run.stderr).toContain(
+      'FLOORWATCH_DEFAULT_NETWORK "mainnet" is not a network of the platform (devnet, devnet-l2).',
+    );
+    expect(run.stdout).toBe('');
+  });
+
   it('refuses to start on a corrupt state file and leaves it as it was', async () => {
     const file = join(dataDir, 'state.json');
     await writeFile(file, '{"version":2,"chats":');

@@ -44,6 +44,20 @@ describe('watch rules', () => {
     );
     expect(h.store.rules.map((r) => r.id)).toEqual(['r1', 'r2']);
   });
+
+  it('GIVEN rules r1 (paused) and r2 THEN pause, resume and remove take several ids, say which were already so, and change nothing when one id is not the chat', async () => {
+    expect(h.text(await h.run('/watch pause r1,r2'))).toBe(
+      'Rule r2 paused. /watch resume r2 turns it back on.\nRule r1 was already paused.',
+    );
+    expect(h.text(await h.run('/watch pause r2'))).toBe('Rule r2 was already paused.');
+    expect(h.text(await h.run('/watch resume r1 r2'))).toBe('Rules r1 and r2 are on again.');
+    expect(h.text(await h.run('/watch resume 2'))).toBe('Rule r2 was not paused.');
+    const missing = await h.run('/watch remove r1,r9');
+    expect(h.text(missing)).toBe('This chat has no rule r9: nothing was changed. /watch list shows them.');
+    expect(h.store.rules.map((r) => r.id)).toEqual(['r1', 'r2']);
+    expect(h.text(await h.run('/watch remove r1,r2'))).toBe('Rules r1 and r2 removed.');
+    expect(h.store.rules).toEqual([]);
+  });
 });
 
 describe('trait filters', () => {

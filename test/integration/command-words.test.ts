@@ -208,6 +208,15 @@ describe('GIVEN a name of several words typed after key= without quotes', () => 
     );
   });
 
+  it('/watch add moon cats sold THEN kinds said the way people say them are the kinds (sold: sale; listed, burnt)', async () => {
+    const chat = freshGroup();
+    expect(h.text(await h.run('/watch add moon cats sold', chat, ADMIN))).toContain('sale of Moon Cats (devnet)');
+    expect(h.text(await h.run('/watch add moon cats listed,burnt', chat, ADMIN))).toContain(
+      'listing, burn of Moon Cats (devnet)',
+    );
+    expect(h.text(await h.run('/watch add moon cats sole', chat, ADMIN))).toContain('kinds must be one of');
+  });
+
   it('/alias set mc for another collection THEN the answer says what mc meant before', async () => {
     const chat = freshGroup();
     expect(h.text(await h.run('/alias set mc moon cats', chat, ADMIN))).not.toContain('before');

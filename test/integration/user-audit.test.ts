@@ -61,8 +61,9 @@ describe('what the user typed, echoed', () => {
     const text = h.text(await h.run('/floor "moon cats'));
     expect(text).toContain('A quote is not closed');
     expect(text).not.toMatch(/^Usage: \/floor$/m);
-    expect(text).toContain('/help floor');
-    expect(h.text(await h.run('/help floor'))).toContain('/floor <collection> [count] [trait=value ...]');
+    expect(text).toContain('Usage: /floor <collection> [count] [trait=value ...]');
+    // A subcommand's own usage, when the line names one.
+    expect(h.text(await h.run('/watch add "moon cats'))).toContain('Usage: /watch add <collection>');
   });
 
   it('GIVEN a right-to-left override typed before a name nothing has THEN the answer shows where it was and carries none raw', async () => {
