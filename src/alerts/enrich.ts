@@ -206,6 +206,7 @@ export class Enricher {
     if (first) details.marketplace = marketplaceName(first);
     // Request events come from the platform's own marketplace contract.
     else if (this.#pricedByChain(event)) details.marketplace = marketplaceName({ marketplace: OWN_MARKETPLACE });
+    this.#noteOrders(event, orders);
     const sample = book && floorOf(book, []);
     return {
       details,
@@ -237,6 +238,31 @@ export class Enricher {
       return cached;
     }
     return fetching;
+  }
+
+  /**
+   * Keeps the cached cheapest listings in step with what the stream shows between two fetches: the
+   * orders of a sale or a cancel leave it (an order a sweep just filled is no floor), a new listing
+   * joins it. Without this the floor of the next alerts, for up to 5 minutes, could be an order sold
+   * seconds before. A partly filled order leaves too, until the next fetch brings it back.
+   */
+  #noteOrders(event: ChainEvent, orders: readonly Order[]): void {
+    const key = `${event.network}:${event.collection}`;
+    const book = this.#books.get(key);
+    if (!book) return;
+    let entries = book.entries;
+    if (event.kind === 'sale' || event.kind === 'cancel') {
+      const gone = new Set(event.orderIds);
+      entries = entries.filter((entry) => !gone.has(entry.orderId));
+    } else if (event.kind === 'listing') {
+      const listed = orders.filter((o) => o.side === 'listing' && o.priceUSD > 0);
+      const ids = new Set(listed.map((o) => o.orderId));
+      entries = [
+        ...entries.filter((entry) => !ids.has(entry.orderId)),
+        ...listed.map((o) => ({ orderId: o.orderId, usd: o.priceUSD })),
+      ];
+    }
+    if (entries !== book.entries) this.#books.set(key, { at: book.at, entries }, { noUpdateTTL: true });
   }
 
   async #fetchBook(event: ChainEvent): Promise<Book> {

@@ -397,6 +397,29 @@ describe('alerts in market context, and what the pipeline records', () => {
     await sink.until(() => sink.edits.length > edits);
     expect(count()).toBe(2);
   });
+
+  it('GIVEN the floor listing just sold WHEN another token sells seconds later THEN the floor of that alert is the next listing, not the sold one', async () => {
+    const listed = async () =>
+      (await everything(moonCats.address, { includeEmpty: false }))
+        .map((c) => ({ usd: c.order?.priceUSD ?? 0, tokenId: c.metadata.tokenId }))
+        .filter((c) => c.usd > 0)
+        .sort((a, b) => a.usd - b.usd);
+    const [cheapest] = await listed();
+    if (!cheapest) throw new Error('nothing listed');
+    let before = sink.alerts(CONSOLE.id).length;
+    await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address, tokenId: cheapest.tokenId }]);
+    await alertsAfter(before, 1);
+    const left = await listed();
+    const [next] = left;
+    const dear = left.at(-1);
+    if (!next || !dear || dear.tokenId === next.tokenId) throw new Error('too few listings');
+    before = sink.alerts(CONSOLE.id).length;
+    await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address, tokenId: dear.tokenId }]);
+    const [sold] = await alertsAfter(before, 1);
+    const shown = Number(/^\$([\d,.]+)/.exec(field(sold ?? {}, 'Floor') ?? '')?.[1]?.replace(/,/g, ''));
+    expect(shown).toBeCloseTo(next.usd, 1);
+    expect(shown).not.toBeCloseTo(cheapest.usd, 1);
+  });
 });
 
 describe('marketplace streams and ingestion', () => {
