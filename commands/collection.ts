@@ -112,7 +112,7 @@ export default defineCommand({
       const notes = recorded.notes.length ? ` (${recorded.notes.join('; ')})` : '';
       lines.push([bold('Sales and floor changes'), ` are what the bot recorded${notes}.`]);
       // After reading the history: this floor is the next one's "then", not this one's.
-      if (floorUsd !== undefined) history.floor(collection.network, collection.address, floorUsd, now);
+      if (floorUsd !== undefined) history.floor(collection.network, collection.address, floorUsd, now, true);
     } else {
       lines.push('Sales over 24 h and 7 days: not recorded (the bot runs without its alert pipeline).');
     }

@@ -217,13 +217,15 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
     this.#unpriced.push({ key, event });
   }
 
-  floor(network: string, collection: string, usd: number, at: number): void {
+  floor(network: string, collection: string, usd: number, at: number, lookedUp = false): void {
     if (this.#closed || !(usd > 0) || !Number.isFinite(usd)) return;
     const history = this.#collection(network, collection);
     const last = history.floors.at(-1);
-    if (last && Math.abs(at - last.at) < FLOOR_SAMPLE_INTERVAL_MS) return;
     const sample = { at, usd };
-    if (last && at < last.at) insertSorted(history.floors, sample);
+    if (last && Math.abs(at - last.at) < FLOOR_SAMPLE_INTERVAL_MS) {
+      if (!lookedUp || at < last.at) return;
+      history.floors[history.floors.length - 1] = sample;
+    } else if (last && at < last.at) insertSorted(history.floors, sample);
     else history.floors.push(sample);
     history.touched = this.#now();
     this.#append({ k: 'floor', n: network, c: history.collection, at, usd });

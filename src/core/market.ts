@@ -44,6 +44,10 @@ export interface MarketHistoryView {
   since(): number | undefined;
   activity(network: string, collection: string, windowMs: number, now: number): WindowActivity;
   daily(network: string, collection: string, days: readonly string[], dayOf: (at: number) => string): DailyMarket;
-  floor(network: string, collection: string, usd: number, at: number): void;
+  /**
+   * A floor a command or a digest looked up and shows: it replaces a sample the alerts recorded
+   * within the sampling interval before it, so that a chart drawn next shows the same floor as the text.
+   */
+  floor(network: string, collection: string, usd: number, at: number, lookedUp?: boolean): void;
   lastSale(network: string, collection: string, tokenId: string): TokenSale | undefined;
 }

@@ -461,7 +461,13 @@ export class DigestService {
         .filter((o): o is Order => o !== undefined)
         .sort(byPriceDescending)[0];
       if (floor)
-        this.#o.market?.floor(collection.network, collection.address, floor.priceUSD, (this.#o.now ?? Date.now)());
+        this.#o.market?.floor(
+          collection.network,
+          collection.address,
+          floor.priceUSD,
+          (this.#o.now ?? Date.now)(),
+          true,
+        );
       return { floor, bestOffer, listings, capped: more, error: undefined };
     } catch (error) {
       return { floor: undefined, bestOffer: undefined, listings: 0, capped: false, error: reason(error) };

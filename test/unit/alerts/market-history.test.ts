@@ -101,6 +101,24 @@ describe('market history on disk', () => {
     }
   });
 
+  it('GIVEN a floor sample of the alerts WHEN a command looks the floor up within the sampling interval THEN its floor replaces the sample, in memory and after a restart', async () => {
+    const history = await open();
+    const days = [new Date(NOW).toISOString().slice(0, 10)];
+    const dayOf = (at: number) => new Date(at).toISOString().slice(0, 10);
+    history.floor('polygon', COLLECTION, 113.4, NOW - 60_000);
+    history.floor('polygon', COLLECTION, 120, NOW - 30_000);
+    expect(history.daily('polygon', COLLECTION, days, dayOf).floor).toEqual([{ label: days[0], value: 113.4 }]);
+    history.floor('polygon', COLLECTION, 133.67, NOW, true);
+    expect(history.daily('polygon', COLLECTION, days, dayOf).floor).toEqual([{ label: days[0], value: 133.67 }]);
+    await history.close();
+    const again = await open(NOW + 1_000);
+    try {
+      expect(again.daily('polygon', COLLECTION, days, dayOf).floor).toEqual([{ label: days[0], value: 133.67 }]);
+    } finally {
+      await again.close();
+    }
+  });
+
   it('GIVEN sales waiting for their price or recorded WHEN their transaction is reorganised away THEN they are forgotten, on disk too', async () => {
     await writeFile(
       file,
