@@ -87,7 +87,7 @@ export default defineCommand({
           ? `${Math.round((ctx.now().getTime() - Date.parse(s.lastEventAt)) / 1000)} s ago`
           : 'none yet';
         lines.push(
-          `  ${s.events === 'connected' ? '✅' : '⚠️'} ${s.network}: events ${s.events}, receipts ${s.receipts}, ${s.contracts} contracts, last event ${ago}${s.lastBlock === undefined ? '' : ` (block ${s.lastBlock})`}, ${s.reconnects} reconnects`,
+          `  ${s.events === 'connected' ? '✅' : '⚠️'} ${s.network}: events ${s.events}, receipts ${s.receipts}, ${s.contracts} contract${s.contracts === 1 ? '' : 's'}, last event ${ago}${s.lastBlock === undefined ? '' : ` (block ${s.lastBlock})`}, ${s.reconnects} reconnect${s.reconnects === 1 ? '' : 's'}`,
         );
         for (const gap of s.gaps.slice(-3))
           lines.push(`    gap: blocks ${gap.fromBlock}-${gap.toBlock} not seen (${gap.at.slice(0, 19)}Z)`);
