@@ -87,7 +87,7 @@ describe('the market record of a bot without watch rules', () => {
       (out) => out.includes('devnet: events connected'),
       'the marketplace stream',
     );
-    expect(status).toMatch(/✅ devnet: events connected, receipts connected, 1 contracts/);
+    expect(status).toMatch(/✅ devnet: events connected, receipts connected, 1 contract,/);
     expect(await ask('/watch list', (out) => out.includes('No rules yet'), '/watch list')).toContain('No rules yet');
 
     const tokenId = await listedToken(client, cats.address);
