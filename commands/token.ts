@@ -9,7 +9,7 @@ import {
   formatShare,
   rarityPending,
 } from '../src/bot/market.ts';
-import { oneLine, type Reply, type ReplyField, safeUrl, truncate } from '../src/core/reply.ts';
+import { inertCommands, oneLine, type Reply, type ReplyField, safeUrl, truncate } from '../src/core/reply.ts';
 
 const MAX_TRAIT_FIELDS = 12;
 /**
@@ -104,7 +104,7 @@ export default defineCommand({
       ],
     };
     const description = metadata.description?.trim();
-    if (description) reply.lines = [truncate(description, 600)];
+    if (description) reply.lines = [truncate(inertCommands(description), 600)];
     const image = safeUrl(metadata.image);
     if (image) reply.image = image;
     else if (metadata.image) reply.lines = [...(reply.lines ?? []), '(The token image link is not usable.)'];

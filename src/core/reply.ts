@@ -119,16 +119,28 @@ export function sliceUnits(text: string, units: number): string {
 const NAME_INVISIBLE = /[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/gu;
 
 /**
+ * Untrusted text with every `/command` made inert by a word joiner after its slash: Telegram shows a
+ * command in a message as a link that sends it, as whoever taps it, so an NFT named
+ * "/watch remove r1" would remove a rule when an admin tapped it. Path slashes (`a/b`, `https://`) stay.
+ */
+export function inertCommands(text: string): string {
+  return text.replace(/(^|[^\w:/])\/(?=[A-Za-z])/g, '$1/\u2060');
+}
+
+/**
  * An untrusted name (of a token, a collection, a trait) as one line of at most `max` UTF-16 units:
- * line breaks, tabs and control characters become one space, direction and zero-width characters go.
- * A name then never breaks the layout of a list or turns the rest of its line around, on any chat.
+ * line breaks, tabs and control characters become one space, direction and zero-width characters go,
+ * and commands in it are inert ({@link inertCommands}). A name then never breaks the layout of a list,
+ * turns the rest of its line around or sends a command, on any chat.
  */
 export function oneLine(text: string, max: number): string {
   return truncate(
-    text
-      .replace(NAME_INVISIBLE, '')
-      .replace(/[\s\p{Cc}]+/gu, ' ')
-      .trim(),
+    inertCommands(
+      text
+        .replace(NAME_INVISIBLE, '')
+        .replace(/[\s\p{Cc}]+/gu, ' ')
+        .trim(),
+    ),
     max,
   );
 }

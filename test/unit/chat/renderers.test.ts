@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DISCORD_LIMITS, escapeMarkdown, renderDiscord } from '../../../src/chat/discord/render.ts';
 import { escapeHtml, renderTelegram, TELEGRAM_LIMITS } from '../../../src/chat/telegram/render.ts';
-import { type Reply, type Rich, sliceUnits, truncate } from '../../../src/core/reply.ts';
+import { inertCommands, oneLine, type Reply, type Rich, sliceUnits, truncate } from '../../../src/core/reply.ts';
 
 const HOSTILE = [
   '**bold** __u__ ||spoiler|| [x](http://evil.example) `code`',
@@ -135,6 +135,13 @@ describe('Discord embed renderer', () => {
     const long = renderDiscord([{ title: `${'_'.repeat(200)}x` }]).embeds[0]?.title ?? '';
     expect(long.length).toBeLessThanOrEqual(DISCORD_LIMITS.title);
     expect(long).toMatch(/^(\\_)+…$/);
+  });
+
+  it('GIVEN a name or a description with /commands THEN Telegram gets them inert, paths and links untouched', () => {
+    const name = oneLine('/watch remove r1 (see /help) a/b https://x.example/c', 200);
+    expect(name).toBe('/\u2060watch remove r1 (see /\u2060help) a/b https://x.example/c');
+    const html = renderTelegram({ title: name, lines: [inertCommands('Tap /unpublish 5 now')] }).html;
+    expect(html).not.toMatch(/(^|[\s(>])\/[A-Za-z]/);
   });
 
   it('cuts between characters as people see them: a flag pair, a family, a skin tone stay whole', () => {
