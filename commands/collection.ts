@@ -1,5 +1,5 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { formatPrice, formatUsd, tokenName } from '../src/bot/format.ts';
+import { formatPrice, formatUsd, momentText, tokenName } from '../src/bot/format.ts';
 import { countText, footerOf, holdersSummary, listedSummary, onCollection } from '../src/bot/market.ts';
 import type { MarketHistoryView, WindowActivity } from '../src/core/market.ts';
 import { bold, type Reply, type ReplyField, type Rich, safeUrl } from '../src/core/reply.ts';
@@ -32,14 +32,6 @@ function activityText(activity: WindowActivity, floorNow: number | undefined): s
 
 function day(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
-}
-
-/** `09:41 UTC today`, `18:02 UTC yesterday`, `09:41 UTC on 2026-11-24` */
-function momentText(at: number, now: number): string {
-  const time = new Date(at).toISOString().slice(11, 16);
-  const on = day(at);
-  const when = on === day(now) ? 'today' : on === day(now - DAY_MS) ? 'yesterday' : `on ${on}`;
-  return `${time} UTC ${when}`;
 }
 
 function historyFields(history: MarketHistoryView, network: string, address: string, now: number, floorNow?: number) {

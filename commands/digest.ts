@@ -37,7 +37,7 @@ interface Leading {
  * taken as `timezone=` only.
  */
 function readsAsTimeZone(word: string): boolean {
-  return /^(utc|gmt)$/i.test(word) || (word.includes('/') && looksLike(TIMEZONE, word, { networks: [] }));
+  return /^(utc|gmt)$/i.test(word) || looksLike(TIMEZONE, word, { networks: [] });
 }
 
 /**

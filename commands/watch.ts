@@ -5,7 +5,7 @@ import { shortAddress } from '../src/bot/format.ts';
 import { traitConditions } from '../src/bot/market.ts';
 import { parseAddress, parsePercent, parseTokenId } from '../src/bot/options.ts';
 import { echo } from '../src/bot/user-text.ts';
-import { code, oneLine, type Rich } from '../src/core/reply.ts';
+import { code, oneLine, type Reply, type Rich } from '../src/core/reply.ts';
 import { ALERT_KINDS, type AlertKind, type TraitCondition, type WatchRule } from '../src/core/types.ts';
 
 /** Rules one chat may have: bounds the work of every event. */
@@ -65,8 +65,13 @@ function rulesOfChat(ctx: CommandContext): Promise<WatchRule[]> {
   return ctx.store.rulesOf(ctx.chatKey);
 }
 
+/** A rule id as typed (`r3`, `R3`, `3`) as the store has it (`r3`). */
+function ruleId(typed: string): string {
+  return /^r/i.test(typed) ? typed.toLowerCase() : `r${typed}`;
+}
+
 async function ruleOfChat(ctx: CommandContext, id: string): Promise<WatchRule> {
-  const wanted = id.toLowerCase().startsWith('r') ? id.toLowerCase() : `r${id}`;
+  const wanted = ruleId(id);
   const rule = (await rulesOfChat(ctx)).find((r) => r.id === wanted);
   if (!rule) throw new UserError('not_found', { what: `This chat has no rule ${echo(id)}. /watch list shows them.` });
   return rule;
@@ -89,7 +94,7 @@ async function rulesNamed(ctx: CommandContext, text: string): Promise<WatchRule[
       text
         .split(/[\s,]+/)
         .filter(Boolean)
-        .map((id) => (/^r/i.test(id) ? id.toLowerCase() : `r${id}`)),
+        .map(ruleId),
     ),
   ];
   const rules = await rulesOfChat(ctx);
@@ -103,10 +108,27 @@ async function rulesNamed(ctx: CommandContext, text: string): Promise<WatchRule[
   return ids.map((id) => rules.find((r) => r.id === id) as WatchRule);
 }
 
-/** `r3` or `r3, r4 and r5`. */
-function idList(rules: readonly WatchRule[]): string {
+/** `Rule r3` or `Rules r3, r4 and r5`. */
+function rulesText(rules: readonly WatchRule[]): string {
   const ids = rules.map((r) => r.id);
-  return ids.length === 1 ? (ids[0] as string) : `${ids.slice(0, -1).join(', ')} and ${ids.at(-1)}`;
+  return ids.length === 1 ? `Rule ${ids[0]}` : `Rules ${ids.slice(0, -1).join(', ')} and ${ids.at(-1)}`;
+}
+
+/** Pauses or resumes the rules named, and says which were already so. */
+async function setPaused(ctx: CommandContext, text: string, paused: boolean): Promise<Reply> {
+  const found = await rulesNamed(ctx, text);
+  const changing = found.filter((r) => (r.paused === true) !== paused);
+  const already = found.filter((r) => (r.paused === true) === paused);
+  for (const rule of changing) await ctx.store.updateRule(rule.id, (r) => ({ ...r, paused }));
+  const one = (rules: readonly WatchRule[]) => rules.length === 1;
+  const changed = paused
+    ? `${rulesText(changing)} paused. /watch resume ${changing.map((r) => r.id).join(',')} turns ${one(changing) ? 'it' : 'them'} back on.`
+    : `${rulesText(changing)} ${one(changing) ? 'is' : 'are'} on again.`;
+  const unchanged = `${rulesText(already)} ${one(already) ? 'was' : 'were'} ${paused ? 'already paused' : 'not paused'}.`;
+  return {
+    tone: changing.length > 0 ? 'success' : 'info',
+    lines: [...(changing.length > 0 ? [changed] : []), ...(already.length > 0 ? [unchanged] : [])],
+  };
 }
 
 /** How people say the kinds otherwise (plurals are read anyway): `/watch add moon cats sold` means sales. */
@@ -281,7 +303,7 @@ export default defineGroup({
       async run(ctx, { rule }) {
         const found = await rulesNamed(ctx, rule);
         for (const rule of found) await ctx.store.updateRule(rule.id, () => null);
-        return { tone: 'success', lines: [`${found.length === 1 ? 'Rule' : 'Rules'} ${idList(found)} removed.`] };
+        return { tone: 'success', lines: [`${rulesText(found)} removed.`] };
       },
     }),
     defineCommand({
@@ -290,25 +312,7 @@ export default defineGroup({
       permission: 'manage',
       options: [rulesOption],
       async run(ctx, { rule }) {
-        const found = await rulesNamed(ctx, rule);
-        const changing = found.filter((r) => !r.paused);
-        for (const rule of changing) await ctx.store.updateRule(rule.id, (r) => ({ ...r, paused: true }));
-        const already = found.filter((r) => r.paused);
-        return {
-          tone: changing.length > 0 ? 'success' : 'info',
-          lines: [
-            ...(changing.length > 0
-              ? [
-                  `${changing.length === 1 ? 'Rule' : 'Rules'} ${idList(changing)} paused. /watch resume ${changing.map((r) => r.id).join(',')} turns ${changing.length === 1 ? 'it' : 'them'} back on.`,
-                ]
-              : []),
-            ...(already.length > 0
-              ? [
-                  `${already.length === 1 ? 'Rule' : 'Rules'} ${idList(already)} ${already.length === 1 ? 'was' : 'were'} already paused.`,
-                ]
-              : []),
-          ],
-        };
+        return setPaused(ctx, rule, true);
       },
     }),
     defineCommand({
@@ -317,25 +321,7 @@ export default defineGroup({
       permission: 'manage',
       options: [rulesOption],
       async run(ctx, { rule }) {
-        const found = await rulesNamed(ctx, rule);
-        const changing = found.filter((r) => r.paused);
-        for (const rule of changing) await ctx.store.updateRule(rule.id, (r) => ({ ...r, paused: false }));
-        const already = found.filter((r) => !r.paused);
-        return {
-          tone: changing.length > 0 ? 'success' : 'info',
-          lines: [
-            ...(changing.length > 0
-              ? [
-                  `${changing.length === 1 ? 'Rule' : 'Rules'} ${idList(changing)} ${changing.length === 1 ? 'is' : 'are'} on again.`,
-                ]
-              : []),
-            ...(already.length > 0
-              ? [
-                  `${already.length === 1 ? 'Rule' : 'Rules'} ${idList(already)} ${already.length === 1 ? 'was' : 'were'} not paused.`,
-                ]
-              : []),
-          ],
-        };
+        return setPaused(ctx, rule, false);
       },
     }),
     defineCommand({

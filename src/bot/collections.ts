@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { oneLine } from '../core/reply.ts';
+import { oneLine, withoutInvisible } from '../core/reply.ts';
 import type { ChatSettings } from '../core/settings.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { ContractInfo } from '../platform/types.ts';
@@ -7,7 +7,6 @@ import { own } from '../records.ts';
 import type { ResolvedCollection } from './command.ts';
 import { AmbiguousCollectionError, UserError } from './errors.ts';
 import type { CollectionRef } from './options.ts';
-import { withoutInvisible } from './user-text.ts';
 
 /** How many candidates an ambiguous name offers. */
 export const MAX_CANDIDATES = 5;

@@ -41,7 +41,7 @@ export interface Invocation {
   command: string;
   subcommand?: string | undefined;
   args: Tokens;
-  /** Arguments the adapter could not take (a chat option's text that does not split): answered as any bad argument. */
+  /** Words that could not be split (a quote not closed, an option given twice): the answer is their error, with the usage. */
   refused?: ArgError | undefined;
 }
 

@@ -62,6 +62,16 @@ const MARKETPLACE_NAMES: Record<string, string> = {
   magic_eden: 'Magic Eden',
 };
 
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** `09:41 UTC today`, `18:02 UTC yesterday`, `09:41 UTC on 2026-11-24` (days as of `now`, both in ms). */
+export function momentText(at: number, now: number): string {
+  const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+  const on = day(at);
+  const when = on === day(now) ? 'today' : on === day(now - DAY_MS) ? 'yesterday' : `on ${on}`;
+  return `${new Date(at).toISOString().slice(11, 16)} UTC ${when}`;
+}
+
 /** Where an order lives, for people. */
 export function marketplaceName(order: Pick<Order, 'marketplace' | 'originName'>): string {
   const known = order.marketplace && own(MARKETPLACE_NAMES, order.marketplace);

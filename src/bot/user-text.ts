@@ -3,7 +3,7 @@
  * Each message says what went wrong and what to do; none carries a secret or a stack.
  */
 
-import type { Reply } from '../core/reply.ts';
+import { INVISIBLE, type Reply, withoutInvisible } from '../core/reply.ts';
 import {
   PlatformAbortedError,
   PlatformApiError,
@@ -23,20 +23,6 @@ export const MAX_ECHO_CHARS = 60;
 
 /** Longest wait shown as a number; beyond it (or when unreadable) the text says "later". */
 export const MAX_SHOWN_WAIT_MS = 60 * 60 * 1000;
-
-/**
- * Bidirectional formatting and invisible characters: LRM/RLM and the Arabic letter mark,
- * embeddings and overrides (U+202A–U+202E), isolates (U+2066–U+2069), zero-width space, word
- * joiner and invisible operators, and the byte order mark. Echoed raw, an override typed into an
- * argument turns the rest of the answer around (U+202E before "moon cats" shows it as "stac noom",
- * and the text after it too). Zero-width (non-)joiners are left alone: emoji and some scripts need them.
- */
-const INVISIBLE = /[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/gu;
-
-/** `text` without {@link INVISIBLE} characters: what to suggest typing instead. */
-export function withoutInvisible(text: string): string {
-  return text.replace(INVISIBLE, '');
-}
 
 /**
  * Something the user typed, as a message may repeat it: each bidirectional or invisible formatting

@@ -113,10 +113,18 @@ export function sliceUnits(text: string, units: number): string {
 }
 
 /**
- * Direction overrides and isolates, and zero-width characters other than the joiners emoji and some
- * scripts need: in a name they reorder or hide the text around it (a price shown backwards).
+ * Bidirectional formatting and invisible characters: LRM/RLM and the Arabic letter mark,
+ * embeddings and overrides (U+202A–U+202E), isolates (U+2066–U+2069), zero-width space, word
+ * joiner and invisible operators, and the byte order mark. Echoed raw, an override typed into an
+ * argument turns the rest of the answer around (U+202E before "moon cats" shows it as "stac noom",
+ * and the text after it too). Zero-width (non-)joiners are left alone: emoji and some scripts need them.
  */
-const NAME_INVISIBLE = /[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/gu;
+export const INVISIBLE = /[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/gu;
+
+/** `text` without {@link INVISIBLE} characters: what to suggest typing instead. */
+export function withoutInvisible(text: string): string {
+  return text.replace(INVISIBLE, '');
+}
 
 /**
  * Untrusted text with every `/command` made inert by a word joiner after its slash: Telegram shows a
@@ -136,8 +144,7 @@ export function inertCommands(text: string): string {
 export function oneLine(text: string, max: number): string {
   return truncate(
     inertCommands(
-      text
-        .replace(NAME_INVISIBLE, '')
+      withoutInvisible(text)
         .replace(/[\s\p{Cc}]+/gu, ' ')
         .trim(),
     ),

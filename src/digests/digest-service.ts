@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { MARKET_HISTORY_RETENTION_MS } from '../alerts/market-history.ts';
 import type { CurrencyDirectory } from '../bot/currencies.ts';
-import { byPriceAscending, byPriceDescending, formatPrice, formatUsd } from '../bot/format.ts';
+import { byPriceAscending, byPriceDescending, formatPrice, formatUsd, momentText } from '../bot/format.ts';
 import { payloadOf } from '../core/deliveries.ts';
 import type { MarketHistoryView } from '../core/market.ts';
 import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
@@ -103,14 +103,6 @@ const percent = (v: number) => `${(v <= 1 ? v * 100 : v).toFixed(1)}%`;
 
 function isoDay(at: Date): string {
   return at.toISOString().slice(0, 10);
-}
-
-/** `09:41 UTC today`, `09:41 UTC yesterday`, `09:41 UTC on 2026-11-14` (days as of `now`). */
-function momentText(at: number, now: Date): string {
-  const day = isoDay(new Date(at));
-  const when =
-    day === isoDay(now) ? 'today' : day === isoDay(new Date(now.getTime() - 86_400_000)) ? 'yesterday' : `on ${day}`;
-  return `${new Date(at).toISOString().slice(11, 16)} UTC ${when}`;
 }
 
 /**
@@ -219,7 +211,7 @@ export class DigestService {
       if (recordedFrom === undefined) notes.push('Sales volume: not recorded yet, so the chart draws none.');
       else if (isoDay(new Date(recordedFrom)) > (days[0] ?? '')) {
         notes.push(
-          `Sales volume: the bot's record of sales begins at ${momentText(recordedFrom, dueAt)}; the chart draws no day before.`,
+          `Sales volume: the bot's record of sales begins at ${momentText(recordedFrom, dueAt.getTime())}; the chart draws no day before.`,
         );
       }
     }

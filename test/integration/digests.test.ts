@@ -468,54 +468,54 @@ describe('sales volume in the digest chart: what the bot recorded, no more', () 
     return { reply, moonCats, axis: volume?.axis ?? [], points: volume?.lines?.[0]?.points ?? [] };
   }
 
+  /** {@link buildWith} on a record that began at `since` with `sales`, closed after. */
+  async function builtOnRecord(since: number, sales: Parameters<typeof recordedHistory>[1], now: number, days: number) {
+    const record = await recordedHistory(since, sales);
+    try {
+      return await buildWith(record.history, now, days);
+    } finally {
+      await record.close();
+    }
+  }
+
   it('GIVEN recording began two days ago, with a sale yesterday WHEN a 7-day digest is built THEN its volume line begins on the day recording began, the days it recorded without sales are $0, the days before are no data, and the text says when the record begins', async () => {
     const now = Date.now();
     const since = now - 2 * DAY - 3_600_000;
     const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
-    const record = await recordedHistory(since, [{ address: moonCats?.address ?? '', at: now - DAY, usd: 500 }]);
-    try {
-      const { reply, axis, points } = await buildWith(record.history, now, 7);
-      expect(axis).toHaveLength(8);
-      const recorded = axis.filter((day) => day >= isoDay(since));
-      expect(points.map((p) => p.label)).toEqual(recorded);
-      expect(points).toContainEqual({ label: isoDay(now - DAY), value: 500 });
-      expect(points).toContainEqual({ label: isoDay(now), value: 0 });
-      expect(points.filter((p) => p.value === 0)).toHaveLength(recorded.length - 1);
-      expect(points.map((p) => p.label)).not.toContain(axis[0]);
-      expect(h.text(reply)).toContain(
-        `Sales volume: the bot's record of sales begins at ${new Date(since).toISOString().slice(11, 16)} UTC on ${isoDay(since)}; the chart draws no day before.`,
-      );
-    } finally {
-      await record.close();
-    }
+    const { reply, axis, points } = await builtOnRecord(
+      since,
+      [{ address: moonCats?.address ?? '', at: now - DAY, usd: 500 }],
+      now,
+      7,
+    );
+    expect(axis).toHaveLength(8);
+    const recorded = axis.filter((day) => day >= isoDay(since));
+    expect(points.map((p) => p.label)).toEqual(recorded);
+    expect(points).toContainEqual({ label: isoDay(now - DAY), value: 500 });
+    expect(points).toContainEqual({ label: isoDay(now), value: 0 });
+    expect(points.filter((p) => p.value === 0)).toHaveLength(recorded.length - 1);
+    expect(points.map((p) => p.label)).not.toContain(axis[0]);
+    expect(h.text(reply)).toContain(
+      `Sales volume: the bot's record of sales begins at ${new Date(since).toISOString().slice(11, 16)} UTC on ${isoDay(since)}; the chart draws no day before.`,
+    );
   });
 
   it('GIVEN recording began three weeks ago WHEN a 30-day digest is built THEN its volume line begins where the record still holds sales (a week back), and the text says so', async () => {
     const now = Date.now();
-    const record = await recordedHistory(now - 21 * DAY, []);
-    try {
-      const { reply, axis, points } = await buildWith(record.history, now, 30);
-      expect(axis).toHaveLength(31);
-      expect(points[0]?.label).toBe(isoDay(now - 7 * DAY));
-      expect(points.map((p) => p.label)).toEqual(axis.filter((day) => day >= isoDay(now - 7 * DAY)));
-      expect(h.text(reply)).toContain(
-        `the bot's record of sales begins at ${new Date(now - 7 * DAY).toISOString().slice(11, 16)} UTC on ${isoDay(now - 7 * DAY)}`,
-      );
-    } finally {
-      await record.close();
-    }
+    const { reply, axis, points } = await builtOnRecord(now - 21 * DAY, [], now, 30);
+    expect(axis).toHaveLength(31);
+    expect(points[0]?.label).toBe(isoDay(now - 7 * DAY));
+    expect(points.map((p) => p.label)).toEqual(axis.filter((day) => day >= isoDay(now - 7 * DAY)));
+    expect(h.text(reply)).toContain(
+      `the bot's record of sales begins at ${new Date(now - 7 * DAY).toISOString().slice(11, 16)} UTC on ${isoDay(now - 7 * DAY)}`,
+    );
   });
 
   it('GIVEN recording began before the period WHEN a digest is built THEN every day has its volume and the text adds no note', async () => {
     const now = Date.now();
-    const record = await recordedHistory(now - 6 * DAY, []);
-    try {
-      const { reply, axis, points } = await buildWith(record.history, now, 3);
-      expect(points.map((p) => p.label)).toEqual(axis);
-      expect(h.text(reply)).not.toContain('Sales volume:');
-    } finally {
-      await record.close();
-    }
+    const { reply, axis, points } = await builtOnRecord(now - 6 * DAY, [], now, 3);
+    expect(points.map((p) => p.label)).toEqual(axis);
+    expect(h.text(reply)).not.toContain('Sales volume:');
   });
 });
 

@@ -124,10 +124,15 @@ describe('a chat API at start', () => {
     }
   }, 60_000);
 
-  it('GIVEN a webhook address the Bot API rejects THEN one line says so, exit 78, and neither the token nor the webhook secret is printed', async () => {
+  /** The real entry point in webhook mode, against a Bot API that answers setWebhook with `failure` (`times` over). */
+  async function startRefusedWebhook(
+    failure: { code: number; description: string },
+    times: number,
+    check: (run: EntryPointRun, telegram: FakeTelegram) => void,
+  ): Promise<void> {
     const telegram = await FakeTelegram.start();
     const secret = 'webhook-SECRET-0123456789abcdef';
-    telegram.fail('setWebhook', { code: 400, description: 'Bad Request: bad webhook: Failed to resolve host' });
+    telegram.fail('setWebhook', failure, times);
     try {
       const run = await runEntryPoint('', {
         FLOORWATCH_DATA_DIR: dataDir,
@@ -137,43 +142,39 @@ describe('a chat API at start', () => {
         FLOORWATCH_TELEGRAM_WEBHOOK_SECRET: secret,
         FLOORWATCH_TELEGRAM_WEBHOOK_PORT: '0',
       });
-      expectOneLine(
-        run,
-        78,
-        /^floorwatch: Telegram: the Bot API at http:\/\/127\.0\.0\.1:\d+ refused setWebhook: 400 Bad Request: bad webhook: Failed to resolve host\.$/,
-        telegram.token,
-      );
+      check(run, telegram);
       expect(run.stderr + run.stdout).not.toContain(secret);
-      expect(telegram.callsOf('setWebhook')).toHaveLength(1);
     } finally {
       await telegram.close();
     }
+  }
+
+  it('GIVEN a webhook address the Bot API rejects THEN one line says so, exit 78, and neither the token nor the webhook secret is printed', async () => {
+    await startRefusedWebhook(
+      { code: 400, description: 'Bad Request: bad webhook: Failed to resolve host' },
+      1,
+      (run, telegram) => {
+        expectOneLine(
+          run,
+          78,
+          /^floorwatch: Telegram: the Bot API at http:\/\/127\.0\.0\.1:\d+ refused setWebhook: 400 Bad Request: bad webhook: Failed to resolve host\.$/,
+          telegram.token,
+        );
+        expect(telegram.callsOf('setWebhook')).toHaveLength(1);
+      },
+    );
   }, 60_000);
 
   it('GIVEN a Bot API that answers setWebhook with 429 THEN it counts as unreachable for now: exit 69, for the supervisor to retry', async () => {
-    const telegram = await FakeTelegram.start();
-    const secret = 'webhook-SECRET-0123456789abcdef';
-    telegram.fail('setWebhook', { code: 429, description: 'Too Many Requests: retry after 1' }, 10);
-    try {
-      const run = await runEntryPoint('', {
-        FLOORWATCH_DATA_DIR: dataDir,
-        TELEGRAM_BOT_TOKEN: telegram.token,
-        TELEGRAM_API_ROOT: telegram.url,
-        FLOORWATCH_TELEGRAM_WEBHOOK_URL: 'https://bot.example.test/telegram',
-        FLOORWATCH_TELEGRAM_WEBHOOK_SECRET: secret,
-        FLOORWATCH_TELEGRAM_WEBHOOK_PORT: '0',
-      });
+    await startRefusedWebhook({ code: 429, description: 'Too Many Requests: retry after 1' }, 10, (run, telegram) => {
       expectOneLine(
         run,
         69,
         /^floorwatch: Telegram: cannot reach the Bot API at http:\/\/127\.0\.0\.1:\d+ \(setWebhook: /,
         telegram.token,
       );
-      expect(run.stderr + run.stdout).not.toContain(secret);
       expect(telegram.callsOf('setWebhook').length).toBeGreaterThanOrEqual(1);
-    } finally {
-      await telegram.close();
-    }
+    });
   }, 60_000);
 });
 

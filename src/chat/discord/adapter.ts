@@ -516,7 +516,7 @@ class InteractionHandler {
     const add = (name: string, value: string, key: string) => {
       if (seen.has(key) || out.length >= AUTOCOMPLETE_CHOICES || value.length > CHOICE_TEXT) return;
       seen.add(key);
-      out.push({ name: clip(name), value });
+      out.push({ name: truncate(name, CHOICE_TEXT), value });
     };
     for (const alias of Object.values(settings.aliases)) {
       if (!wanted || alias.alias.includes(wanted) || (alias.name ?? '').toLowerCase().includes(wanted)) {
@@ -553,10 +553,6 @@ function roleMention(interaction: Interaction<'cached' | 'raw'>, roleId: string)
   if (!role) return 'unknown_role';
   if (role.mentionable || interaction.memberPermissions?.has(PermissionFlagsBits.MentionEveryone, true)) return 'ok';
   return 'not_mentionable';
-}
-
-function clip(text: string): string {
-  return truncate(text, CHOICE_TEXT);
 }
 
 function optionSpecOf(

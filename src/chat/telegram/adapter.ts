@@ -487,11 +487,10 @@ function describe(error: unknown, scrub: (text: string) => string): { name: stri
  */
 function startError(what: string, error: unknown, scrub: (text: string) => string, address: string): Error {
   const { message } = describe(error, scrub);
-  const cause = error instanceof GrammyError || error instanceof HttpError ? {} : { cause: error };
   if (error instanceof GrammyError && (error.error_code === 401 || error.error_code === 404)) {
     const refusal = `${what}: ${error.error_code} ${scrub(error.description)}`;
     const text = `Telegram: the Bot API at ${address} refused TELEGRAM_BOT_TOKEN (${refusal}); check the token with @BotFather.`;
-    return new ChatStartError('telegram', 'refused', address, text, cause);
+    return new ChatStartError('telegram', 'refused', address, text);
   }
   // 429 too: a flood limit passes, and replicas starting together all call setWebhook.
   if (
@@ -500,11 +499,11 @@ function startError(what: string, error: unknown, scrub: (text: string) => strin
   ) {
     const reason = networkFailureOf(error) ?? message;
     const text = `Telegram: cannot reach the Bot API at ${address} (${what}: ${reason}).`;
-    return new ChatStartError('telegram', 'unreachable', address, text, cause);
+    return new ChatStartError('telegram', 'unreachable', address, text);
   }
   if (error instanceof GrammyError) {
     const text = `Telegram: the Bot API at ${address} refused ${what}: ${error.error_code} ${scrub(error.description)}.`;
     return new ChatStartError('telegram', 'rejected', address, text);
   }
-  return new Error(`Telegram: ${what} failed: ${message}`, cause);
+  return new Error(`Telegram: ${what} failed: ${message}`, { cause: error });
 }
