@@ -117,18 +117,37 @@ export function validateState(
 ): { ok: true; state: ValidatedState } | { ok: false; problems: SchemaProblems } {
   const result = v.safeParse(stateSchema, data);
   if (!result.success) return { ok: false, problems: result.issues.slice(0, 3).map((i) => describeIssue(i)) };
+  let rules: WatchRuleRecord[];
   if (checked) {
     if (checked.problems) return { ok: false, problems: checked.problems };
-    return { ok: true, state: { ...result.output, rules: checked.rules } };
+    rules = checked.rules;
+  } else {
+    const checker = new RuleChecker();
+    rules = [];
+    for (const [index, raw] of result.output.rules.entries()) {
+      const rule = checker.check(raw, index);
+      if (!rule.ok) return rule;
+      rules.push(rule.rule);
+    }
   }
-  const checker = new RuleChecker();
-  const rules: WatchRuleRecord[] = [];
-  for (const [index, raw] of result.output.rules.entries()) {
-    const rule = checker.check(raw, index);
-    if (!rule.ok) return rule;
-    rules.push(rule.rule);
-  }
+  const duplicate = duplicateId(rules);
+  if (duplicate) return { ok: false, problems: [duplicate] };
   return { ok: true, state: { ...result.output, rules } };
+}
+
+/**
+ * The first rule whose id an earlier rule has, told as a problem. Commands find, change and remove
+ * rules by id: with two rules of one id, `/watch remove` would remove one and leave the other alerting.
+ */
+function duplicateId(rules: readonly WatchRuleRecord[]): string | undefined {
+  const seen = new Map<string, number>();
+  for (const [index, rule] of rules.entries()) {
+    const first = seen.get(rule.id);
+    if (first !== undefined)
+      return `rules[${index}].id: ${rule.id} is the id of rules[${first}] too (ids must be unique)`;
+    seen.set(rule.id, index);
+  }
+  return undefined;
 }
 
 /**
