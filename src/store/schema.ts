@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { ALERT_KINDS } from '../core/types.ts';
-import { dict } from '../records.ts';
+import { type Dict, dict } from '../records.ts';
 
 const isPlainObject = (input: unknown): input is Record<string, unknown> =>
   typeof input === 'object' && input !== null && !Array.isArray(input);
@@ -50,7 +50,8 @@ const chatSettings = v.object({
   digest: v.exactOptional(digestSettings),
 });
 
-const storedButton = v.object({ action: v.string(), createdAt: isoTime });
+/** A long button action stored under its hash (the buttons file's lines, older state files' `buttons`). */
+export const storedButtonSchema = v.object({ action: v.string(), createdAt: isoTime });
 
 const destination = v.object({
   platform: v.picklist(['console', 'discord', 'telegram'], 'expected console, discord or telegram'),
@@ -85,9 +86,8 @@ const watchRule = v.object({
  * whole while it is read.
  */
 export const stateSchema = v.object({
-  version: v.literal(2),
+  version: v.literal(3),
   chats: dictOf(chatSettings),
-  buttons: dictOf(storedButton),
   rules: v.array(v.unknown()),
   nextRuleNumber: v.exactOptional(int(1, Number.MAX_SAFE_INTEGER)),
 });
@@ -148,6 +148,19 @@ function duplicateId(rules: readonly WatchRuleRecord[]): string | undefined {
     seen.set(rule.id, index);
   }
   return undefined;
+}
+
+/**
+ * Validates the `buttons` of a state file of version 2 or older (they live in their own file since
+ * version 3), with the path of each bad field (`buttons.h1.createdAt: expected an ISO time`).
+ */
+export function validateButtons(
+  data: unknown,
+): { ok: true; buttons: Dict<v.InferOutput<typeof storedButtonSchema>> } | { ok: false; problems: SchemaProblems } {
+  const result = v.safeParse(dictOf(storedButtonSchema), data);
+  if (!result.success)
+    return { ok: false, problems: result.issues.slice(0, 3).map((i) => describeIssue(i, 'buttons')) };
+  return { ok: true, buttons: result.output };
 }
 
 /**
