@@ -61,10 +61,7 @@ for (let chat = 0; chat < CHATS; chat++) {
   }
 }
 const dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-memory-'));
-await writeFile(
-  join(dataDir, 'state.json'),
-  JSON.stringify({ version: 2, chats: {}, buttons: {}, rules, nextRuleNumber: id }),
-);
+await writeFile(join(dataDir, 'state.json'), JSON.stringify({ version: 3, chats: {}, rules, nextRuleNumber: id }));
 
 // The bot as `npm start` runs it: built first.
 execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });

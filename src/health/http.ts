@@ -1,7 +1,8 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import { createLimitedServer, type ListenerLimits } from '../core/http-listener.ts';
 import type { ReadinessReport } from './readiness.ts';
 
 export interface HealthServerOptions {
@@ -20,8 +21,22 @@ export interface HealthServer {
 }
 
 /**
+ * What a client may hold of the health listener. Probes and scrapers send a short GET at once and
+ * are few; anything slower or more is not one of them.
+ */
+export const HEALTH_LISTENER_LIMITS: ListenerLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 15_000,
+  keepAliveTimeoutMs: 5_000,
+  maxHeadersCount: 100,
+  maxHeaderSize: 8 * 1024,
+  maxConnections: 64,
+};
+
+/**
  * The operator's HTTP listener: `GET /healthz` (the process runs), `GET /readyz` (200 or 503 with
  * the reasons, JSON) and `GET /metrics` (Prometheus text). Other paths 404, other methods 405.
+ * Within {@link HEALTH_LISTENER_LIMITS}.
  */
 export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
   const { logger } = options;
@@ -37,7 +52,7 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       send(res, 200, options.registry.contentType, await options.registry.metrics());
     },
   };
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const server: Server = createLimitedServer(HEALTH_LISTENER_LIMITS, (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const route = routes[path];
     if (!route) {

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { ALERT_KINDS } from '../core/types.ts';
-import { dict } from '../records.ts';
+import { type Dict, dict } from '../records.ts';
 
 const isPlainObject = (input: unknown): input is Record<string, unknown> =>
   typeof input === 'object' && input !== null && !Array.isArray(input);
@@ -50,7 +50,8 @@ const chatSettings = v.object({
   digest: v.exactOptional(digestSettings),
 });
 
-const storedButton = v.object({ action: v.string(), createdAt: isoTime });
+/** A long button action stored under its hash (the buttons file's lines, older state files' `buttons`). */
+export const storedButtonSchema = v.object({ action: v.string(), createdAt: isoTime });
 
 const destination = v.object({
   platform: v.picklist(['console', 'discord', 'telegram'], 'expected console, discord or telegram'),
@@ -85,9 +86,8 @@ const watchRule = v.object({
  * whole while it is read.
  */
 export const stateSchema = v.object({
-  version: v.literal(2),
+  version: v.literal(3),
   chats: dictOf(chatSettings),
-  buttons: dictOf(storedButton),
   rules: v.array(v.unknown()),
   nextRuleNumber: v.exactOptional(int(1, Number.MAX_SAFE_INTEGER)),
 });
@@ -117,18 +117,50 @@ export function validateState(
 ): { ok: true; state: ValidatedState } | { ok: false; problems: SchemaProblems } {
   const result = v.safeParse(stateSchema, data);
   if (!result.success) return { ok: false, problems: result.issues.slice(0, 3).map((i) => describeIssue(i)) };
+  let rules: WatchRuleRecord[];
   if (checked) {
     if (checked.problems) return { ok: false, problems: checked.problems };
-    return { ok: true, state: { ...result.output, rules: checked.rules } };
+    rules = checked.rules;
+  } else {
+    const checker = new RuleChecker();
+    rules = [];
+    for (const [index, raw] of result.output.rules.entries()) {
+      const rule = checker.check(raw, index);
+      if (!rule.ok) return rule;
+      rules.push(rule.rule);
+    }
   }
-  const checker = new RuleChecker();
-  const rules: WatchRuleRecord[] = [];
-  for (const [index, raw] of result.output.rules.entries()) {
-    const rule = checker.check(raw, index);
-    if (!rule.ok) return rule;
-    rules.push(rule.rule);
-  }
+  const duplicate = duplicateId(rules);
+  if (duplicate) return { ok: false, problems: [duplicate] };
   return { ok: true, state: { ...result.output, rules } };
+}
+
+/**
+ * The first rule whose id an earlier rule has, told as a problem. Commands find, change and remove
+ * rules by id: with two rules of one id, `/watch remove` would remove one and leave the other alerting.
+ */
+function duplicateId(rules: readonly WatchRuleRecord[]): string | undefined {
+  const seen = new Map<string, number>();
+  for (const [index, rule] of rules.entries()) {
+    const first = seen.get(rule.id);
+    if (first !== undefined)
+      return `rules[${index}].id: ${rule.id} is the id of rules[${first}] too (ids must be unique)`;
+    seen.set(rule.id, index);
+  }
+  return undefined;
+}
+
+/**
+ * Validates the `buttons` of a state file of version 2 or older (they live in their own file since
+ * version 3), with the path of each bad field (`buttons.h1.createdAt: expected an ISO time`).
+ */
+export function validateButtons(
+  data: unknown,
+): { ok: true; buttons: Dict<v.InferOutput<typeof storedButtonSchema>> } | { ok: false; problems: SchemaProblems } {
+  const result = v.safeParse(dictOf(storedButtonSchema), data);
+  if (!result.success)
+    return { ok: false, problems: result.issues.slice(0, 3).map((i) => describeIssue(i, 'buttons')) };
+  return { ok: true, buttons: result.output };
 }
 
 /**

@@ -4,9 +4,16 @@ import { type Adapter, Low } from 'lowdb';
 import type { RulesChange, RulesRepository } from '../core/ports.ts';
 import type { ChatSettings, DigestSettings, StoredButton } from '../core/settings.ts';
 import { type Destination, destinationKey, type WatchRule } from '../core/types.ts';
-import { type Dict, dict, own } from '../records.ts';
-import { type CheckedRules, RuleChecker, validateState } from './schema.ts';
+import { dict, own } from '../records.ts';
+import { ButtonFile, type ButtonFileOptions } from './buttons.ts';
+
+export { BUTTON_TTL_MS, MAX_STORED_BUTTONS } from './buttons.ts';
+
+import { StoreFileError, StoreWriteError } from './errors.ts';
+import { type CheckedRules, RuleChecker, validateButtons, validateState } from './schema.ts';
 import { syncDirectory } from './sync-directory.ts';
+
+export { StoreFileError, StoreWriteError } from './errors.ts';
 
 /** The persisted state, version 1. */
 export interface StateV1 {
@@ -24,48 +31,31 @@ export interface StateV2 extends Omit<StateV1, 'version'> {
   nextRuleNumber: number;
 }
 
-export type State = StateV2;
-export const STATE_VERSION = 2;
+/**
+ * Version 3 moves the button actions to a file of their own (see {@link ButtonFile}): storing one
+ * no longer rewrites every rule.
+ */
+export interface StateV3 extends Omit<StateV2, 'version' | 'buttons'> {
+  version: 3;
+}
 
-/** How long a stored button action works: buttons older than this answer "no longer works". */
-export const BUTTON_TTL_MS = 7 * 24 * 60 * 60 * 1000;
-/** Most stored button actions kept; beyond it the least recently saved go first. */
-export const MAX_STORED_BUTTONS = 10_000;
+export type State = StateV3;
+export const STATE_VERSION = 3;
+/** The first version whose rules are as this one's: they are checked as the file is read (see readState). */
+const RULES_SINCE_VERSION = 2;
+
 /**
  * Changes made within this time of each other are written together: one write of the file for
  * all of them, each confirmed once that write is durable.
  */
 export const WRITE_COALESCE_MS = 25;
 
-const emptyState = (): State => ({ version: 2, chats: dict(), buttons: dict(), rules: [], nextRuleNumber: 1 });
+const emptyState = (): State => ({ version: 3, chats: dict(), rules: [], nextRuleNumber: 1 });
 const emptyChat = (): ChatSettings => ({ aliases: dict() });
 
-/** The data file cannot be used; the bot must not start (and must not overwrite it). */
-export class StoreFileError extends Error {
-  override name = 'StoreFileError';
-  readonly file: string;
-  constructor(file: string, problem: string, options?: { cause?: unknown }) {
-    super(`${file}: ${problem}. The file was left untouched; fix or move it, then start again.`, options);
-    this.file = file;
-  }
-}
-
-/**
- * A change could not be written (disk full, file size limit, read-only disk). The change was undone
- * in memory, and the file keeps its previous content (writes go to a temporary file, then rename).
- */
-export class StoreWriteError extends Error {
-  override name = 'StoreWriteError';
-  readonly file: string;
-  /** The system error code (ENOSPC, EFBIG, EACCES, ...), when there is one. */
-  readonly code: string | undefined;
-  constructor(file: string, cause: unknown) {
-    const code = (cause as { code?: unknown } | null)?.code;
-    const reason = cause instanceof Error ? cause.message : String(cause);
-    super(`${file}: a change could not be saved (${reason}); the file keeps its previous content`, { cause });
-    this.file = file;
-    this.code = typeof code === 'string' ? code : undefined;
-  }
+/** The buttons file beside a state file: `state.json` keeps its buttons in `state.buttons.jsonl`. */
+export function buttonsFileOf(stateFile: string): string {
+  return join(dirname(stateFile), `${basename(stateFile, '.json')}.buttons.jsonl`);
 }
 
 /**
@@ -74,9 +64,21 @@ export class StoreWriteError extends Error {
  */
 const MIGRATIONS: Record<number, (data: Record<string, unknown>) => Record<string, unknown>> = {
   1: (v1) => ({ ...v1, version: 2, rules: [], nextRuleNumber: 1 }),
+  // The buttons go to the buttons file (see migrate).
+  2: ({ buttons: _, ...v2 }) => ({ ...v2, version: 3 }),
 };
 
-function migrate(file: string, data: unknown, checkedRules?: CheckedRules): State {
+const rulesAreCurrent = (version: unknown): boolean =>
+  typeof version === 'number' && version >= RULES_SINCE_VERSION && version <= STATE_VERSION;
+
+/** A state file's content as this version holds it, and the buttons an older file held in it. */
+interface Migrated {
+  state: State;
+  /** Set when the file is of an older version (empty when it held no buttons). */
+  carried?: Array<[string, StoredButton]>;
+}
+
+function migrate(file: string, data: unknown, checkedRules?: CheckedRules): Migrated {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw new StoreFileError(file, 'does not hold a JSON object');
   }
@@ -92,19 +94,23 @@ function migrate(file: string, data: unknown, checkedRules?: CheckedRules): Stat
       `was written by a newer Floorwatch (version ${version}; this one reads up to ${STATE_VERSION})`,
     );
   }
+  const buttons = current.buttons;
   while (version < STATE_VERSION) {
     const step = own(MIGRATIONS, String(version));
     if (!step) throw new StoreFileError(file, `has version ${version}, which cannot be migrated`);
     current = step(current);
     version = Number(current.version);
   }
-  // Rules checked while the file was read belong to a file of the current version (see readState).
-  const checked = validateState(current, found === STATE_VERSION ? checkedRules : undefined);
+  // Rules checked while the file was read belong to a file whose rules are as this version's (see readState).
+  const checked = validateState(current, rulesAreCurrent(found) ? checkedRules : undefined);
   if (!checked.ok) throw new StoreFileError(file, `has invalid content (${checked.problems.join('; ')})`);
   const state: State = { ...checked.state, nextRuleNumber: checked.state.nextRuleNumber ?? 1 };
   // Ids are never reused, even when the counter was lost.
   for (const rule of state.rules) state.nextRuleNumber = Math.max(state.nextRuleNumber, Number(rule.id.slice(1)) + 1);
-  return state;
+  if (found === STATE_VERSION) return { state };
+  const carried = validateButtons(buttons);
+  if (!carried.ok) throw new StoreFileError(file, `has invalid content (${carried.problems.join('; ')})`);
+  return { state, carried: Object.entries(carried.buttons) };
 }
 
 /** Rules turned into text and written at a time: the state file is never held whole in memory. */
@@ -202,6 +208,8 @@ interface PendingChange {
 export interface StateStoreOptions {
   /** Changes within this time share one write (default {@link WRITE_COALESCE_MS}). */
   coalesceMs?: number;
+  /** Where the button actions are kept (default {@link buttonsFileOf} the state file). */
+  buttonsFile?: string;
   /** How long stored button actions work (default {@link BUTTON_TTL_MS}). */
   buttonTtlMs?: number;
   /** Most stored button actions (default {@link MAX_STORED_BUTTONS}). */
@@ -210,10 +218,11 @@ export interface StateStoreOptions {
 }
 
 /**
- * The bot's configuration state (chat settings, aliases, watch rules, digests, stored buttons) in
- * one JSON file, validated when read and written atomically through lowdb. A file that cannot be
- * read, parsed or validated is never overwritten: {@link StateStore.open} throws
- * {@link StoreFileError} naming the file and the field.
+ * The bot's configuration state (chat settings, aliases, watch rules, digests) in one JSON file,
+ * validated when read and written atomically through lowdb; and the long button actions, which
+ * come and go with every answer that shows one, in a small append-only file beside it (see
+ * {@link ButtonFile}). A file that cannot be read, parsed or validated is never overwritten:
+ * {@link StateStore.open} throws {@link StoreFileError} naming the file and the field.
  *
  * Changes apply in memory at once and are written together: one write for all the changes made
  * while the previous one ran (or within {@link WRITE_COALESCE_MS}), so that many people changing
@@ -226,12 +235,10 @@ export interface StateStoreOptions {
 export class StateStore implements RulesRepository {
   readonly file: string;
   readonly #db: Low<State>;
+  readonly #buttons: ButtonFile;
   readonly #ruleListeners: Array<(change: RulesChange) => void> = [];
   readonly #chatListeners: Array<(chatKey: string) => void> = [];
   readonly #coalesceMs: number;
-  readonly #buttonTtlMs: number;
-  readonly #maxButtons: number;
-  readonly #now: () => Date;
 
   /** Changes applied since the last write started. */
   #waiting: PendingChange[] = [];
@@ -248,74 +255,69 @@ export class StateStore implements RulesRepository {
   private constructor(
     file: string,
     db: Low<State>,
+    buttons: ButtonFile,
     options: StateStoreOptions,
     destinations = new Map<string, Destination>(),
   ) {
     this.file = file;
     this.#destinations = destinations;
     this.#db = db;
+    this.#buttons = buttons;
     this.#coalesceMs = options.coalesceMs ?? WRITE_COALESCE_MS;
-    this.#buttonTtlMs = options.buttonTtlMs ?? BUTTON_TTL_MS;
-    this.#maxButtons = options.maxButtons ?? MAX_STORED_BUTTONS;
-    this.#now = options.now ?? (() => new Date());
     for (const rule of db.data.rules) rule.destination = this.#sharedDestination(rule.destination);
-    this.#pruneButtons();
   }
 
   #sharedDestination(destination: Destination): Destination {
     return sharedDestination(this.#destinations, destination);
   }
 
+  /**
+   * Opens the state file and its buttons file, creating them when missing. A state file of an
+   * older version is migrated and written back as this version before this resolves (its buttons
+   * moved into the buttons file first, so that a crash between the two loses none).
+   */
   static async open(file: string, options: StateStoreOptions = {}): Promise<StateStore> {
     const db = new Low<State>(new DurableJsonFile(file), emptyState());
-    let handle: FileHandle | undefined;
-    try {
-      handle = await open(file, 'r');
-    } catch (cause) {
-      if ((cause as NodeJS.ErrnoException).code !== 'ENOENT') {
-        throw new StoreFileError(file, `cannot be read (${(cause as Error).message})`, { cause });
-      }
-    }
-    if (handle === undefined) {
+    const loaded = await loadState(file);
+    const buttons = await ButtonFile.open(
+      options.buttonsFile ?? buttonsFileOf(file),
+      buttonOptions(options),
+      loaded?.carried,
+    );
+    if (!loaded) {
       try {
         await db.write();
       } catch (cause) {
         throw new StoreFileError(file, `cannot be created (${(cause as Error).message})`, { cause });
       }
-      return new StateStore(file, db, options);
+      return new StateStore(file, db, buttons, options);
     }
-    const destinations = new Map<string, Destination>();
-    let read: { top: Record<string, unknown>; rules: CheckedRules | undefined } | undefined;
-    try {
-      read = await readState(handle, (rule) => {
-        rule.destination = sharedDestination(destinations, rule.destination);
-      });
-    } catch (cause) {
-      throw new StoreFileError(file, `cannot be read (${(cause as Error).message})`, { cause });
-    } finally {
-      await handle.close();
-    }
-    if (read) {
-      db.data = migrate(file, read.top, read.rules);
-    } else {
-      // Not a plain state file of this version: read whole, so that the problem is told as JSON.parse tells it.
-      let text: string;
+    db.data = loaded.state;
+    if (loaded.carried) {
       try {
-        text = await readFile(file, 'utf8');
+        await db.write();
       } catch (cause) {
-        throw new StoreFileError(file, `cannot be read (${(cause as Error).message})`, { cause });
+        throw new StoreFileError(file, `cannot be migrated (${(cause as Error).message})`, { cause });
       }
-      if (text.trim() === '') throw new StoreFileError(file, 'is empty (a truncated write?)');
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch (cause) {
-        throw new StoreFileError(file, `is not valid JSON (${(cause as Error).message})`, { cause });
-      }
-      text = '';
-      db.data = migrate(file, parsed);
     }
-    return new StateStore(file, db, options, destinations);
+    return new StateStore(file, db, buttons, options, loaded.destinations);
+  }
+
+  /**
+   * The state and the button actions that {@link StateStore.open} would open, read and migrated in
+   * memory only: nothing is written, whatever the version (for `npm run migrate-data`, which leaves
+   * the files as they were). With no state file, the empty state that open would create.
+   */
+  static async read(
+    file: string,
+    options: StateStoreOptions = {},
+  ): Promise<{ state: State; buttons: Array<[string, StoredButton]> }> {
+    const loaded = await loadState(file);
+    const buttonsFile = options.buttonsFile ?? buttonsFileOf(file);
+    return {
+      state: loaded?.state ?? emptyState(),
+      buttons: await ButtonFile.read(buttonsFile, buttonOptions(options), loaded?.carried),
+    };
   }
 
   get data(): Readonly<State> {
@@ -458,53 +460,21 @@ export class StateStore implements RulesRepository {
 
   /** A stored button action, unless it is unknown or has expired. */
   button(hash: string): StoredButton | undefined {
-    const stored = own(this.#db.data.buttons, hash);
-    if (!stored || this.#expired(stored, this.#now().getTime())) return undefined;
-    return stored;
+    return this.#buttons.button(hash);
   }
 
   /**
-   * Stores a long button action under its hash. Saving it again makes it the most recent (buttons
-   * are dropped oldest first, beyond {@link MAX_STORED_BUTTONS} or after {@link BUTTON_TTL_MS}).
+   * Stores a long button action under its hash, in the buttons file (the state file is not
+   * written). Saving it again makes it the most recent (buttons are dropped oldest first, beyond
+   * {@link MAX_STORED_BUTTONS} or after {@link BUTTON_TTL_MS}).
    */
-  async saveButton(hash: string, action: string, now: Date): Promise<void> {
-    const buttons = this.#db.data.buttons;
-    const existing = own(buttons, hash);
-    // A button shown again within the hour needs no write: it stays valid for days.
-    if (existing?.action === action && now.getTime() - Date.parse(existing.createdAt) < 60 * 60 * 1000) return;
-    await this.#change([], [], () => {
-      const removed: Array<[string, StoredButton]> = existing ? [[hash, existing]] : [];
-      delete buttons[hash];
-      buttons[hash] = { action, createdAt: now.toISOString() };
-      removed.push(...this.#pruneButtons());
-      return [
-        undefined,
-        () => {
-          delete buttons[hash];
-          for (const [key, button] of removed) buttons[key] = button;
-        },
-      ];
-    });
+  saveButton(hash: string, action: string, now: Date): Promise<void> {
+    return this.#buttons.save(hash, action, now);
   }
 
-  #expired(button: StoredButton, nowMs: number): boolean {
-    return nowMs - Date.parse(button.createdAt) > this.#buttonTtlMs;
-  }
-
-  /** Drops expired buttons and the oldest beyond the cap; keys are in the order they were saved. */
-  #pruneButtons(): Array<[string, StoredButton]> {
-    const buttons = this.#db.data.buttons;
-    const nowMs = this.#now().getTime();
-    let excess = Object.keys(buttons).length - this.#maxButtons;
-    const removed: Array<[string, StoredButton]> = [];
-    for (const key in buttons) {
-      const button = buttons[key] as StoredButton;
-      if (excess <= 0 && !this.#expired(button, nowMs)) break;
-      removed.push([key, button]);
-      delete buttons[key];
-      excess--;
-    }
-    return removed;
+  /** The stored button actions that still work, the least recently saved first. */
+  storedButtons(): Array<[string, StoredButton]> {
+    return this.#buttons.entries();
   }
 
   /** Writes of the file since it was opened, and changes waiting for one (for tests, benchmarks and metrics). */
@@ -512,12 +482,13 @@ export class StateStore implements RulesRepository {
     return { writes: this.#writes, pending: this.#waiting.length + (this.#writing?.length ?? 0) };
   }
 
-  /** Resolves once every change made so far is written (or has failed). */
+  /** Resolves once every change made so far, and every button saved, is written (or has failed). */
   async flush(): Promise<void> {
     while (this.#waiting.length > 0 || this.#writing) {
       if (!this.#writing) this.#startWrite();
       await this.#idle;
     }
+    await this.#buttons.flush();
   }
 
   /**
@@ -594,6 +565,56 @@ export class StateStore implements RulesRepository {
   }
 }
 
+function buttonOptions(options: StateStoreOptions): ButtonFileOptions {
+  return {
+    ...(options.buttonTtlMs === undefined ? {} : { ttlMs: options.buttonTtlMs }),
+    ...(options.maxButtons === undefined ? {} : { max: options.maxButtons }),
+    ...(options.now === undefined ? {} : { now: options.now }),
+  };
+}
+
+/**
+ * The state file read, checked and migrated in memory, with one destination object per chat;
+ * undefined when there is none. Throws {@link StoreFileError} when it cannot be used.
+ */
+async function loadState(file: string): Promise<(Migrated & { destinations: Map<string, Destination> }) | undefined> {
+  let handle: FileHandle;
+  try {
+    handle = await open(file, 'r');
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new StoreFileError(file, `cannot be read (${(cause as Error).message})`, { cause });
+  }
+  const destinations = new Map<string, Destination>();
+  let read: { top: Record<string, unknown>; rules: CheckedRules | undefined } | undefined;
+  try {
+    read = await readState(handle, (rule) => {
+      rule.destination = sharedDestination(destinations, rule.destination);
+    });
+  } catch (cause) {
+    throw new StoreFileError(file, `cannot be read (${(cause as Error).message})`, { cause });
+  } finally {
+    await handle.close();
+  }
+  if (read) return { ...migrate(file, read.top, read.rules), destinations };
+  // Not a plain state file: read whole, so that the problem is told as JSON.parse tells it.
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (cause) {
+    throw new StoreFileError(file, `cannot be read (${(cause as Error).message})`, { cause });
+  }
+  if (text.trim() === '') throw new StoreFileError(file, 'is empty (a truncated write?)');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (cause) {
+    throw new StoreFileError(file, `is not valid JSON (${(cause as Error).message})`, { cause });
+  }
+  text = '';
+  return { ...migrate(file, parsed), destinations };
+}
+
 /** A chat's settings to change without touching the stored object. */
 function copyChat(settings: ChatSettings): ChatSettings {
   const copy = structuredClone(settings);
@@ -624,13 +645,13 @@ const isJsonSpace = (byte: number): boolean => byte === 0x20 || byte === 0x0a ||
 class NotPlain extends Error {}
 
 /**
- * Reads a state file of the current version without ever holding its whole text or its whole
- * parsed tree: the file is read in chunks, each top-level value is parsed on its own, and each
- * watch rule is parsed, checked and kept (or dropped) as soon as its text is complete, so that
- * only the rules themselves stay. `onRule` sees each rule that passes.
+ * Reads a state file whose rules are as this version's (version 2 on) without ever holding its
+ * whole text or its whole parsed tree: the file is read in chunks, each top-level value is parsed
+ * on its own, and each watch rule is parsed, checked and kept (or dropped) as soon as its text is
+ * complete, so that only the rules themselves stay. `onRule` sees each rule that passes.
  *
  * Returns the top-level object (with an empty `rules` list standing for the rules checked), or
- * undefined when the file is anything else (empty, not JSON, not an object, an older version,
+ * undefined when the file is anything else (empty, not JSON, not an object, version 1,
  * a version given after the rules): the caller then reads it whole, as JSON.parse reads it, which
  * also tells the problem in JSON.parse's words. It throws only when the file cannot be read.
  */
@@ -749,8 +770,8 @@ export class StateReader {
     if (this.#mode !== DONE || this.#inValue) throw new NotPlain();
     const top = this.#top;
     if (this.#raw) top.rules = this.#raw;
-    // Rules are checked as they come only in a file that said first that it is of this version.
-    else if (this.#checked && top.version !== STATE_VERSION) throw new NotPlain();
+    // Rules are checked as they come only in a file that said first that its rules are as this version's.
+    else if (this.#checked && !rulesAreCurrent(top.version)) throw new NotPlain();
     return { top, rules: this.#checked };
   }
 
@@ -862,7 +883,7 @@ export class StateReader {
     this.#inRules = true;
     this.#index = 0;
     this.#set('rules', []);
-    if (this.#top.version === STATE_VERSION) {
+    if (rulesAreCurrent(this.#top.version)) {
       this.#checker = new RuleChecker();
       this.#checked = { rules: [], problems: undefined };
       this.#raw = undefined;

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -123,6 +123,47 @@ describe('npm run migrate-data', () => {
     expect(again.code).toBe(78);
     expect(again.stderr).toMatch(/already holds settings, rules or deliveries/);
     expect(again.stderr).not.toMatch(/postgres:[^@\s]*:[^@\s]+@/);
+  });
+
+  it('GIVEN a data directory of an older version (version 2: buttons in state.json) THEN its rules and buttons move, and its files are left as they were', async () => {
+    const oldDir = await mkdtemp(join(tmpdir(), 'floorwatch-migrate-v2-'));
+    try {
+      const content = JSON.stringify({
+        version: 2,
+        chats: {},
+        buttons: { h7: { action: '/floor collection=devnet:0xc1 count=5', createdAt: new Date().toISOString() } },
+        rules: [
+          {
+            id: 'r7',
+            destination: CHAT,
+            network: 'devnet',
+            collection: '0x00000000000000000000000000000000000000c1',
+            collectionName: 'Moon Cats',
+            kinds: ['sale'],
+            paused: false,
+            createdBy: 'telegram:1',
+            createdAt: '2026-11-25T00:00:00.000Z',
+          },
+        ],
+        nextRuleNumber: 8,
+      });
+      await writeFile(join(oldDir, 'state.json'), content);
+      const url = await postgres.freshDatabase();
+      const moved = await migrateData({ FLOORWATCH_DATA_DIR: oldDir, FLOORWATCH_DATABASE_URL: url });
+      expect(moved.stderr).toBe('');
+      expect(moved.stdout).toContain('1 rules, 1 buttons');
+      expect(await readFile(join(oldDir, 'state.json'), 'utf8')).toBe(content);
+      expect(await readdir(oldDir)).not.toContain('state.buttons.jsonl');
+      const shared = await openSharedDatabase({ url, poolSize: 2 }, pino({ level: 'silent' }), () => {});
+      try {
+        expect(shared.rules.button('h7')?.action).toBe('/floor collection=devnet:0xc1 count=5');
+        expect((await shared.rules.rulesOf('telegram:-100')).map((r) => r.id)).toEqual(['r7']);
+      } finally {
+        await shared.close();
+      }
+    } finally {
+      await rm(oldDir, { recursive: true, force: true });
+    }
   });
 
   it('GIVEN no database address THEN it says which setting is missing', async () => {

@@ -5,7 +5,7 @@ import { PassThrough, Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startBot } from '../../src/main.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
-import { StateStore, StoreFileError } from '../../src/store/state.ts';
+import { buttonsFileOf, StateStore, StoreFileError } from '../../src/store/state.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { runEntryPoint } from '../helpers/entry-point.ts';
 
@@ -77,6 +77,25 @@ describe('start-up on damaged files', () => {
     expect(run.stderr).toContain('left untouched');
     expect(run.stdout).toBe('');
     expect((await readFile(journalFile)).equals(journal)).toBe(true);
+    expect((await readFile(stateFile)).equals(state)).toBe(true);
+  });
+
+  it('GIVEN state.buttons.jsonl with garbage in the middle WHEN the CLI starts THEN it exits 78, names the file and line, and leaves it and state.json untouched', async () => {
+    const stateFile = join(dataDir, 'state.json');
+    const store = await StateStore.open(stateFile);
+    for (const hash of ['h1', 'h2', 'h3']) await store.saveButton(hash, `/floor ${hash} count=5`, new Date());
+    const buttonsFile = buttonsFileOf(stateFile);
+    const lines = (await readFile(buttonsFile, 'utf8')).split('\n');
+    lines.splice(2, 1, '{"h":"h2","a":\u0000\u0007 garbage ]]');
+    const buttons = Buffer.from(lines.join('\n'));
+    await writeFile(buttonsFile, buttons);
+    const state = await readFile(stateFile);
+    const run = await runEntryPoint('/help\n', { FLOORWATCH_DATA_DIR: dataDir });
+    expect(run.code).toBe(78);
+    expect(run.stderr).toContain(`${buttonsFile}: line 3 is not valid JSON`);
+    expect(run.stderr).toContain('left untouched');
+    expect(run.stdout).toBe('');
+    expect((await readFile(buttonsFile)).equals(buttons)).toBe(true);
     expect((await readFile(stateFile)).equals(state)).toBe(true);
   });
 

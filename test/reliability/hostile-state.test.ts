@@ -108,8 +108,25 @@ describe('a state file that is JSON but not a valid state', () => {
   const state = (overrides: Record<string, unknown>) =>
     JSON.stringify({ version: 2, chats: {}, buttons: {}, rules: [], nextRuleNumber: 1, ...overrides });
 
+  const rule = (id: string, collectionName: string) => ({
+    id,
+    destination: { platform: 'telegram', chatId: '1' },
+    network: 'devnet',
+    collection: '0x00000000000000000000000000000000000000c1',
+    collectionName,
+    kinds: ['sale'],
+    paused: false,
+    createdBy: 'telegram:1',
+    createdAt: '2026-01-01T00:00:00.000Z',
+  });
+
   it.each([
     ['a rule that is null', state({ rules: [null] }), /rules\[0\]: expected Object/i],
+    [
+      'two rules with one id',
+      state({ rules: [rule('r1', 'a'), rule('r2', 'b'), rule('r1', 'c')], nextRuleNumber: 3 }),
+      /rules\[2\]\.id: r1 is the id of rules\[0\] too/,
+    ],
     ['chats that are a list', state({ chats: [] }), /chats: expected an object/],
     ['aliases that are null', state({ chats: { 'telegram:1': { aliases: null } } }), /chats\.telegram:1\.aliases/],
     [

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import type { ChatRef } from '../../src/bot/command.ts';
 import { StateStore } from '../../src/store/state.ts';
 import { ADMIN, type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { runEntryPoint } from '../helpers/entry-point.ts';
+import { bytesWritten } from '../helpers/written.ts';
 
 /*
  * Issue 13, items 7 and 8: what grows with use (stored buttons, the state file under many rule
@@ -22,7 +23,7 @@ afterEach(async () => {
 });
 
 describe('stored button actions', () => {
-  it('GIVEN long button actions shown over days WHEN a week has passed or the cap is reached THEN the old ones stop working and leave the state file', async () => {
+  it('GIVEN long button actions shown over days WHEN a week has passed or the cap is reached THEN the old ones stop working, also after a restart', async () => {
     let now = new Date('2026-03-01T12:00:00.000Z');
     const file = join(dataDir, 'state.json');
     const store = await StateStore.open(file, { now: () => now, maxButtons: 50 });
@@ -38,8 +39,52 @@ describe('stored button actions', () => {
     for (let n = 1; n <= 120; n++) payloads.push(await codec.encode(action(n)));
     expect(codec.decode(payloads[0] ?? '')).toBeUndefined();
     expect(codec.decode(payloads[119] ?? '')).toBe(action(120));
-    const saved = JSON.parse(await readFile(file, 'utf8')) as { buttons: Record<string, unknown> };
-    expect(Object.keys(saved.buttons)).toHaveLength(50);
+    const reopened = await StateStore.open(file, { now: () => now, maxButtons: 50 });
+    expect(reopened.storedButtons()).toHaveLength(50);
+    expect(reopened.button((payloads[69] ?? '').slice(1))).toBeUndefined();
+    expect(reopened.button((payloads[70] ?? '').slice(1))?.action).toBe(action(71));
+  });
+});
+
+describe('stored button actions beside a large state', () => {
+  it('GIVEN a 3 MB state file (10,000 rules) WHEN 50 answers each store a long button action THEN state.json is not rewritten, under 1 kB is written a button, and the buttons work after a restart', async () => {
+    const file = join(dataDir, 'state.json');
+    const rules = Array.from({ length: 10_000 }, (_, i) => ({
+      id: `r${i + 1}`,
+      destination: { platform: 'telegram', chatId: `-100${i % 400}` },
+      network: 'devnet',
+      collection: `0x${(i % 50).toString(16).padStart(40, '0')}`,
+      collectionName: `Collection number ${i % 50} of the community`,
+      kinds: ['sale', 'listing'],
+      minPrice: { value: String(i + 1), usd: true },
+      traits: [{ name: 'Background', value: 'Tide Pool' }],
+      paused: false,
+      createdBy: `telegram:${1_000_000 + i}`,
+      createdAt: '2026-01-01T00:00:00.000Z',
+    }));
+    await writeFile(file, JSON.stringify({ version: 2, chats: {}, buttons: {}, rules, nextRuleNumber: 10_001 }));
+    const store = await StateStore.open(file);
+    await store.flush();
+    const before = await stat(file);
+    expect(before.size).toBeGreaterThan(3_000_000);
+
+    const codec = new ButtonCodec(store, 64);
+    const action = (n: number) => `/floor collection=devnet:0x${'ab'.repeat(20)} count=5 background="Tide Pool ${n}"`;
+    const writtenBefore = await bytesWritten();
+    const payloads: string[] = [];
+    for (let n = 0; n < 50; n++) payloads.push(await codec.encode(action(n)));
+    const perButton = ((await bytesWritten()) - writtenBefore) / 50;
+
+    const after = await stat(file);
+    expect({ ino: after.ino, size: after.size, mtimeMs: after.mtimeMs }).toEqual({
+      ino: before.ino,
+      size: before.size,
+      mtimeMs: before.mtimeMs,
+    });
+    expect(perButton).toBeLessThan(1_000);
+
+    const reopened = new ButtonCodec(await StateStore.open(file), 64);
+    expect(payloads.map((payload) => reopened.decode(payload))).toEqual(payloads.map((_, n) => action(n)));
   });
 });
 

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Bot, type Context, GrammyError, HttpError, webhookCallback } from 'grammy';
 import type { BotCommand, Chat, Update, User, UserFromGetMe } from 'grammy/types';
@@ -10,6 +10,7 @@ import type { Actor, ChatRef } from '../../bot/command.ts';
 import { isGroup } from '../../bot/command.ts';
 import type { CommandEngine, Outcome } from '../../bot/engine.ts';
 import type { Config } from '../../config.ts';
+import { createLimitedServer, type ListenerLimits } from '../../core/http-listener.ts';
 import type { RulesRepository } from '../../core/ports.ts';
 import { plain, type Reply, truncate } from '../../core/reply.ts';
 import type { AlertSink } from '../../delivery/sink.ts';
@@ -352,8 +353,18 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
 
 /** Largest webhook request body read; Telegram's updates are a few kilobytes. */
 export const WEBHOOK_MAX_BODY = 1024 * 1024;
-/** How long one webhook request may take to arrive in full. */
-const WEBHOOK_REQUEST_TIMEOUT_MS = 30_000;
+/**
+ * What a client may hold of the webhook listener. Telegram (or the load balancer in front) sends a
+ * request's head at once and opens at most 100 connections per bot (setWebhook's max_connections).
+ */
+export const WEBHOOK_LISTENER_LIMITS: ListenerLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  maxHeadersCount: 100,
+  maxHeaderSize: 8 * 1024,
+  maxConnections: 256,
+};
 
 /**
  * The webhook listener: POSTs on `path` carrying the secret token go to grammy's webhookCallback;
@@ -402,7 +413,7 @@ async function listenForUpdates(options: {
     );
     if (!res.headersSent) res.writeHead(200).end();
   };
-  const server = createServer({ requestTimeout: WEBHOOK_REQUEST_TIMEOUT_MS }, (req, res) => {
+  const server = createLimitedServer(WEBHOOK_LISTENER_LIMITS, (req, res) => {
     serve(req, res).catch((error: unknown) => {
       onError(error);
       if (!res.headersSent) res.writeHead(500, { connection: 'close' }).end();

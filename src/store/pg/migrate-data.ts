@@ -12,9 +12,10 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { ConfigError, loadConfig } from '../../config.ts';
 import { destinationKey } from '../../core/types.ts';
+import { StoreFileError } from '../errors.ts';
 import { DeliveryJournal } from '../journal.ts';
 import { DataDirError, lockDataDir } from '../lock.ts';
-import { StateStore, StoreFileError } from '../state.ts';
+import { StateStore } from '../state.ts';
 import { Database, DatabaseError } from './database.ts';
 
 export interface MigrateDataResult {
@@ -35,7 +36,8 @@ export async function migrateData(dataDir: string, databaseUrl: string): Promise
   const logger = pino({ level: 'silent' });
   let db: Database | undefined;
   try {
-    const store = await StateStore.open(join(dataDir, 'state.json'));
+    // Read only: the files are left as they were, even when they are of an older version.
+    const read = await StateStore.read(join(dataDir, 'state.json'));
     const journal = await DeliveryJournal.open(join(dataDir, 'deliveries.jsonl'));
     const records = journal.records();
     await journal.close();
@@ -52,7 +54,7 @@ export async function migrateData(dataDir: string, databaseUrl: string): Promise
           `${db.where} already holds settings, rules or deliveries: migrate-data only moves into an empty database`,
         );
       }
-      const state = store.data;
+      const { state } = read;
       const chats = Object.entries(state.chats);
       for (const [chatKey, settings] of chats) {
         await client.query('INSERT INTO chats (chat_key, settings) VALUES ($1, $2)', [
@@ -69,7 +71,7 @@ export async function migrateData(dataDir: string, databaseUrl: string): Promise
       }
       // New rules continue the numbering: ids are never reused.
       await client.query(`SELECT setval('rule_numbers', $1, false)`, [Math.max(1, state.nextRuleNumber)]);
-      const buttons = Object.entries(state.buttons);
+      const { buttons } = read;
       for (const [hash, button] of buttons) {
         await client.query('INSERT INTO buttons (hash, action, created_at) VALUES ($1, $2, $3)', [
           hash,

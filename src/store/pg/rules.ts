@@ -19,8 +19,9 @@ import type { RulesChange, RulesRepository } from '../../core/ports.ts';
 import type { ChatSettings, DigestSettings, StoredButton } from '../../core/settings.ts';
 import { type Destination, destinationKey, type WatchRule } from '../../core/types.ts';
 import { type Dict, dict, own } from '../../records.ts';
-import { RuleChecker, type SchemaProblems, validateState } from '../schema.ts';
-import { BUTTON_TTL_MS, MAX_STORED_BUTTONS, StoreFileError, StoreWriteError } from '../state.ts';
+import { BUTTON_TTL_MS, MAX_STORED_BUTTONS } from '../buttons.ts';
+import { StoreFileError, StoreWriteError } from '../errors.ts';
+import { RuleChecker, type SchemaProblems, validateButtons, validateState } from '../schema.ts';
 import type { Database } from './database.ts';
 
 const CHANNEL = 'floorwatch_state';
@@ -490,19 +491,12 @@ export class PgRulesRepository implements RulesRepository {
     chats: Array<[string, unknown]>,
     buttons: Array<[string, StoredButton]>,
   ): { chats: Dict<ChatSettings>; buttons: Dict<StoredButton> } {
-    const checked = validateState({
-      version: 2,
-      chats: Object.fromEntries(chats),
-      buttons: Object.fromEntries(buttons),
-      rules: [],
-      nextRuleNumber: 1,
-    });
+    const checked = validateState({ version: 3, chats: Object.fromEntries(chats), rules: [], nextRuleNumber: 1 });
     if (!checked.ok)
       throw new StoreFileError(this.#db.where, `holds invalid settings (${checked.problems.join('; ')})`);
-    return {
-      chats: checked.state.chats as Dict<ChatSettings>,
-      buttons: checked.state.buttons as Dict<StoredButton>,
-    };
+    const stored = validateButtons(Object.fromEntries(buttons));
+    if (!stored.ok) throw new StoreFileError(this.#db.where, `holds invalid buttons (${stored.problems.join('; ')})`);
+    return { chats: checked.state.chats as Dict<ChatSettings>, buttons: stored.buttons };
   }
 
   #pruneButtons(): void {

@@ -2,7 +2,20 @@ import { mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { StateStore, StoreFileError, StoreWriteError } from '../../../src/store/state.ts';
+import { buttonsFileOf, StateStore, StoreFileError, StoreWriteError } from '../../../src/store/state.ts';
+
+/** A watch rule as the state file holds it. */
+const ruleRecord = (id: string) => ({
+  id,
+  destination: { platform: 'telegram' as const, chatId: '1' },
+  network: 'devnet',
+  collection: '0xabc',
+  collectionName: 'Cats',
+  kinds: ['sale' as const],
+  paused: false,
+  createdBy: 'telegram:9',
+  createdAt: '2026-01-01T00:00:00.000Z',
+});
 
 let dir: string;
 let file: string;
@@ -16,15 +29,16 @@ afterEach(async () => {
 });
 
 describe('StateStore', () => {
-  it('GIVEN no file WHEN opened THEN it creates one with the current version', async () => {
+  it('GIVEN no file WHEN opened THEN it creates one with the current version, and the buttons file beside it', async () => {
     await StateStore.open(file);
     expect(JSON.parse(await readFile(file, 'utf8'))).toEqual({
-      version: 2,
+      version: 3,
       chats: {},
-      buttons: {},
       rules: [],
       nextRuleNumber: 1,
     });
+    expect(buttonsFileOf(file)).toBe(join(dir, 'state.buttons.jsonl'));
+    expect(await readFile(buttonsFileOf(file), 'utf8')).toBe('{"op":"buttons","v":1}\n');
   });
 
   it('GIVEN chat settings written WHEN reopened THEN they are read back from disk', async () => {
@@ -41,15 +55,99 @@ describe('StateStore', () => {
     expect(again.chat('telegram:1')).toEqual({ aliases: {} });
   });
 
-  it('GIVEN a version 1 file WHEN opened THEN it is migrated to version 2 and keeps its chats', async () => {
+  it('GIVEN a version 1 file WHEN opened THEN it is migrated to version 3, keeps its chats and buttons, and is written back', async () => {
     await writeFile(
       file,
-      JSON.stringify({ version: 1, chats: { 'telegram:1': { network: 'devnet', aliases: {} } }, buttons: {} }),
+      JSON.stringify({
+        version: 1,
+        chats: { 'telegram:1': { network: 'devnet', aliases: {} } },
+        buttons: { h1: { action: '/floor cats', createdAt: new Date().toISOString() } },
+      }),
     );
     const store = await StateStore.open(file);
-    expect(store.data.version).toBe(2);
+    expect(store.data.version).toBe(3);
     expect(store.rules).toEqual([]);
     expect(store.chat('telegram:1').network).toBe('devnet');
+    expect(store.button('h1')?.action).toBe('/floor cats');
+    expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ version: 3, rules: [], nextRuleNumber: 1 });
+  });
+
+  it('GIVEN a version 2 file with rules and buttons WHEN opened THEN its buttons move to the buttons file, the state file is written as version 3 without them, and both read back', async () => {
+    const saved = new Date().toISOString();
+    await writeFile(
+      file,
+      JSON.stringify({
+        version: 2,
+        chats: {},
+        buttons: { h1: { action: '/floor cats', createdAt: saved }, h2: { action: '/floor dogs', createdAt: saved } },
+        rules: [{ ...ruleRecord('r4'), paused: true }],
+        nextRuleNumber: 5,
+      }),
+    );
+    const store = await StateStore.open(file);
+    expect(store.rules.map((r) => [r.id, r.paused])).toEqual([['r4', true]]);
+    const state = JSON.parse(await readFile(file, 'utf8'));
+    expect(state).toEqual({ version: 3, chats: {}, rules: [{ ...ruleRecord('r4'), paused: true }], nextRuleNumber: 5 });
+    const lines = (await readFile(buttonsFileOf(file), 'utf8')).trimEnd().split('\n');
+    expect(lines.slice(1).map((line) => JSON.parse(line).h)).toEqual(['h1', 'h2']);
+    await store.saveButton('h3', '/floor birds', new Date());
+    const reopened = await StateStore.open(file);
+    expect(reopened.storedButtons().map(([hash, button]) => [hash, button.action])).toEqual([
+      ['h1', '/floor cats'],
+      ['h2', '/floor dogs'],
+      ['h3', '/floor birds'],
+    ]);
+    expect((await reopened.addRule(ruleRecord('x'), 10))?.id).toBe('r5');
+  });
+
+  it('GIVEN a crash after the buttons were moved but before the version 2 file was written back WHEN opened again THEN the move is done again and nothing is lost or doubled', async () => {
+    const saved = new Date().toISOString();
+    const v2 = JSON.stringify({
+      version: 2,
+      chats: {},
+      buttons: { h1: { action: '/floor cats', createdAt: saved } },
+      rules: [],
+      nextRuleNumber: 1,
+    });
+    await writeFile(file, v2);
+    await StateStore.open(file);
+    const moved = await readFile(buttonsFileOf(file), 'utf8');
+    await writeFile(file, v2);
+    const again = await StateStore.open(file);
+    expect(await readFile(buttonsFileOf(file), 'utf8')).toBe(moved);
+    expect(again.storedButtons().map(([hash]) => hash)).toEqual(['h1']);
+  });
+
+  it('GIVEN a version 2 file whose buttons are invalid WHEN opened THEN it refuses, names the field, and writes neither file', async () => {
+    const content = JSON.stringify({
+      version: 2,
+      chats: {},
+      buttons: { h1: { action: '/floor cats', createdAt: 'yesterday' } },
+      rules: [],
+      nextRuleNumber: 1,
+    });
+    await writeFile(file, content);
+    const error = await StateStore.open(file).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreFileError);
+    expect((error as Error).message).toMatch(/has invalid content \(buttons\.h1\.createdAt: expected an ISO time/);
+    expect(await readFile(file, 'utf8')).toBe(content);
+    await expect(readFile(buttonsFileOf(file))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('GIVEN a version 2 file WHEN read for migrate-data THEN state and buttons are as open gives them, and nothing is written', async () => {
+    const content = JSON.stringify({
+      version: 2,
+      chats: { 'telegram:1': { network: 'devnet', aliases: {} } },
+      buttons: { h1: { action: '/floor cats', createdAt: new Date().toISOString() } },
+      rules: [ruleRecord('r1')],
+      nextRuleNumber: 2,
+    });
+    await writeFile(file, content);
+    const read = await StateStore.read(file);
+    expect(read.state).toMatchObject({ version: 3, rules: [ruleRecord('r1')], nextRuleNumber: 2 });
+    expect(read.buttons.map(([hash, button]) => [hash, button.action])).toEqual([['h1', '/floor cats']]);
+    expect(await readFile(file, 'utf8')).toBe(content);
+    await expect(readFile(buttonsFileOf(file))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
   it('GIVEN rules WHEN added and removed THEN ids are never reused and listeners hear of it', async () => {
@@ -167,14 +265,12 @@ describe('StateStore writes', () => {
         s.network = 'devnet-l2';
         s.aliases.cats = { alias: 'cats', network: 'devnet', address: '0xabc' };
       }),
-      store.saveButton('h1', '/floor cats', new Date()),
     ]);
     await unlink(temp);
-    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected']);
     for (const o of outcomes) expect((o as PromiseRejectedResult).reason).toBeInstanceOf(StoreWriteError);
     expect(store.rules.map((r) => r.id)).toEqual(['r1']);
     expect(store.chat('telegram:1')).toEqual({ network: 'devnet', aliases: {} });
-    expect(store.button('h1')).toBeUndefined();
     expect(await readFile(file, 'utf8')).toBe(before);
     // The id of the lost rule is given again: it was never seen by anyone as saved.
     expect((await store.addRule(rule('1'), 50))?.id).toBe('r2');
@@ -218,7 +314,7 @@ describe('StateStore writes', () => {
     expect(store.button('b')).toBeUndefined();
     expect(store.button('a')?.action).toBe('/floor a');
     const reopened = await StateStore.open(file, { now: () => now });
-    expect(Object.keys(reopened.data.buttons).sort()).toEqual(['a', 'd']);
+    expect(reopened.storedButtons().map(([hash]) => hash)).toEqual(['a', 'd']);
   });
 
   it('GIVEN keys that name Object.prototype members WHEN chats and buttons are looked up THEN they are missing keys', async () => {
