@@ -9,6 +9,8 @@ import {
   PlatformTimeoutError,
 } from './errors.ts';
 import { LineSplitter, type LineVisitor } from './ndjson.ts';
+import type { RecordDrops } from './records/read.ts';
+import { SampledReporter } from './sampled-report.ts';
 import type { RpcRequest, Transport } from './transport.ts';
 
 /** Reconnect policy of a subscription. */
@@ -77,6 +79,7 @@ export interface StreamOptions {
 
 /**
  * Runs a streaming RPC (NDJSON answer) as an async iterable of the records under `outputKey`.
+ * Lines that are no record are skipped, reported through `onBadLine` and counted in `drops`.
  *
  * Blank lines are heartbeats; a time longer than the heartbeat timeout without a complete line counts
  * as a lost stream, and so does a line longer than `maxLineBytes`.
@@ -95,9 +98,10 @@ export function streamRpc<T>(
   outputKey: string,
   normalize: (value: unknown) => T,
   options: StreamOptions = {},
+  drops?: RecordDrops,
 ): AsyncGenerator<T, void, undefined> {
   const signal = options.signal ?? new AbortController().signal;
-  return new RecordIterator(streamBatches(transport, request, outputKey, normalize, options, signal), signal);
+  return new RecordIterator(streamBatches(transport, request, outputKey, normalize, options, signal, drops), signal);
 }
 
 /**
@@ -110,6 +114,7 @@ export function streamRpcBatches<T>(
   outputKey: string,
   normalize: (value: unknown) => T,
   options: StreamOptions = {},
+  drops?: RecordDrops,
 ): AsyncGenerator<T[], void, undefined> {
   return streamBatches(
     transport,
@@ -118,6 +123,7 @@ export function streamRpcBatches<T>(
     normalize,
     options,
     options.signal ?? new AbortController().signal,
+    drops,
   );
 }
 
@@ -129,6 +135,7 @@ async function* streamBatches<T>(
   normalize: (value: unknown) => T,
   options: StreamOptions,
   signal: AbortSignal,
+  drops: RecordDrops | undefined,
 ): AsyncGenerator<T[], void, undefined> {
   const heartbeatMs = options.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS;
   const policy = options.reconnect === false ? undefined : { ...DEFAULT_RECONNECT, ...options.reconnect };
@@ -136,8 +143,8 @@ async function* streamBatches<T>(
   const operation = `${request.service}/${request.method}`;
   const host = new URL(request.baseUrl).host;
   const emit = options.onState ?? (() => undefined);
-  const badLines = new BadLineReporter(options.onBadLine, options.badLineReportMs ?? DEFAULT_BAD_LINE_REPORT_MS);
-  const records = new RecordReader(outputKey, operation, host, transport, normalize, badLines);
+  const badLines = new SampledReporter(options.onBadLine, options.badLineReportMs ?? DEFAULT_BAD_LINE_REPORT_MS);
+  const records = new RecordReader(outputKey, operation, host, transport, normalize, badLines, drops);
   let failures = 0;
   let attempt = 0;
 
@@ -316,60 +323,9 @@ class RecordIterator<T> implements AsyncGenerator<T, void, undefined> {
   }
 }
 
-/** Rate-limits {@link StreamOptions.onBadLine}: the first bad line at once, then one summary per interval. */
-class BadLineReporter {
-  readonly #report: ((sample: PlatformBadResponseError, skipped: number) => void) | undefined;
-  readonly #intervalMs: number;
-  #window: NodeJS.Timeout | undefined;
-  #skipped = 0;
-  #sample: PlatformBadResponseError | undefined;
-
-  constructor(report: ((sample: PlatformBadResponseError, skipped: number) => void) | undefined, intervalMs: number) {
-    this.#report = report;
-    this.#intervalMs = intervalMs;
-  }
-
-  add(error: PlatformBadResponseError): void {
-    if (!this.#report) return;
-    if (this.#window === undefined) {
-      this.#report(error, 1);
-      if (this.#intervalMs > 0) this.#window = this.#openWindow();
-      return;
-    }
-    this.#skipped++;
-    this.#sample ??= error;
-  }
-
-  close(): void {
-    clearTimeout(this.#window);
-    this.#window = undefined;
-    this.#flush();
-  }
-
-  #openWindow(): NodeJS.Timeout {
-    const timer = setTimeout(() => {
-      this.#window = undefined;
-      // A window that saw bad lines opens the next one, so a steady flow is summed per interval.
-      if (this.#flush()) this.#window = this.#openWindow();
-    }, this.#intervalMs);
-    timer.unref();
-    return timer;
-  }
-
-  #flush(): boolean {
-    const sample = this.#sample;
-    if (sample === undefined) return false;
-    const skipped = this.#skipped;
-    this.#sample = undefined;
-    this.#skipped = 0;
-    this.#report?.(sample, skipped);
-    return true;
-  }
-}
-
 /**
  * A subscription's lines into records, one {@link LineSplitter.each} visit a line: records gather in
- * {@link batch}, lines that are no record are reported through {@link BadLineReporter} and skipped,
+ * {@link batch}, lines that are no record are reported through a {@link SampledReporter} and skipped,
  * and a `{"webrpcError": ...}` line is kept as {@link streamError}, which ends the connection. One
  * per subscription, reset for each connection: its `line` stays one function for every connection
  * (see {@link LineVisitor}), and a record's parse is most of a busy stream's cost.
@@ -382,7 +338,8 @@ class RecordReader<T> implements LineVisitor {
   readonly #host: string;
   readonly #transport: Transport;
   readonly #normalize: (value: unknown) => T;
-  readonly #badLines: BadLineReporter;
+  readonly #badLines: SampledReporter<PlatformBadResponseError>;
+  readonly #drops: RecordDrops | undefined;
 
   constructor(
     outputKey: string,
@@ -390,7 +347,8 @@ class RecordReader<T> implements LineVisitor {
     host: string,
     transport: Transport,
     normalize: (value: unknown) => T,
-    badLines: BadLineReporter,
+    badLines: SampledReporter<PlatformBadResponseError>,
+    drops: RecordDrops | undefined,
   ) {
     this.#outputKey = outputKey;
     this.#operation = operation;
@@ -398,6 +356,7 @@ class RecordReader<T> implements LineVisitor {
     this.#transport = transport;
     this.#normalize = normalize;
     this.#badLines = badLines;
+    this.#drops = drops;
   }
 
   /** A new connection: nothing gathered, no error. */
@@ -435,8 +394,9 @@ class RecordReader<T> implements LineVisitor {
     return true;
   }
 
-  /** Reports a line that is no record; the stream goes on. */
+  /** Counts and reports a line that is no record; the stream goes on. */
   #skip(message: string, cause?: unknown): true {
+    this.#drops?.count(this.#operation, 1);
     this.#badLines.add(
       new PlatformBadResponseError(
         this.#operation,
