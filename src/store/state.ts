@@ -5,7 +5,14 @@ import type { RulesChange, RulesRepository } from '../core/ports.ts';
 import type { ChatSettings, DigestSettings, StoredButton } from '../core/settings.ts';
 import { type Destination, destinationKey, type WatchRule } from '../core/types.ts';
 import { type Dict, dict, own } from '../records.ts';
-import { type CheckedRules, RuleChecker, validateState } from './schema.ts';
+import {
+  type CheckedRules,
+  problemsOfChat,
+  problemsOfRule,
+  RuleChecker,
+  type SchemaProblems,
+  validateState,
+} from './schema.ts';
 import { syncDirectory } from './sync-directory.ts';
 
 /** The persisted state, version 1. */
@@ -48,6 +55,32 @@ export class StoreFileError extends Error {
     super(`${file}: ${problem}. The file was left untouched; fix or move it, then start again.`, options);
     this.file = file;
   }
+}
+
+/**
+ * A change that would store what the state schema refuses (a rule whose collection is not an
+ * address): nothing was changed. Commands check what they store first, so this names a defect, not
+ * a user's mistake; it keeps a bad value out of the file, which would then refuse to be read.
+ */
+export class InvalidChangeError extends Error {
+  override name = 'InvalidChangeError';
+  readonly problems: SchemaProblems;
+  constructor(what: string, problems: SchemaProblems) {
+    super(`${what} was not saved: ${problems.join('; ')}`);
+    this.problems = problems;
+  }
+}
+
+/** Throws {@link InvalidChangeError} when `rule` is not one the state schema reads back. */
+export function assertValidRule(rule: WatchRule): void {
+  const problems = problemsOfRule(rule);
+  if (problems) throw new InvalidChangeError(`rule ${rule.id}`, problems);
+}
+
+/** Throws {@link InvalidChangeError} when `settings` are not what the state schema reads back. */
+export function assertValidChat(chatKey: string, settings: ChatSettings): void {
+  const problems = problemsOfChat(settings);
+  if (problems) throw new InvalidChangeError(`the settings of ${chatKey}`, problems);
 }
 
 /**
@@ -363,6 +396,7 @@ export class StateStore implements RulesRepository {
     const previous = own(chats, chatKey);
     const settings = previous ? copyChat(previous) : emptyChat();
     change(settings);
+    assertValidChat(chatKey, settings);
     chats[chatKey] = settings;
     return [
       settings,
@@ -402,6 +436,7 @@ export class StateStore implements RulesRepository {
     const id = `r${data.nextRuleNumber}`;
     const [stored] = await this.#change([], [id], () => {
       const stored: WatchRule = { ...rule, id, destination };
+      assertValidRule(stored);
       data.nextRuleNumber += 1;
       data.rules.push(stored);
       return [
@@ -428,6 +463,7 @@ export class StateStore implements RulesRepository {
         rules.splice(index, 1);
         return [true, () => rules.splice(index, 0, current)];
       }
+      assertValidRule(next);
       rules[index] = { ...next, destination: this.#sharedDestination(next.destination) };
       return [
         true,
