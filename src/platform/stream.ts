@@ -41,6 +41,11 @@ export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
 /** Default interval of bad-line reports: a server sending garbage costs one report a minute. */
 export const DEFAULT_BAD_LINE_REPORT_MS = 60_000;
 
+/**
+ * A subscription's state. `connected` comes with the first complete line of a connection (the
+ * server's heartbeat at open, or a record), never with the answer's headers alone: a peer that
+ * accepts the request and then sends nothing is `connecting` until the heartbeat timeout drops it.
+ */
 export type StreamState =
   | { kind: 'connecting'; attempt: number }
   | { kind: 'connected'; attempt: number }
@@ -82,7 +87,8 @@ export interface StreamOptions {
  * Lines that are no record are skipped, reported through `onBadLine` and counted in `drops`.
  *
  * Blank lines are heartbeats; a time longer than the heartbeat timeout without a complete line counts
- * as a lost stream, and so does a line longer than `maxLineBytes`.
+ * as a lost stream (from the open on: a connection is `connected` only once its first line came),
+ * and so does a line longer than `maxLineBytes`.
  * A `{"webrpcError": ...}` line or a non-2xx answer becomes a typed error. Transient failures
  * (network, 5xx, 429, lost or finished stream, heartbeat timeout) reconnect with capped exponential
  * back-off and jitter (each delay between half its ceiling and the ceiling), at least a 429's
@@ -163,7 +169,7 @@ async function* streamBatches<T>(
       try {
         const stream = await transport.openStream(request, signal);
         abortConnection = stream.abort;
-        emit({ kind: 'connected', attempt });
+        let live = false;
         chunks = new ChunkQueue(stream.body);
         const splitter = new LineSplitter();
         records.reset();
@@ -183,6 +189,11 @@ async function* streamBatches<T>(
           }
           if (completed === 0) continue;
           watchdog.disarm();
+          if (!live && records.streamError === undefined) {
+            // Headers prove little (a proxy sends them for a dead backend): a complete line proves the stream.
+            live = true;
+            emit({ kind: 'connected', attempt });
+          }
           if (records.batch.length > 0) {
             // Only a delivered record counts as recovery: real servers send a heartbeat at open even when
             // they fail right after, and the back-off must still grow then.

@@ -11,10 +11,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NetworkStreams } from '../../src/alerts/streams.ts';
+import type { AlertStatus } from '../../src/bot/command.ts';
 import { CommandEngine } from '../../src/bot/engine.ts';
 import { loadCommands } from '../../src/bot/registry.ts';
 import { errorReply } from '../../src/bot/user-text.ts';
 import { renderPlain } from '../../src/chat/console/render.ts';
+import type { StreamHealth } from '../../src/core/status.ts';
+import { checkReadiness } from '../../src/health/readiness.ts';
 import { COMMANDS_DIR } from '../../src/main.ts';
 import {
   DEFAULT_BAD_LINE_REPORT_MS,
@@ -117,6 +121,25 @@ async function trickle(stream: NdjsonStream, everyMs: number): Promise<number> {
     await Promise.race([pause(everyMs), stream.closed]);
   }
   return written;
+}
+
+/** The real command engine and commands on a client of the hostile server, as the bot wires them; runs a line, renders the answer. */
+async function engineOn(client: PlatformClient, dataDir: string, alerts?: () => AlertStatus) {
+  const engine = new CommandEngine({
+    platform: client,
+    store: await StateStore.open(join(dataDir, 'state.json')),
+    logger: pino({ level: 'silent' }),
+    settings: { operators: [], projectId: PROJECT_ID, allowlistAudience: 1, defaultNetwork: 'polygon', version: 't' },
+    commands: await loadCommands(COMMANDS_DIR),
+    userLimit: { capacity: 1_000, refillPerSecond: 1_000 },
+    chatLimit: { capacity: 1_000, refillPerSecond: 1_000 },
+    ...(alerts ? { alerts } : {}),
+  });
+  return async (line: string) => {
+    const answer = await engine.runLine(line, CONSOLE, ADMIN);
+    if (!answer) throw new Error(`not a command: ${line}`);
+    return renderPlain(answer).text;
+  };
 }
 
 /** Records a subscription's states; `first(kind)` resolves with the first of that kind, seen or to come. */
@@ -273,6 +296,77 @@ describe('stream liveness counts complete lines only', () => {
     expect(await trickled).toBeLessThan(10_000);
   });
 
+  it('GIVEN a stream that answers with headers and never a line WHEN the heartbeat timeout passes THEN it was never connected and is dropped; a heartbeat on the next connection makes it connected', async () => {
+    server.route(EVENTS, reply.stream({ heartbeatAtOpen: false }), reply.stream({ heartbeatAtOpen: false }));
+    const client = makeClient();
+    const recorder = stateRecorder();
+    const events = subscribe(client, { heartbeatTimeoutMs: 300, onState: recorder.onState });
+
+    const pending = events.next();
+    await server.nextStream(EVENTS);
+    const disconnected = await recorder.first('disconnected');
+    const next = await server.nextStream(EVENTS);
+    await next.heartbeat();
+    const connected = await recorder.first('connected');
+    await next.send({ log: wireEventLog(7) });
+
+    expect((await pending).value).toMatchObject({ uid: 'uid-7' });
+    expect(disconnected.reason).toBeInstanceOf(PlatformTimeoutError);
+    expect(recorder.states.slice(0, 2).map((s) => s.kind)).toEqual(['connecting', 'disconnected']);
+    expect(connected.attempt).toBe(2);
+    await events.return(undefined);
+  });
+
+  it('GIVEN an events stream whose server sends headers and then nothing WHEN /readyz and /status look during its connections THEN neither ever says connected; they do once lines come', async () => {
+    server.route(EVENTS, reply.stream({ heartbeatAtOpen: false }));
+    server.route('/idx/polygon/rpc/Indexer/SubscribeReceipts', reply.stream());
+    const client = makeClient();
+    const dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-liveness-'));
+    const streams = new NetworkStreams(
+      client,
+      'polygon',
+      { onLog: () => undefined, onReceipt: () => undefined },
+      pino({ level: 'silent' }),
+      { heartbeatTimeoutMs: 400, reconnect: FAST_RECONNECT },
+    );
+    const health = (): StreamHealth[] => [streams.health()];
+    const readiness = () =>
+      checkReadiness({ watchedNetworks: () => ['polygon'], streams: health, chats: () => [], dataDir });
+    const status = await engineOn(client, dataDir, () => ({
+      streams: health(),
+      journal: { records: 0, pending: 0, failed: 0 },
+      counters: { logs: 0, events: 0, matched: 0, deliveries: 0, reorged: 0, dropped: 0 },
+      backlog: undefined,
+    }));
+    try {
+      void streams.plan({ contractAddresses: [ADDR.collection] });
+      const seen = new Set<string>();
+      // Three connections of 400 ms each, looked at every few milliseconds.
+      while (server.requestsTo(EVENTS).length < 4) {
+        seen.add(streams.health().events);
+        await pause(5);
+      }
+      const notReady = await readiness();
+      const statusText = await status('/status');
+
+      server.route(EVENTS, reply.stream());
+      while (streams.health().events !== 'connected') await pause(10);
+      const ready = await readiness();
+
+      expect([...seen]).not.toContain('connected');
+      expect(seen.has('connecting')).toBe(true);
+      expect(notReady.ready).toBe(false);
+      expect(notReady.reasons.join('\n')).toMatch(/alert events stream of polygon is (connecting|reconnecting)/);
+      expect(statusText).toMatch(/⚠️ polygon: events (connecting|reconnecting), receipts /);
+      // The receipts stream is left silent after its opening heartbeat here: only the events are looked at.
+      expect(ready.streams.polygon?.events).toBe('connected');
+      expect(ready.reasons.filter((r) => r.includes('events'))).toEqual([]);
+    } finally {
+      streams.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('GIVEN the default line cap WHEN a line grows past 1 MiB without a newline THEN the connection is dropped as a bad response and reopened', async () => {
     server.route(EVENTS, reply.stream());
     const client = makeClient();
@@ -395,24 +489,6 @@ describe('records checked at the door', () => {
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  /** The real command engine and commands on a client of the hostile server, as the bot wires them. */
-  async function engineOn(client: PlatformClient) {
-    const engine = new CommandEngine({
-      platform: client,
-      store: await StateStore.open(join(dataDir, 'state.json')),
-      logger: pino({ level: 'silent' }),
-      settings: { operators: [], projectId: PROJECT_ID, allowlistAudience: 1, defaultNetwork: 'polygon', version: 't' },
-      commands: await loadCommands(COMMANDS_DIR),
-      userLimit: { capacity: 1_000, refillPerSecond: 1_000 },
-      chatLimit: { capacity: 1_000, refillPerSecond: 1_000 },
-    });
-    return async (line: string) => {
-      const answer = await engine.runLine(line, CONSOLE, ADMIN);
-      if (!answer) throw new Error(`not a command: ${line}`);
-      return renderPlain(answer).text;
-    };
-  }
-
   function balance(account: string, amount: string, tokenID = '1'): Record<string, unknown> {
     return { contractAddress: ADDR.collection, accountAddress: account, balance: amount, tokenID, chainId: 137 };
   }
@@ -486,7 +562,7 @@ describe('records checked at the door', () => {
 
   it('GIVEN balances that are not numbers WHEN /holders and /holdings run THEN the good balances are counted, the bad ones dropped, and /status counts them', async () => {
     server.route(SEARCH, reply.json({ tokenMetadata: [], contractInfo: [wireContractInfo()] }));
-    const run = await engineOn(makeClient());
+    const run = await engineOn(makeClient(), dataDir);
 
     server.route(
       BALANCES,
@@ -523,7 +599,7 @@ describe('records checked at the door', () => {
 
   it('GIVEN a balance past 2^256 WHEN /holders and /holdings run THEN it is dropped, not shown as the whole supply', async () => {
     server.route(SEARCH, reply.json({ tokenMetadata: [], contractInfo: [wireContractInfo()] }));
-    const run = await engineOn(makeClient());
+    const run = await engineOn(makeClient(), dataDir);
 
     server.route(BALANCES, reply.json({ balances: [balance(ADDR.seller, '3'), balance(ADDR.buyer, HUGE)] }));
     const holders = await run(`/holders ${ADDR.collection}`);
@@ -548,7 +624,7 @@ describe('records checked at the door', () => {
         ],
       }),
     );
-    const run = await engineOn(makeClient());
+    const run = await engineOn(makeClient(), dataDir);
 
     const floor = await run(`/floor ${ADDR.collection}`);
 
@@ -561,7 +637,7 @@ describe('records checked at the door', () => {
   it('GIVEN a listing priced at 1e308 USD WHEN /floor runs THEN it is dropped rather than printed as 400 digits', async () => {
     server.route(SEARCH, reply.json({ tokenMetadata: [], contractInfo: [wireContractInfo()] }));
     server.route(COLLECTIBLES, reply.json({ collectibles: [listed('3', { priceUSD: 1e308 }), listed('2', {})] }));
-    const run = await engineOn(makeClient());
+    const run = await engineOn(makeClient(), dataDir);
 
     const floor = await run(`/floor ${ADDR.collection}`);
 
