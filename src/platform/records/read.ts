@@ -127,8 +127,6 @@ export interface DroppedRecordsSnapshot {
   total: number;
   /** Dropped records by `Service/Operation`. */
   byOperation: ReadonlyMap<string, number>;
-  /** The last one dropped, with when (ISO 8601). */
-  last: (DroppedRecord & { at: string }) | undefined;
 }
 
 /**
@@ -140,7 +138,6 @@ export class RecordDrops {
   readonly #byOperation = new Map<string, number>();
   readonly #reporter: SampledReporter<DroppedRecord>;
   #total = 0;
-  #last: (DroppedRecord & { at: string }) | undefined;
 
   constructor(report?: (sample: DroppedRecord, dropped: number) => void, intervalMs = DEFAULT_DROP_REPORT_MS) {
     this.#reporter = new SampledReporter(report, intervalMs);
@@ -149,7 +146,6 @@ export class RecordDrops {
   /** A record dropped here: counted and reported. */
   drop(record: DroppedRecord): void {
     this.count(record.operation, 1);
-    this.#last = { ...record, at: new Date().toISOString() };
     this.#reporter.add(record);
   }
 
@@ -160,7 +156,7 @@ export class RecordDrops {
   }
 
   snapshot(): DroppedRecordsSnapshot {
-    return { total: this.#total, byOperation: new Map(this.#byOperation), last: this.#last };
+    return { total: this.#total, byOperation: new Map(this.#byOperation) };
   }
 
   /** Reports what is still pending. */
