@@ -77,6 +77,17 @@ export default defineCommand({
       },
     ];
     const lines = await Promise.all(probes.map(probe));
+    const dropped = ctx.platform.droppedRecords.snapshot();
+    if (dropped.total > 0) {
+      // Operation names only: the records' own text is the platform's, and stays in the log.
+      const worst = [...dropped.byOperation]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 3)
+        .map(([operation, count]) => `${operation} ${count}`);
+      lines.push(
+        `⚠️ Platform records dropped (values that failed their checks): ${dropped.total} since start (${worst.join(', ')}${dropped.byOperation.size > 3 ? ', …' : ''}); details in the log`,
+      );
+    }
     const alerts = ctx.alerts?.();
     if (alerts) {
       lines.push('Alert streams:');

@@ -164,6 +164,8 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       ...platformOptions,
       endpoints,
       userAgent: `floorwatch/${VERSION}`,
+      onDroppedRecords: (sample, dropped) =>
+        platformLogger.warn({ ...sample, dropped }, 'dropped platform records that failed their checks'),
       onCall: (report) => {
         metrics?.platformCall(report);
         platformLogger.debug(
@@ -455,6 +457,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         journal: () => journal.stats(),
         backlog: () => alertPipeline.backlog(),
         isCommand: (name) => engine.find(name.split(' ')[0] ?? '') !== undefined,
+        droppedRecords: () => platform.droppedRecords.snapshot().byOperation,
       });
       const server = await startHealthServer({
         ...config.http,

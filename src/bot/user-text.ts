@@ -7,6 +7,7 @@ import { INVISIBLE, type Reply, withoutInvisible } from '../core/reply.ts';
 import {
   PlatformAbortedError,
   PlatformApiError,
+  PlatformBadRecordError,
   PlatformBadResponseError,
   PlatformError,
   PlatformNetworkError,
@@ -233,6 +234,10 @@ function describePlatformError(error: PlatformError): string {
   }
   if (error instanceof PlatformNetworkError) {
     return `The platform's ${service} service cannot be reached right now. Try again in a minute.`;
+  }
+  if (error instanceof PlatformBadRecordError) {
+    const fields = error.fields.length > 0 ? ` (${error.fields.slice(0, 3).join(', ')})` : '';
+    return `The platform's ${service} service sent ${error.record} with impossible values${fields}, so the bot did not use it. It was logged for the operators.`;
   }
   if (error instanceof PlatformBadResponseError) {
     if (error.status !== undefined && error.status >= 500) {

@@ -15,6 +15,8 @@ export interface MetricSources {
   backlog: () => JournalBacklog;
   /** True for a command name the registry knows; other names are counted as `unknown`. */
   isCommand: (name: string) => boolean;
+  /** Platform records dropped at the client's door so far, by operation (PlatformClient.droppedRecords). */
+  droppedRecords?: () => ReadonlyMap<string, number>;
 }
 
 export type DeliveryOutcome = 'sent' | 'retried' | 'failed' | 'edited';
@@ -100,6 +102,20 @@ export class BotMetrics {
           const delta = health.reconnects - (reconnectsSeen.get(health.network) ?? 0);
           this.inc({ network: health.network }, Math.max(0, delta));
           reconnectsSeen.set(health.network, Math.max(health.reconnects, reconnectsSeen.get(health.network) ?? 0));
+        }
+      },
+    });
+    const droppedSeen = new Map<string, number>();
+    new Counter({
+      name: 'floorwatch_platform_records_dropped_total',
+      help: 'Platform records dropped because they failed their checks (a bad address, amount, decimals or price; a bad stream line), by operation.',
+      labelNames: ['operation'],
+      registers,
+      collect() {
+        for (const [operation, dropped] of sources()?.droppedRecords?.() ?? []) {
+          const delta = dropped - (droppedSeen.get(operation) ?? 0);
+          if (delta > 0) this.inc({ operation }, delta);
+          droppedSeen.set(operation, Math.max(dropped, droppedSeen.get(operation) ?? 0));
         }
       },
     });

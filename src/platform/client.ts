@@ -1,4 +1,5 @@
 import { type Network, NetworkDirectory } from './networks.ts';
+import { type DroppedRecord, RecordDrops } from './records/read.ts';
 import { AnalyticsService } from './services/analytics.ts';
 import { BuilderService } from './services/builder.ts';
 import { CollectionsService } from './services/collections.ts';
@@ -14,6 +15,13 @@ export interface PlatformClientOptions extends TransportOptions {
   networks: readonly Network[];
   /** Project for Builder, Relayer, Collections and Analytics calls that do not name one. */
   projectId?: number | undefined;
+  /**
+   * Hears of records the client dropped (a bad record of a list; stream lines have `onBadLine`): the
+   * first at once, then at most one summary per `droppedRecordReportMs` with how many there were.
+   */
+  onDroppedRecords?: (sample: DroppedRecord, dropped: number) => void;
+  /** Interval of {@link onDroppedRecords} summaries. Default 60 s; 0 reports every record. */
+  droppedRecordReportMs?: number;
 }
 
 /**
@@ -38,9 +46,15 @@ export class PlatformClient {
   readonly builder: BuilderService;
   readonly relayer: RelayerService;
   readonly analytics: AnalyticsService;
+  /**
+   * Records not handed out because they failed their checks (records/schemas.ts), by operation:
+   * bad records of lists and bad stream lines. For /status and metrics.
+   */
+  readonly droppedRecords: RecordDrops;
 
   constructor(options: PlatformClientOptions) {
     this.transport = new Transport(options);
+    this.droppedRecords = new RecordDrops(options.onDroppedRecords, options.droppedRecordReportMs);
     this.networks = new NetworkDirectory(options.networks);
     this.endpoints = options.endpoints;
     const ctx: ServiceContext = {
@@ -48,6 +62,7 @@ export class PlatformClient {
       endpoints: options.endpoints,
       networks: this.networks,
       projectId: options.projectId,
+      drops: this.droppedRecords,
     };
     this.metadata = new MetadataService(ctx);
     this.collections = new CollectionsService(ctx);
@@ -58,8 +73,9 @@ export class PlatformClient {
     this.analytics = new AnalyticsService(ctx);
   }
 
-  /** Closes the keep-alive connections. */
+  /** Closes the keep-alive connections; dropped records not yet reported are reported. */
   close(): Promise<void> {
+    this.droppedRecords.close();
     return this.transport.close();
   }
 }

@@ -4,7 +4,8 @@
  * - {@link PlatformApiError}: the platform answered and said no (webrpc error body: name, code, status, message);
  * - {@link PlatformNetworkError}: the request never got an answer (refused, reset, DNS);
  * - {@link PlatformTimeoutError}: no answer within the time allowed;
- * - {@link PlatformBadResponseError}: an answer that is not what the protocol promises (not JSON, wrong shape);
+ * - {@link PlatformBadResponseError}: an answer that is not what the protocol promises (not JSON, wrong shape),
+ *   and its {@link PlatformBadRecordError} when the answer's one record has values the client refuses;
  * - {@link PlatformAbortedError}: the caller aborted.
  *
  * All extend {@link PlatformError}, which names the operation and the host. Messages never carry
@@ -97,6 +98,31 @@ export class PlatformBadResponseError extends PlatformError {
   constructor(operation: string, host: string, message: string, status?: number, options?: { cause?: unknown }) {
     super(operation, host, status === undefined ? message : `${message} (HTTP ${status})`, options);
     this.status = status;
+  }
+}
+
+/**
+ * The one record of an answer (a token's details, the best listing, a collection) breaks the
+ * client's checks: an address with a space, a negative price, a balance past 2^256. Never retried:
+ * the platform would send the same record again.
+ */
+export class PlatformBadRecordError extends PlatformBadResponseError {
+  override name = 'PlatformBadRecordError';
+  /** What the record is, for people: `an order`, `token details`. */
+  readonly record: string;
+  /** Paths of the fields at fault (`priceUSD`, `metadata.tokenId`): the client's names, never platform text. */
+  readonly fields: readonly string[];
+
+  constructor(
+    operation: string,
+    host: string,
+    message: string,
+    record: { record: string; fields: readonly string[] },
+    options?: { cause?: unknown },
+  ) {
+    super(operation, host, message, 200, options);
+    this.record = record.record;
+    this.fields = record.fields;
   }
 }
 

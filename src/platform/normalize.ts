@@ -3,6 +3,8 @@
  * drops `null` where it only means "absent", fills empty lists that Go servers send as `null`,
  * and throws {@link ShapeError} when a required part has the wrong type. Unknown keys pass through.
  */
+
+import { isCanonicalAddress } from './records/fields.ts';
 import {
   type Audience,
   type AudienceContact,
@@ -139,6 +141,7 @@ export function propertyFilter(value: unknown, what: string): PropertyFilter {
 export function contractInfo(value: unknown, what: string): ContractInfo {
   const out = compact(object(value, what));
   requireString(out, 'address', what);
+  if (out.name === undefined) out.name = '';
   if (out.extensions !== undefined) out.extensions = compact(object(out.extensions, `${what}.extensions`));
   return out as unknown as ContractInfo;
 }
@@ -260,6 +263,10 @@ export function receipt(value: unknown): TransactionReceipt {
   return out as unknown as TransactionReceipt;
 }
 
+function isBlockNumber(value: unknown): boolean {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
 /** No `null` value (which the copy would drop) and no `__proto__` key (which it would skip) at the top. */
 function isCompact(src: Json): boolean {
   for (const key in src) {
@@ -270,18 +277,19 @@ function isCompact(src: Json): boolean {
 
 /**
  * Whether {@link eventLog} may return a parsed log unchanged: its {@link EventLog} fields are what the
- * copy would make of them. Required text fields are text, `blockNumber` a number, no other field of
+ * copy would make of them, and what records/schemas.ts checks of a log holds already (a canonical
+ * lower-case `contractAddress`, a whole non-negative `blockNumber`). Required text fields are text, no other field of
  * the type is `null`, no own `__proto__` key, and `event` (when present) has text where text belongs,
  * lists where lists belong and text values only. Keys outside the type are passed on as they came.
  * The fields are named one by one: a loop over a log's keys (for…in, Object.values) cost a tenth of
  * the line's JSON.parse again.
  */
-function isTypedLog(src: Json): boolean {
+export function isTypedLog(src: Json): boolean {
   if (
     typeof src.uid !== 'string' ||
     typeof src.txnHash !== 'string' ||
-    typeof src.contractAddress !== 'string' ||
-    typeof src.blockNumber !== 'number' ||
+    !isCanonicalAddress(src.contractAddress) ||
+    !isBlockNumber(src.blockNumber) ||
     src.id === null ||
     src.blockHash === null ||
     src.parentBlockHash === null ||
@@ -315,11 +323,14 @@ function isTypedLog(src: Json): boolean {
   return true;
 }
 
-/** Whether {@link receipt} may return a parsed receipt unchanged: the copy would equal it. */
-function isTypedReceipt(src: Json): boolean {
+/**
+ * Whether {@link receipt} may return a parsed receipt unchanged: the copy would equal it, and its
+ * block is one records/schemas.ts accepts.
+ */
+export function isTypedReceipt(src: Json): boolean {
   if (
     typeof src.txnHash !== 'string' ||
-    typeof src.blockNumber !== 'number' ||
+    !isBlockNumber(src.blockNumber) ||
     typeof src.final !== 'boolean' ||
     typeof src.reorged !== 'boolean' ||
     !Array.isArray(src.logs) ||

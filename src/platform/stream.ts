@@ -9,6 +9,8 @@ import {
   PlatformTimeoutError,
 } from './errors.ts';
 import { LineSplitter, type LineVisitor } from './ndjson.ts';
+import type { RecordDrops } from './records/read.ts';
+import { SampledReporter } from './sampled-report.ts';
 import type { RpcRequest, Transport } from './transport.ts';
 
 /** Reconnect policy of a subscription. */
@@ -39,6 +41,11 @@ export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
 /** Default interval of bad-line reports: a server sending garbage costs one report a minute. */
 export const DEFAULT_BAD_LINE_REPORT_MS = 60_000;
 
+/**
+ * A subscription's state. `connected` comes with the first complete line of a connection (the
+ * server's heartbeat at open, or a record), never with the answer's headers alone: a peer that
+ * accepts the request and then sends nothing is `connecting` until the heartbeat timeout drops it.
+ */
 export type StreamState =
   | { kind: 'connecting'; attempt: number }
   | { kind: 'connected'; attempt: number }
@@ -77,9 +84,11 @@ export interface StreamOptions {
 
 /**
  * Runs a streaming RPC (NDJSON answer) as an async iterable of the records under `outputKey`.
+ * Lines that are no record are skipped, reported through `onBadLine` and counted in `drops`.
  *
  * Blank lines are heartbeats; a time longer than the heartbeat timeout without a complete line counts
- * as a lost stream, and so does a line longer than `maxLineBytes`.
+ * as a lost stream (from the open on: a connection is `connected` only once its first line came),
+ * and so does a line longer than `maxLineBytes`.
  * A `{"webrpcError": ...}` line or a non-2xx answer becomes a typed error. Transient failures
  * (network, 5xx, 429, lost or finished stream, heartbeat timeout) reconnect with capped exponential
  * back-off and jitter (each delay between half its ceiling and the ceiling), at least a 429's
@@ -95,9 +104,10 @@ export function streamRpc<T>(
   outputKey: string,
   normalize: (value: unknown) => T,
   options: StreamOptions = {},
+  drops?: RecordDrops,
 ): AsyncGenerator<T, void, undefined> {
   const signal = options.signal ?? new AbortController().signal;
-  return new RecordIterator(streamBatches(transport, request, outputKey, normalize, options, signal), signal);
+  return new RecordIterator(streamBatches(transport, request, outputKey, normalize, options, signal, drops), signal);
 }
 
 /**
@@ -110,6 +120,7 @@ export function streamRpcBatches<T>(
   outputKey: string,
   normalize: (value: unknown) => T,
   options: StreamOptions = {},
+  drops?: RecordDrops,
 ): AsyncGenerator<T[], void, undefined> {
   return streamBatches(
     transport,
@@ -118,6 +129,7 @@ export function streamRpcBatches<T>(
     normalize,
     options,
     options.signal ?? new AbortController().signal,
+    drops,
   );
 }
 
@@ -129,6 +141,7 @@ async function* streamBatches<T>(
   normalize: (value: unknown) => T,
   options: StreamOptions,
   signal: AbortSignal,
+  drops: RecordDrops | undefined,
 ): AsyncGenerator<T[], void, undefined> {
   const heartbeatMs = options.heartbeatTimeoutMs ?? DEFAULT_HEARTBEAT_TIMEOUT_MS;
   const policy = options.reconnect === false ? undefined : { ...DEFAULT_RECONNECT, ...options.reconnect };
@@ -136,8 +149,8 @@ async function* streamBatches<T>(
   const operation = `${request.service}/${request.method}`;
   const host = new URL(request.baseUrl).host;
   const emit = options.onState ?? (() => undefined);
-  const badLines = new BadLineReporter(options.onBadLine, options.badLineReportMs ?? DEFAULT_BAD_LINE_REPORT_MS);
-  const records = new RecordReader(outputKey, operation, host, transport, normalize, badLines);
+  const badLines = new SampledReporter(options.onBadLine, options.badLineReportMs ?? DEFAULT_BAD_LINE_REPORT_MS);
+  const records = new RecordReader(outputKey, operation, host, transport, normalize, badLines, drops);
   let failures = 0;
   let attempt = 0;
 
@@ -156,7 +169,7 @@ async function* streamBatches<T>(
       try {
         const stream = await transport.openStream(request, signal);
         abortConnection = stream.abort;
-        emit({ kind: 'connected', attempt });
+        let live = false;
         chunks = new ChunkQueue(stream.body);
         const splitter = new LineSplitter();
         records.reset();
@@ -176,6 +189,11 @@ async function* streamBatches<T>(
           }
           if (completed === 0) continue;
           watchdog.disarm();
+          if (!live && records.streamError === undefined) {
+            // Headers prove little (a proxy sends them for a dead backend): a complete line proves the stream.
+            live = true;
+            emit({ kind: 'connected', attempt });
+          }
           if (records.batch.length > 0) {
             // Only a delivered record counts as recovery: real servers send a heartbeat at open even when
             // they fail right after, and the back-off must still grow then.
@@ -316,60 +334,9 @@ class RecordIterator<T> implements AsyncGenerator<T, void, undefined> {
   }
 }
 
-/** Rate-limits {@link StreamOptions.onBadLine}: the first bad line at once, then one summary per interval. */
-class BadLineReporter {
-  readonly #report: ((sample: PlatformBadResponseError, skipped: number) => void) | undefined;
-  readonly #intervalMs: number;
-  #window: NodeJS.Timeout | undefined;
-  #skipped = 0;
-  #sample: PlatformBadResponseError | undefined;
-
-  constructor(report: ((sample: PlatformBadResponseError, skipped: number) => void) | undefined, intervalMs: number) {
-    this.#report = report;
-    this.#intervalMs = intervalMs;
-  }
-
-  add(error: PlatformBadResponseError): void {
-    if (!this.#report) return;
-    if (this.#window === undefined) {
-      this.#report(error, 1);
-      if (this.#intervalMs > 0) this.#window = this.#openWindow();
-      return;
-    }
-    this.#skipped++;
-    this.#sample ??= error;
-  }
-
-  close(): void {
-    clearTimeout(this.#window);
-    this.#window = undefined;
-    this.#flush();
-  }
-
-  #openWindow(): NodeJS.Timeout {
-    const timer = setTimeout(() => {
-      this.#window = undefined;
-      // A window that saw bad lines opens the next one, so a steady flow is summed per interval.
-      if (this.#flush()) this.#window = this.#openWindow();
-    }, this.#intervalMs);
-    timer.unref();
-    return timer;
-  }
-
-  #flush(): boolean {
-    const sample = this.#sample;
-    if (sample === undefined) return false;
-    const skipped = this.#skipped;
-    this.#sample = undefined;
-    this.#skipped = 0;
-    this.#report?.(sample, skipped);
-    return true;
-  }
-}
-
 /**
  * A subscription's lines into records, one {@link LineSplitter.each} visit a line: records gather in
- * {@link batch}, lines that are no record are reported through {@link BadLineReporter} and skipped,
+ * {@link batch}, lines that are no record are reported through a {@link SampledReporter} and skipped,
  * and a `{"webrpcError": ...}` line is kept as {@link streamError}, which ends the connection. One
  * per subscription, reset for each connection: its `line` stays one function for every connection
  * (see {@link LineVisitor}), and a record's parse is most of a busy stream's cost.
@@ -382,7 +349,8 @@ class RecordReader<T> implements LineVisitor {
   readonly #host: string;
   readonly #transport: Transport;
   readonly #normalize: (value: unknown) => T;
-  readonly #badLines: BadLineReporter;
+  readonly #badLines: SampledReporter<PlatformBadResponseError>;
+  readonly #drops: RecordDrops | undefined;
 
   constructor(
     outputKey: string,
@@ -390,7 +358,8 @@ class RecordReader<T> implements LineVisitor {
     host: string,
     transport: Transport,
     normalize: (value: unknown) => T,
-    badLines: BadLineReporter,
+    badLines: SampledReporter<PlatformBadResponseError>,
+    drops: RecordDrops | undefined,
   ) {
     this.#outputKey = outputKey;
     this.#operation = operation;
@@ -398,6 +367,7 @@ class RecordReader<T> implements LineVisitor {
     this.#transport = transport;
     this.#normalize = normalize;
     this.#badLines = badLines;
+    this.#drops = drops;
   }
 
   /** A new connection: nothing gathered, no error. */
@@ -435,8 +405,9 @@ class RecordReader<T> implements LineVisitor {
     return true;
   }
 
-  /** Reports a line that is no record; the stream goes on. */
+  /** Counts and reports a line that is no record; the stream goes on. */
   #skip(message: string, cause?: unknown): true {
+    this.#drops?.count(this.#operation, 1);
     this.#badLines.add(
       new PlatformBadResponseError(
         this.#operation,

@@ -16,7 +16,14 @@ function dictOf<T extends v.GenericSchema>(value: T) {
 
 const text = v.pipe(v.string(), v.minLength(1, 'expected a non-empty text'));
 const isoTime = v.pipe(v.string(), v.isoTimestamp('expected an ISO time'));
-const address = v.pipe(v.string(), v.regex(/^0x[0-9a-fA-F]{1,64}$/, 'expected an address (0x and hex digits)'));
+/**
+ * An address as the bot writes it: `0x` and 40 lower-case hex digits, nothing around. Anything else
+ * never matches an event (a rule keyed by `0x…1111 ` would never fire) and is refused when written.
+ */
+const address = v.pipe(
+  v.string(),
+  v.regex(/^0x[0-9a-f]{40}$/, 'expected an address (0x and 40 lower-case hex digits)'),
+);
 const int = (min: number, max: number) =>
   v.pipe(v.number(), v.integer('expected a whole number'), v.minValue(min), v.maxValue(max));
 
@@ -97,6 +104,21 @@ export type ValidatedState = Omit<v.InferOutput<typeof stateSchema>, 'rules'> & 
 
 /** The first problems of a value that does not match `stateSchema`, each with the path of its field. */
 export type SchemaProblems = string[];
+
+/**
+ * The problems of a rule about to be stored (none: undefined), each with its field's path. Stores
+ * check every rule they write, so that what they refuse to read back is never written.
+ */
+export function problemsOfRule(rule: unknown): SchemaProblems | undefined {
+  const result = v.safeParse(watchRule, rule);
+  return result.success ? undefined : result.issues.slice(0, 3).map((i) => describeIssue(i));
+}
+
+/** The problems of a chat's settings about to be stored (none: undefined), as {@link problemsOfRule}. */
+export function problemsOfChat(settings: unknown): SchemaProblems | undefined {
+  const result = v.safeParse(chatSettings, settings);
+  return result.success ? undefined : result.issues.slice(0, 3).map((i) => describeIssue(i));
+}
 
 /** Rules already checked one by one as the file was read (see {@link RuleChecker}). */
 export interface CheckedRules {

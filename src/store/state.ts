@@ -4,13 +4,21 @@ import { type Adapter, Low } from 'lowdb';
 import type { RulesChange, RulesRepository } from '../core/ports.ts';
 import type { ChatSettings, DigestSettings, StoredButton } from '../core/settings.ts';
 import { type Destination, destinationKey, type WatchRule } from '../core/types.ts';
-import { dict, own } from '../records.ts';
+import { type Dict, dict, own } from '../records.ts';
 import { ButtonFile, type ButtonFileOptions } from './buttons.ts';
 
 export { BUTTON_TTL_MS, MAX_STORED_BUTTONS } from './buttons.ts';
 
 import { StoreFileError, StoreWriteError } from './errors.ts';
-import { type CheckedRules, RuleChecker, validateButtons, validateState } from './schema.ts';
+import {
+  type CheckedRules,
+  problemsOfChat,
+  problemsOfRule,
+  RuleChecker,
+  type SchemaProblems,
+  validateButtons,
+  validateState,
+} from './schema.ts';
 import { syncDirectory } from './sync-directory.ts';
 
 export { StoreFileError, StoreWriteError } from './errors.ts';
@@ -52,6 +60,32 @@ export const WRITE_COALESCE_MS = 25;
 
 const emptyState = (): State => ({ version: 3, chats: dict(), rules: [], nextRuleNumber: 1 });
 const emptyChat = (): ChatSettings => ({ aliases: dict() });
+
+/**
+ * A change that would store what the state schema refuses (a rule whose collection is not an
+ * address): nothing was changed. Commands check what they store first, so this names a defect, not
+ * a user's mistake; it keeps a bad value out of the file, which would then refuse to be read.
+ */
+export class InvalidChangeError extends Error {
+  override name = 'InvalidChangeError';
+  readonly problems: SchemaProblems;
+  constructor(what: string, problems: SchemaProblems) {
+    super(`${what} was not saved: ${problems.join('; ')}`);
+    this.problems = problems;
+  }
+}
+
+/** Throws {@link InvalidChangeError} when `rule` is not one the state schema reads back. */
+export function assertValidRule(rule: WatchRule): void {
+  const problems = problemsOfRule(rule);
+  if (problems) throw new InvalidChangeError(`rule ${rule.id}`, problems);
+}
+
+/** Throws {@link InvalidChangeError} when `settings` are not what the state schema reads back. */
+export function assertValidChat(chatKey: string, settings: ChatSettings): void {
+  const problems = problemsOfChat(settings);
+  if (problems) throw new InvalidChangeError(`the settings of ${chatKey}`, problems);
+}
 
 /** The buttons file beside a state file: `state.json` keeps its buttons in `state.buttons.jsonl`. */
 export function buttonsFileOf(stateFile: string): string {
@@ -365,6 +399,7 @@ export class StateStore implements RulesRepository {
     const previous = own(chats, chatKey);
     const settings = previous ? copyChat(previous) : emptyChat();
     change(settings);
+    assertValidChat(chatKey, settings);
     chats[chatKey] = settings;
     return [
       settings,
@@ -404,6 +439,7 @@ export class StateStore implements RulesRepository {
     const id = `r${data.nextRuleNumber}`;
     const [stored] = await this.#change([], [id], () => {
       const stored: WatchRule = { ...rule, id, destination };
+      assertValidRule(stored);
       data.nextRuleNumber += 1;
       data.rules.push(stored);
       return [
@@ -430,6 +466,7 @@ export class StateStore implements RulesRepository {
         rules.splice(index, 1);
         return [true, () => rules.splice(index, 0, current)];
       }
+      assertValidRule(next);
       rules[index] = { ...next, destination: this.#sharedDestination(next.destination) };
       return [
         true,

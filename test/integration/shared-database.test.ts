@@ -315,16 +315,70 @@ describe('rules and settings shared by several processes', () => {
     expect([changed, calls, heard, a.rules.writeStats.writes]).toEqual([false, 0, [], 0]);
   });
 
-  it('GIVEN an invalid rule row THEN reading it fails with the rule id and the field', async () => {
+  it('GIVEN an invalid rule row THEN reading skips it and names the rule id and the field once, and changing it fails with them', async () => {
     const url = await postgres.freshDatabase();
-    const a = await processOn(url);
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) });
+    const a = await openSharedDatabase({ url, poolSize: 4 }, logger, () => {});
+    opened.push(a);
     await a.rules.addRule(rule(CHAT, '0x00000000000000000000000000000000000000c1'), 50);
+    await a.rules.addRule(rule(CHAT, '0x00000000000000000000000000000000000000c2'), 50);
     await a.db.pool.query(`UPDATE rules SET rule = jsonb_set(rule, '{kinds}', '["sales"]') WHERE id = 'r1'`);
-    await expect(a.rules.rulesOf('discord:4242')).rejects.toMatchObject({
+    expect((await a.rules.rulesOf('discord:4242')).map((r) => r.id)).toEqual(['r2']);
+    expect((await everyRule(a.rules)).rules.map((r) => r.id)).toEqual(['r2']);
+    expect(warnings).toHaveLength(1);
+    expect(JSON.parse(warnings[0] ?? '{}')).toMatchObject({
+      table: 'rules',
+      key: 'r1',
+      problems: expect.stringMatching(/^kinds\[0\]: expected one of/),
+    });
+    await expect(a.rules.updateRule('r1', (r) => r)).rejects.toMatchObject({
       name: 'StoreFileError',
       message: expect.stringMatching(/holds an invalid rule r1 \(kinds\[0\]: expected one of/),
     });
-    await expect(a.rules.updateRule('r1', (r) => r)).rejects.toMatchObject({ name: 'StoreFileError' });
+  });
+
+  it('GIVEN a rule or chat settings with an address that is not canonical WHEN stored THEN nothing is written and the change names the field', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    await expect(a.rules.addRule(rule(CHAT, `0x${'11'.repeat(20)} `), 50)).rejects.toMatchObject({
+      name: 'InvalidChangeError',
+      message: expect.stringContaining('collection: expected an address'),
+    });
+    await expect(
+      a.rules.updateChat('discord:4242', (s) => {
+        s.collection = { network: 'devnet', address: `0x${'AB'.repeat(20)}` };
+      }),
+    ).rejects.toMatchObject({ name: 'InvalidChangeError' });
+    const rows = await a.db.pool.query(
+      'SELECT (SELECT count(*) FROM rules) AS rules, (SELECT count(*) FROM chats) AS chats',
+    );
+    expect(rows.rows[0]).toEqual({ rules: '0', chats: '0' });
+    expect(a.rules.chat('discord:4242').collection).toBeUndefined();
+  });
+
+  it('GIVEN a chat settings row that does not read WHEN a process opens THEN it starts with the other chats and names the bad one', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    await a.rules.updateChat('discord:4242', (s) => {
+      s.network = 'devnet';
+    });
+    await a.rules.updateChat('discord:4343', (s) => {
+      s.network = 'devnet';
+    });
+    await a.db.pool.query(`UPDATE chats SET settings = '{"aliases": 5}' WHERE chat_key = 'discord:4343'`);
+    const warnings: string[] = [];
+    const b = await openSharedDatabase(
+      { url, poolSize: 2 },
+      pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) }),
+      () => {},
+    );
+    opened.push(b);
+    expect(b.rules.chat('discord:4242').network).toBe('devnet');
+    expect(b.rules.chat('discord:4343').network).toBeUndefined();
+    expect(warnings.map((w) => JSON.parse(w))).toEqual([
+      expect.objectContaining({ table: 'chats', key: 'discord:4343', problems: expect.stringContaining('aliases') }),
+    ]);
   });
 
   it('GIVEN the database goes away WHEN a rule is added THEN the change is refused with a clear error and nothing is stored', async () => {

@@ -6,8 +6,20 @@
  * rather than drained, and words a user can read. Limits are set small where the defaults would
  * make a test slow; outcomes are asserted, never durations.
  */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NetworkStreams } from '../../src/alerts/streams.ts';
+import type { AlertStatus } from '../../src/bot/command.ts';
+import { CommandEngine } from '../../src/bot/engine.ts';
+import { loadCommands } from '../../src/bot/registry.ts';
 import { errorReply } from '../../src/bot/user-text.ts';
+import { renderPlain } from '../../src/chat/console/render.ts';
+import type { StreamHealth } from '../../src/core/status.ts';
+import { checkReadiness } from '../../src/health/readiness.ts';
+import { COMMANDS_DIR } from '../../src/main.ts';
 import {
   DEFAULT_BAD_LINE_REPORT_MS,
   DEFAULT_LIMITS,
@@ -15,6 +27,7 @@ import {
   DEFAULT_TIMEOUTS,
   type EventLog,
   PlatformApiError,
+  PlatformBadRecordError,
   PlatformBadResponseError,
   type PlatformClient,
   type PlatformClientOptions,
@@ -22,7 +35,19 @@ import {
   type StreamOptions,
   type StreamState,
 } from '../../src/platform/index.ts';
-import { ACCESS_KEY, ADDR, createTestClient, wireEventLog } from '../helpers/platform-fixtures.ts';
+import { StateStore } from '../../src/store/state.ts';
+import { ADMIN, CONSOLE } from '../helpers/bot-harness.ts';
+import { spawnEntryPoint, waitUntil } from '../helpers/entry-point.ts';
+import {
+  ACCESS_KEY,
+  ADDR,
+  createTestClient,
+  PROJECT_ID,
+  wireContractInfo,
+  wireEventLog,
+  wireOrder,
+  wireTokenMetadata,
+} from '../helpers/platform-fixtures.ts';
 import { type NdjsonStream, pause, RpcTestServer, reply } from '../helpers/rpc-test-server.ts';
 
 const LISTINGS = '/mk/polygon/rpc/Marketplace/ListListingsForCollectible';
@@ -96,6 +121,25 @@ async function trickle(stream: NdjsonStream, everyMs: number): Promise<number> {
     await Promise.race([pause(everyMs), stream.closed]);
   }
   return written;
+}
+
+/** The real command engine and commands on a client of the hostile server, as the bot wires them; runs a line, renders the answer. */
+async function engineOn(client: PlatformClient, dataDir: string, alerts?: () => AlertStatus) {
+  const engine = new CommandEngine({
+    platform: client,
+    store: await StateStore.open(join(dataDir, 'state.json')),
+    logger: pino({ level: 'silent' }),
+    settings: { operators: [], projectId: PROJECT_ID, allowlistAudience: 1, defaultNetwork: 'polygon', version: 't' },
+    commands: await loadCommands(COMMANDS_DIR),
+    userLimit: { capacity: 1_000, refillPerSecond: 1_000 },
+    chatLimit: { capacity: 1_000, refillPerSecond: 1_000 },
+    ...(alerts ? { alerts } : {}),
+  });
+  return async (line: string) => {
+    const answer = await engine.runLine(line, CONSOLE, ADMIN);
+    if (!answer) throw new Error(`not a command: ${line}`);
+    return renderPlain(answer).text;
+  };
 }
 
 /** Records a subscription's states; `first(kind)` resolves with the first of that kind, seen or to come. */
@@ -252,6 +296,77 @@ describe('stream liveness counts complete lines only', () => {
     expect(await trickled).toBeLessThan(10_000);
   });
 
+  it('GIVEN a stream that answers with headers and never a line WHEN the heartbeat timeout passes THEN it was never connected and is dropped; a heartbeat on the next connection makes it connected', async () => {
+    server.route(EVENTS, reply.stream({ heartbeatAtOpen: false }), reply.stream({ heartbeatAtOpen: false }));
+    const client = makeClient();
+    const recorder = stateRecorder();
+    const events = subscribe(client, { heartbeatTimeoutMs: 300, onState: recorder.onState });
+
+    const pending = events.next();
+    await server.nextStream(EVENTS);
+    const disconnected = await recorder.first('disconnected');
+    const next = await server.nextStream(EVENTS);
+    await next.heartbeat();
+    const connected = await recorder.first('connected');
+    await next.send({ log: wireEventLog(7) });
+
+    expect((await pending).value).toMatchObject({ uid: 'uid-7' });
+    expect(disconnected.reason).toBeInstanceOf(PlatformTimeoutError);
+    expect(recorder.states.slice(0, 2).map((s) => s.kind)).toEqual(['connecting', 'disconnected']);
+    expect(connected.attempt).toBe(2);
+    await events.return(undefined);
+  });
+
+  it('GIVEN an events stream whose server sends headers and then nothing WHEN /readyz and /status look during its connections THEN neither ever says connected; they do once lines come', async () => {
+    server.route(EVENTS, reply.stream({ heartbeatAtOpen: false }));
+    server.route('/idx/polygon/rpc/Indexer/SubscribeReceipts', reply.stream());
+    const client = makeClient();
+    const dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-liveness-'));
+    const streams = new NetworkStreams(
+      client,
+      'polygon',
+      { onLog: () => undefined, onReceipt: () => undefined },
+      pino({ level: 'silent' }),
+      { heartbeatTimeoutMs: 400, reconnect: FAST_RECONNECT },
+    );
+    const health = (): StreamHealth[] => [streams.health()];
+    const readiness = () =>
+      checkReadiness({ watchedNetworks: () => ['polygon'], streams: health, chats: () => [], dataDir });
+    const status = await engineOn(client, dataDir, () => ({
+      streams: health(),
+      journal: { records: 0, pending: 0, failed: 0 },
+      counters: { logs: 0, events: 0, matched: 0, deliveries: 0, reorged: 0, dropped: 0 },
+      backlog: undefined,
+    }));
+    try {
+      void streams.plan({ contractAddresses: [ADDR.collection] });
+      const seen = new Set<string>();
+      // Three connections of 400 ms each, looked at every few milliseconds.
+      while (server.requestsTo(EVENTS).length < 4) {
+        seen.add(streams.health().events);
+        await pause(5);
+      }
+      const notReady = await readiness();
+      const statusText = await status('/status');
+
+      server.route(EVENTS, reply.stream());
+      while (streams.health().events !== 'connected') await pause(10);
+      const ready = await readiness();
+
+      expect([...seen]).not.toContain('connected');
+      expect(seen.has('connecting')).toBe(true);
+      expect(notReady.ready).toBe(false);
+      expect(notReady.reasons.join('\n')).toMatch(/alert events stream of polygon is (connecting|reconnecting)/);
+      expect(statusText).toMatch(/⚠️ polygon: events (connecting|reconnecting), receipts /);
+      // The receipts stream is left silent after its opening heartbeat here: only the events are looked at.
+      expect(ready.streams.polygon?.events).toBe('connected');
+      expect(ready.reasons.filter((r) => r.includes('events'))).toEqual([]);
+    } finally {
+      streams.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it('GIVEN the default line cap WHEN a line grows past 1 MiB without a newline THEN the connection is dropped as a bad response and reopened', async () => {
     server.route(EVENTS, reply.stream());
     const client = makeClient();
@@ -350,5 +465,239 @@ describe('Retry-After beyond an hour', () => {
     const error = await failure(listListings(client));
 
     expect(errorReply(error, 'r3').lines?.[0]).toMatch(/Try again later\.$/);
+  });
+});
+
+/*
+ * Issue 24, part 3: records are checked at the client's door. A record with an address that is not
+ * one, an amount that is no whole number or past 2^256, a negative price or one of 1e308 never
+ * reaches a command, a store or the alert pipeline: in a list it is dropped and counted, as a lone
+ * answer it is a bad response a user can read.
+ */
+describe('records checked at the door', () => {
+  const SEARCH = '/meta/rpc/Metadata/SearchMetadata';
+  const BALANCES = '/idx/polygon/rpc/Indexer/GetTokenBalancesByContract';
+  const COLLECTIBLES = '/mk/polygon/rpc/Marketplace/ListCollectibles';
+  const NATIVE = '0x0000000000000000000000000000000000000000';
+  const HUGE = `1${'0'.repeat(80)}`;
+  let dataDir: string;
+
+  beforeEach(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-records-'));
+  });
+  afterEach(async () => {
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  function balance(account: string, amount: string, tokenID = '1'): Record<string, unknown> {
+    return { contractAddress: ADDR.collection, accountAddress: account, balance: amount, tokenID, chainId: 137 };
+  }
+
+  function listed(tokenId: string, order: Record<string, unknown>): Record<string, unknown> {
+    return {
+      metadata: wireTokenMetadata({ tokenId, name: `Dragon #${tokenId}` }),
+      order: wireOrder({ orderId: `o${tokenId}`, tokenId, priceCurrencyAddress: NATIVE, ...order }),
+    };
+  }
+
+  it('GIVEN SearchMetadata answers an address with a trailing space WHEN /watch add runs in the bot THEN it says no collection matches, a good match next to it is watched under its canonical address, the bot goes on, and a restart reads its state', async () => {
+    const checksummed = '0x52908400098527886E0F7030069857D2E4169EE7';
+    server.route(
+      SEARCH,
+      reply.dynamic((request) => {
+        const filter = (request.body as { filter?: string }).filter ?? '';
+        const spaced = wireContractInfo({ address: `${ADDR.collection} `, name: 'Spacey' });
+        if (filter === 'spacey') return reply.json({ tokenMetadata: [], contractInfo: [spaced] });
+        const good = wireContractInfo({ address: checksummed, name: 'Dragons' });
+        return reply.json({ tokenMetadata: [], contractInfo: [{ ...spaced, name: 'Dragons' }, good] });
+      }),
+    );
+    server.route(EVENTS, reply.stream());
+    server.route('/idx/polygon/rpc/Indexer/SubscribeReceipts', reply.stream());
+    const env = {
+      FLOORWATCH_DATA_DIR: dataDir,
+      FLOORWATCH_METADATA_URL: `${server.url}/meta`,
+      FLOORWATCH_MARKETPLACE_URL: `${server.url}/mk/{network}`,
+      FLOORWATCH_INDEXER_URL: `${server.url}/idx/{network}`,
+      FLOORWATCH_RELAYER_URL: `${server.url}/rel/{network}`,
+      FLOORWATCH_API_URL: `${server.url}/api`,
+      FLOORWATCH_ACCESS_KEY: ACCESS_KEY,
+      FLOORWATCH_NETWORKS: 'polygon',
+      FLOORWATCH_HTTP_PORT: '0',
+    };
+
+    const bot = spawnEntryPoint(env);
+    try {
+      bot.child.stdin.write('/watch add spacey sale\n/watch add dragons sale\n/watch list\n/status\n');
+      await waitUntil(() => bot.stdout.includes('Floorwatch status'), 30_000);
+      const port = /"port":(\d+)[^\n]*health and metrics listening/.exec(bot.stderr)?.[1];
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(metrics).toMatch(
+        /floorwatch_platform_records_dropped_total\{operation="Metadata\/SearchMetadata"\} [1-9]/,
+      );
+    } finally {
+      bot.child.stdin.end();
+    }
+    const first = await bot.exited;
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain('No collection matches "spacey" on polygon');
+    expect(first.stdout).toContain('r1 sale of Dragons (polygon)');
+    expect(first.stdout).not.toContain('Something went wrong');
+    expect(first.stdout).toMatch(/Platform records dropped .*Metadata\/SearchMetadata/);
+    const dropped = first.stderr.split('\n').find((l) => l.includes('dropped platform records'));
+    expect(JSON.parse(dropped ?? '{}')).toMatchObject({
+      level: 40,
+      operation: 'Metadata/SearchMetadata',
+      reason: expect.stringContaining('contractInfo[0] is not a valid record: address: expected an address'),
+    });
+    const state = JSON.parse(await readFile(join(dataDir, 'state.json'), 'utf8'));
+    expect(state.rules.map((r: { collection: string }) => r.collection)).toEqual([checksummed.toLowerCase()]);
+
+    const restarted = spawnEntryPoint(env);
+    restarted.child.stdin.end('/watch list\n');
+    const second = await restarted.exited;
+    expect(second.code).toBe(0);
+    expect(second.stdout).toContain('r1 sale of Dragons (polygon)');
+  });
+
+  it('GIVEN balances that are not numbers WHEN /holders and /holdings run THEN the good balances are counted, the bad ones dropped, and /status counts them', async () => {
+    server.route(SEARCH, reply.json({ tokenMetadata: [], contractInfo: [wireContractInfo()] }));
+    const run = await engineOn(makeClient(), dataDir);
+
+    server.route(
+      BALANCES,
+      reply.json({
+        balances: [
+          balance(ADDR.seller, '3'),
+          balance(ADDR.buyer, 'lots'),
+          balance(ADDR.items, '1'),
+          balance(ADDR.currency, '-2'),
+        ],
+      }),
+    );
+    const holders = await run(`/holders ${ADDR.collection}`);
+    server.route(
+      BALANCES,
+      reply.json({
+        balances: [balance(ADDR.buyer, '2', '5'), balance(ADDR.buyer, 'many', '6'), balance(ADDR.buyer, '1.5', '7')],
+      }),
+    );
+    const holdings = await run(`/holdings ${ADDR.collection} ${ADDR.buyer}`);
+    const status = await run('/status');
+
+    expect(holders).not.toContain('Something went wrong');
+    expect(holders).toMatch(/1\. 0x2222…2222 holds 3 \(75%\)/);
+    expect(holders).toMatch(/2\. 0x6666…6666 holds 1 \(25%\)/);
+    expect(holders).toContain('2 holders in all.');
+    expect(holdings).not.toContain('Something went wrong');
+    expect(holdings).toContain('2 tokens across 1 id.');
+    // Four from the commands, and the two bad ones of the same answer when /status probes the Indexer.
+    expect(status).toContain(
+      'Platform records dropped (values that failed their checks): 6 since start (Indexer/GetTokenBalancesByContract 6)',
+    );
+  });
+
+  it('GIVEN a balance past 2^256 WHEN /holders and /holdings run THEN it is dropped, not shown as the whole supply', async () => {
+    server.route(SEARCH, reply.json({ tokenMetadata: [], contractInfo: [wireContractInfo()] }));
+    const run = await engineOn(makeClient(), dataDir);
+
+    server.route(BALANCES, reply.json({ balances: [balance(ADDR.seller, '3'), balance(ADDR.buyer, HUGE)] }));
+    const holders = await run(`/holders ${ADDR.collection}`);
+    server.route(BALANCES, reply.json({ balances: [balance(ADDR.buyer, '2', '5'), balance(ADDR.buyer, HUGE, '6')] }));
+    const holdings = await run(`/holdings ${ADDR.collection} ${ADDR.buyer}`);
+
+    expect(holders).toMatch(/1\. 0x2222…2222 holds 3 \(100%\)/);
+    expect(holders).toContain('1 holders in all.');
+    expect(holders).not.toMatch(/\d{20}/);
+    expect(holdings).toContain('2 tokens across 1 id.');
+    expect(holdings).not.toMatch(/\d{20}/);
+  });
+
+  it('GIVEN a listing with a negative price WHEN /floor runs THEN the floor is the cheapest real listing', async () => {
+    server.route(SEARCH, reply.json({ tokenMetadata: [], contractInfo: [wireContractInfo()] }));
+    server.route(
+      COLLECTIBLES,
+      reply.json({
+        collectibles: [
+          listed('1', { priceAmount: '-1000000000000000000', priceAmountFormatted: '-1', priceUSD: -1.23 }),
+          listed('2', {}),
+        ],
+      }),
+    );
+    const run = await engineOn(makeClient(), dataDir);
+
+    const floor = await run(`/floor ${ADDR.collection}`);
+
+    expect(floor).toContain('Floor: 1.5 POL ($1.23)');
+    expect(floor).toContain('Dragon #2');
+    expect(floor).not.toContain('Dragon #1');
+    expect(floor).not.toContain('-1');
+  });
+
+  it('GIVEN a listing priced at 1e308 USD WHEN /floor runs THEN it is dropped rather than printed as 400 digits', async () => {
+    server.route(SEARCH, reply.json({ tokenMetadata: [], contractInfo: [wireContractInfo()] }));
+    server.route(COLLECTIBLES, reply.json({ collectibles: [listed('3', { priceUSD: 1e308 }), listed('2', {})] }));
+    const run = await engineOn(makeClient(), dataDir);
+
+    const floor = await run(`/floor ${ADDR.collection}`);
+
+    expect(floor).toContain('Floor: 1.5 POL ($1.23)');
+    expect(floor).not.toContain('Dragon #3');
+    expect(floor).not.toMatch(/\d{1,3}(,\d{3}){6}/);
+  });
+
+  it('GIVEN a lone record with a bad address or a negative price WHEN it is the answer THEN the call fails with a PlatformBadRecordError a user can read, not retried', async () => {
+    const client = makeClient();
+    server.route(
+      '/mk/polygon/rpc/Marketplace/GetCollectible',
+      reply.json({ metadata: wireTokenMetadata({ contractAddress: `${ADDR.collection} ` }) }),
+    );
+    server.route(
+      '/mk/polygon/rpc/Marketplace/GetHighestPriceListingForCollectible',
+      reply.json({ order: wireOrder({ priceAmount: '-5' }) }),
+    );
+
+    const token = await failure(
+      client.marketplace.getCollectible({ network: 'polygon', contractAddress: ADDR.collection, tokenId: '42' }),
+    );
+    const order = await failure(
+      client.marketplace.getHighestPriceListingForCollectible({
+        network: 'polygon',
+        contractAddress: ADDR.collection,
+        tokenId: '42',
+      }),
+    );
+
+    expect(token).toBeInstanceOf(PlatformBadRecordError);
+    expect(token).toMatchObject({ record: 'token details', fields: ['contractAddress'], status: 200 });
+    expect(errorReply(token, 'r4').lines).toEqual([
+      "The platform's Marketplace service sent token details with impossible values (contractAddress), so the bot did not use it. It was logged for the operators.",
+    ]);
+    expect(order).toMatchObject({ record: 'an order', fields: ['priceAmount'] });
+    expect((order as Error).message).toContain('Marketplace/GetHighestPriceListingForCollectible');
+    expect(server.requestsTo('/mk/polygon/rpc/Marketplace/GetCollectible')).toHaveLength(1);
+  });
+
+  it('GIVEN stream logs with a spaced contract address or a negative block WHEN read THEN they are dropped and counted, and a checksummed address is handed out in lower case', async () => {
+    server.route(EVENTS, reply.stream());
+    const client = makeClient();
+    const reports: PlatformBadResponseError[] = [];
+    const events = subscribe(client, { onBadLine: (sample) => reports.push(sample) });
+
+    const pending = [events.next(), events.next()];
+    const stream = await server.nextStream(EVENTS);
+    await stream.send({ log: wireEventLog(1, { contractAddress: `${ADDR.collection} ` }) });
+    await stream.send({ log: wireEventLog(2, { blockNumber: -5 }) });
+    await stream.send({
+      log: wireEventLog(3, { contractAddress: ADDR.collection.replace(/1/g, 'A').toUpperCase().replace('0X', '0x') }),
+    });
+    await stream.send({ log: wireEventLog(4) });
+    const delivered = (await Promise.all(pending)).map((r) => r.value as EventLog);
+    await events.return(undefined);
+
+    expect(delivered.map((l) => l.uid)).toEqual(['uid-3', 'uid-4']);
+    expect(delivered[0]?.contractAddress).toBe(ADDR.collection.replace(/1/g, 'a'));
+    expect(client.droppedRecords.snapshot().byOperation.get('Indexer/SubscribeEvents')).toBe(2);
+    expect(reports[0]?.message).toContain('contractAddress: expected an address');
   });
 });

@@ -1,4 +1,4 @@
-import * as n from '../normalize.ts';
+import * as r from '../records/read.ts';
 import type { CallOptions } from '../transport.ts';
 import type { AnalyticsFilter, ChartPoint } from '../types.ts';
 import { rpc, type ServiceContext, withoutUndefined } from './context.ts';
@@ -29,7 +29,7 @@ export class AnalyticsService {
         method,
         credential: 'both',
         body: { filter: withoutUndefined({ ...filter, projectId: filter.projectId ?? this.ctx.projectId }) },
-        decode: (out) => n.list(out[key], key, n.chartPoint),
+        decode: (out, read) => read.list(out[key], key, r.chartPoint),
       },
       options,
     );

@@ -1,4 +1,5 @@
 import * as n from '../normalize.ts';
+import * as r from '../records/read.ts';
 import type { CallOptions } from '../transport.ts';
 import type { Audience, AudienceContact, Contract, ContractSource, ContractsFilter, Page } from '../types.ts';
 import { requireProjectId, rpc, type ServiceContext } from './context.ts';
@@ -27,8 +28,8 @@ export class BuilderService {
         method: 'ListContractSources',
         credential: 'accessKey',
         body: { projectId: args.projectId ?? this.ctx.projectId, page: args.page },
-        decode: (out) => ({
-          contractSources: n.list(out.contractSources, 'contractSources', n.contractSource),
+        decode: (out, read) => ({
+          contractSources: read.list(out.contractSources, 'contractSources', r.contractSource),
           page: n.page(out.page),
         }),
       },
@@ -57,7 +58,10 @@ export class BuilderService {
         method: 'ListContracts',
         credential: 'accessKey',
         body: { projectId: requireProjectId(this.ctx, args.projectId, 'ListContracts'), filter, page: args.page },
-        decode: (out) => ({ contracts: n.list(out.contracts, 'contracts', n.contract), page: n.page(out.page) }),
+        decode: (out, read) => ({
+          contracts: read.list(out.contracts, 'contracts', r.contract),
+          page: n.page(out.page),
+        }),
       },
       options,
     );
@@ -73,10 +77,10 @@ export class BuilderService {
         method: 'GetAudience',
         credential: 'accessKey',
         body: { projectId: requireProjectId(this.ctx, args.projectId, 'GetAudience'), audienceId: args.audienceId },
-        decode: (out) => ({
-          audience: n.audience(out.audience),
-          contacts: n.list(out.contacts, 'contacts', n.audienceContact),
-          contracts: n.list(out.contracts, 'contracts', n.contract),
+        decode: (out, read) => ({
+          audience: read.one(out.audience, 'audience', r.audience),
+          contacts: read.list(out.contacts, 'contacts', r.audienceContact),
+          contracts: read.list(out.contracts, 'contracts', r.contract),
         }),
       },
       options,

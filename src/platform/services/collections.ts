@@ -1,4 +1,4 @@
-import * as n from '../normalize.ts';
+import * as r from '../records/read.ts';
 import type { CallOptions } from '../transport.ts';
 import type { Collection } from '../types.ts';
 import { rpc, type ServiceContext } from './context.ts';
@@ -25,7 +25,7 @@ export class CollectionsService {
         credential: 'bearer',
         retryable: false,
         body: { projectId: args.projectId ?? this.ctx.projectId, collectionId: args.collectionId },
-        decode: (out) => n.collection(out.collection),
+        decode: (out, read) => read.one(out.collection, 'collection', r.collection),
       },
       options,
     );

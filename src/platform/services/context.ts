@@ -1,6 +1,7 @@
-import { PlatformBadResponseError } from '../errors.ts';
+import { PlatformBadRecordError, PlatformBadResponseError } from '../errors.ts';
 import type { NetworkDirectory } from '../networks.ts';
 import { ShapeError } from '../normalize.ts';
+import { AnswerReader, BadRecordError, type RecordDrops } from '../records/read.ts';
 import type { CallOptions, Credential, Transport } from '../transport.ts';
 
 /** Base addresses of the platform (spec, "Conventions"); `{network}` is filled per call. */
@@ -24,6 +25,8 @@ export interface ServiceContext {
   networks: NetworkDirectory;
   /** Default project for Builder, Relayer, Collections and Analytics calls. */
   projectId: number | undefined;
+  /** Where records that fail their checks are counted. */
+  drops: RecordDrops;
 }
 
 export interface Call<T> {
@@ -33,10 +36,15 @@ export interface Call<T> {
   credential: Credential;
   body: Record<string, unknown>;
   retryable?: boolean;
-  decode: (out: Record<string, unknown>) => T;
+  /** Reads the answer's records through `read`, which checks each (see records/read.ts). */
+  decode: (out: Record<string, unknown>, read: AnswerReader) => T;
 }
 
-/** Sends one call and decodes its answer; a decoding failure is a bad response naming the operation. */
+/**
+ * Sends one call and decodes its answer. Bad records of lists are dropped and counted; an answer of
+ * the wrong shape is a bad response naming the operation, and one whose lone record is bad a
+ * {@link PlatformBadRecordError} naming the record and its fields.
+ */
 export async function rpc<T>(ctx: ServiceContext, call: Call<T>, options?: CallOptions): Promise<T> {
   const out = await ctx.transport.call(
     {
@@ -49,17 +57,21 @@ export async function rpc<T>(ctx: ServiceContext, call: Call<T>, options?: CallO
     },
     options,
   );
+  const operation = `${call.service}/${call.method}`;
+  const scrub = (text: string) => ctx.transport.scrub(text);
   try {
-    return call.decode(out);
+    return call.decode(out, new AnswerReader(operation, ctx.drops, scrub));
   } catch (cause) {
+    const host = new URL(call.baseUrl).host;
+    if (cause instanceof BadRecordError) {
+      throw new PlatformBadRecordError(operation, host, `answer holds a bad record: ${scrub(cause.message)}`, cause, {
+        cause,
+      });
+    }
     if (cause instanceof ShapeError) {
-      throw new PlatformBadResponseError(
-        `${call.service}/${call.method}`,
-        new URL(call.baseUrl).host,
-        `answer has the wrong shape: ${cause.message}`,
-        200,
-        { cause },
-      );
+      throw new PlatformBadResponseError(operation, host, `answer has the wrong shape: ${scrub(cause.message)}`, 200, {
+        cause,
+      });
     }
     throw cause;
   }

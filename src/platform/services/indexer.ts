@@ -1,5 +1,6 @@
 import { expandTemplate } from '../networks.ts';
 import * as n from '../normalize.ts';
+import * as r from '../records/read.ts';
 import { type StreamOptions, streamRpc, streamRpcBatches } from '../stream.ts';
 import type { CallOptions, RpcRequest } from '../transport.ts';
 import type {
@@ -31,7 +32,10 @@ export class IndexerService {
         method: 'GetTokenBalancesByContract',
         credential: 'accessKey',
         body: { filter: args.filter, omitMetadata: args.omitMetadata, page: args.page },
-        decode: (out) => ({ balances: n.list(out.balances, 'balances', n.tokenBalance), page: n.page(out.page) }),
+        decode: (out, read) => ({
+          balances: read.list(out.balances, 'balances', r.tokenBalance),
+          page: n.page(out.page),
+        }),
       },
       options,
     );
@@ -49,8 +53,9 @@ export class IndexerService {
       this.ctx.transport,
       this.#streamRequest(args.network, 'SubscribeEvents', args.filter),
       'log',
-      n.eventLog,
+      r.eventLog,
       options,
+      this.ctx.drops,
     );
   }
 
@@ -66,8 +71,9 @@ export class IndexerService {
       this.ctx.transport,
       this.#streamRequest(args.network, 'SubscribeEvents', args.filter),
       'log',
-      n.eventLog,
+      r.eventLog,
       options,
+      this.ctx.drops,
     );
   }
 
@@ -80,8 +86,9 @@ export class IndexerService {
       this.ctx.transport,
       this.#streamRequest(args.network, 'SubscribeReceipts', args.filter),
       'receipt',
-      n.receipt,
+      r.receipt,
       options,
+      this.ctx.drops,
     );
   }
 

@@ -1,6 +1,7 @@
 import { marketplaceKindToWire, orderSideToWire, walletKindToWire } from '../enums.ts';
 import { expandTemplate, type Network } from '../networks.ts';
 import * as n from '../normalize.ts';
+import * as r from '../records/read.ts';
 import type { CallOptions } from '../transport.ts';
 import type {
   AdditionalFee,
@@ -79,7 +80,7 @@ export class MarketplaceService {
         filter: wireOrderFilter(args.filter),
         page: args.page,
       },
-      (out) => ({ listings: n.list(out.listings, 'listings', n.order), page: n.page(out.page) }),
+      (out, read) => ({ listings: read.list(out.listings, 'listings', r.order), page: n.page(out.page) }),
       options,
     );
   }
@@ -93,7 +94,7 @@ export class MarketplaceService {
       args,
       'GetHighestPriceListingForCollectible',
       { contractAddress: args.contractAddress, tokenId: args.tokenId, filter: wireOrderFilter(args.filter) },
-      (out) => n.optionalOrder(out.order, 'order'),
+      (out, read) => read.optional(out.order, 'order', r.order),
       options,
     );
   }
@@ -112,7 +113,7 @@ export class MarketplaceService {
         filter: wireOrderFilter(args.filter),
         page: args.page,
       },
-      (out) => ({ offers: n.list(out.offers, 'offers', n.order), page: n.page(out.page) }),
+      (out, read) => ({ offers: read.list(out.offers, 'offers', r.order), page: n.page(out.page) }),
       options,
     );
   }
@@ -126,7 +127,7 @@ export class MarketplaceService {
       args,
       'GetLowestPriceOfferForCollectible',
       { contractAddress: args.contractAddress, tokenId: args.tokenId, filter: wireOrderFilter(args.filter) },
-      (out) => n.optionalOrder(out.order, 'order'),
+      (out, read) => read.optional(out.order, 'order', r.order),
       options,
     );
   }
@@ -137,7 +138,7 @@ export class MarketplaceService {
       args,
       'GetCollectible',
       { contractAddress: args.contractAddress, tokenId: args.tokenId },
-      (out) => n.tokenMetadata(out.metadata),
+      (out, read) => read.one(out.metadata, 'metadata', r.tokenMetadata),
       options,
     );
   }
@@ -158,7 +159,7 @@ export class MarketplaceService {
         })),
         page: args.page,
       },
-      (out) => ({ orders: n.list(out.orders, 'orders', n.order), page: n.page(out.page) }),
+      (out, read) => ({ orders: read.list(out.orders, 'orders', r.order), page: n.page(out.page) }),
       options,
     );
   }
@@ -179,8 +180,8 @@ export class MarketplaceService {
       args,
       'ListCollectibles',
       { side: orderSideToWire(args.side), contractAddress: args.contractAddress, filter, page: args.page },
-      (out) => ({
-        collectibles: n.list(out.collectibles, 'collectibles', n.collectibleOrder),
+      (out, read) => ({
+        collectibles: read.list(out.collectibles, 'collectibles', r.collectibleOrder),
         page: n.page(out.page),
       }),
       options,
@@ -200,10 +201,10 @@ export class MarketplaceService {
         additionalFees: args.additionalFees ?? [],
         walletType: args.walletType === undefined ? undefined : walletKindToWire(args.walletType),
       },
-      (out) => {
+      (out, read) => {
         // Newer servers wrap the steps in `resp` as well; older ones send only `steps`.
         const resp = out.resp && typeof out.resp === 'object' ? (out.resp as Record<string, unknown>) : undefined;
-        return n.list(out.steps ?? resp?.steps, 'steps', n.step);
+        return read.list(out.steps ?? resp?.steps, 'steps', r.step);
       },
       options,
       false,

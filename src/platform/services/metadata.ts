@@ -1,6 +1,6 @@
 import { contractTypeToWire } from '../enums.ts';
 import { expandTemplate } from '../networks.ts';
-import * as n from '../normalize.ts';
+import * as r from '../records/read.ts';
 import type { CallOptions } from '../transport.ts';
 import type { ContractInfo, ContractType, PropertyFilter, TokenMetadata } from '../types.ts';
 import { rpc, type ServiceContext } from './context.ts';
@@ -39,7 +39,7 @@ export class MetadataService {
         credential: 'accessKey',
         // Real servers read `chainID`; the spec says `chainId`. Both are sent.
         body: { chainID: chain, chainId: chain, contractAddress: args.contractAddress },
-        decode: (out) => n.list(out.filters, 'filters', n.propertyFilter),
+        decode: (out, read) => read.list(out.filters, 'filters', r.propertyFilter),
       },
       options,
     );
@@ -61,9 +61,9 @@ export class MetadataService {
           types: args.types?.map(contractTypeToWire),
           excludeTokenMetadata: args.excludeTokenMetadata,
         },
-        decode: (out) => ({
-          tokenMetadata: n.list(out.tokenMetadata, 'tokenMetadata', n.tokenMetadata),
-          contractInfo: n.list(out.contractInfo, 'contractInfo', n.contractInfo),
+        decode: (out, read) => ({
+          tokenMetadata: read.list(out.tokenMetadata, 'tokenMetadata', r.tokenMetadata),
+          contractInfo: read.list(out.contractInfo, 'contractInfo', r.contractInfo),
         }),
       },
       options,

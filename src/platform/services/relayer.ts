@@ -1,5 +1,6 @@
 import { expandTemplate } from '../networks.ts';
 import * as n from '../normalize.ts';
+import * as r from '../records/read.ts';
 import type { CallOptions } from '../transport.ts';
 import type { GasSponsor, Page } from '../types.ts';
 import { requireProjectId, rpc, type ServiceContext } from './context.ts';
@@ -22,8 +23,8 @@ export class RelayerService {
         method: 'ListGasSponsors',
         credential: 'accessKey',
         body: { projectId: requireProjectId(this.ctx, args.projectId, 'ListGasSponsors'), page: args.page },
-        decode: (out) => ({
-          gasSponsors: n.list(out.gasSponsors, 'gasSponsors', n.gasSponsor),
+        decode: (out, read) => ({
+          gasSponsors: read.list(out.gasSponsors, 'gasSponsors', r.gasSponsor),
           page: n.page(out.page),
         }),
       },

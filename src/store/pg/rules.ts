@@ -11,6 +11,10 @@
  * processes read the named rows again and tell theirs. After the listening connection was lost (or
  * when a change names too many keys for one notification) a process reads its settings again and
  * tells its rule listeners that every rule may have changed.
+ *
+ * A row that does not read as a rule or as chat settings (written by hand, or by a version that let a
+ * bad value through) is skipped wherever rows are read, and named in a warning with its key and
+ * field, once per process: it never stops the rules and alerts of every other chat, on any process.
  */
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
@@ -22,6 +26,7 @@ import { type Dict, dict, own } from '../../records.ts';
 import { BUTTON_TTL_MS, MAX_STORED_BUTTONS } from '../buttons.ts';
 import { StoreFileError, StoreWriteError } from '../errors.ts';
 import { RuleChecker, type SchemaProblems, validateButtons, validateState } from '../schema.ts';
+import { assertValidChat, assertValidRule, InvalidChangeError } from '../state.ts';
 import type { Database } from './database.ts';
 
 const CHANNEL = 'floorwatch_state';
@@ -39,6 +44,8 @@ const RULES_PER_PAGE = 2_000;
  * (the second is the chat key's hash). Next to the session locks' spaces in locks.ts.
  */
 const RULES_LOCK_SPACE = 0x0f10_0010;
+/** Unreadable rows remembered as named: past this many, they are named again rather than kept. */
+const MAX_NAMED_ROWS = 1_000;
 
 interface StateNotice {
   /** The process that made the change (it has told its own listeners). */
@@ -97,6 +104,8 @@ export class PgRulesRepository implements RulesRepository {
    * other processes, so that a rule read for an older notice never overtakes a newer own change.
    */
   #telling: Promise<void> = Promise.resolve();
+  /** Unreadable rows named already (see {@link #unreadable}). */
+  readonly #named = new Set<string>();
 
   private constructor(db: Database, options: PgRulesOptions) {
     this.#db = db;
@@ -131,7 +140,7 @@ export class PgRulesRepository implements RulesRepository {
     );
     const checker = new RuleChecker({ shareTexts: false });
     const destinations = new SharedDestinations();
-    return rows.map((row) => this.#checked(checker, destinations, row.id, row.rule));
+    return readable(rows.map((row) => this.#readable(checker, destinations, row.id, row.rule)));
   }
 
   /**
@@ -151,7 +160,7 @@ export class PgRulesRepository implements RulesRepository {
       );
       const last = rows.at(-1);
       if (!last) return;
-      yield rows.map((row) => this.#checked(checker, destinations, row.id, row.rule));
+      yield readable(rows.map((row) => this.#readable(checker, destinations, row.id, row.rule)));
       if (rows.length < this.#rulesPerPage) return;
       after = last.seq;
     }
@@ -209,6 +218,7 @@ export class PgRulesRepository implements RulesRepository {
       if (!before.has(chatKey)) before.set(chatKey, own(this.#chats, chatKey));
       const settings = copyChat(after.get(chatKey) ?? own(this.#chats, chatKey) ?? emptyChat());
       change(settings);
+      assertValidChat(chatKey, settings);
       after.set(chatKey, settings);
     }
     for (const [chatKey, settings] of after) this.#chats[chatKey] = settings;
@@ -243,6 +253,7 @@ export class PgRulesRepository implements RulesRepository {
       if ((counted.rows[0]?.n ?? 0) >= limit) return {};
       const numbered = await sql<{ n: string }>(`SELECT nextval('rule_numbers') AS n`);
       stored = { ...rule, id: `r${numbered.rows[0]?.n}`, destination };
+      assertValidRule(stored);
       await sql('INSERT INTO rules (id, chat_key, rule) VALUES ($1, $2, $3)', [
         stored.id,
         chatKey,
@@ -274,6 +285,7 @@ export class PgRulesRepository implements RulesRepository {
       }
       const destination: Destination = { platform: next.destination.platform, chatId: next.destination.chatId };
       const changed: WatchRule = { ...next, id, destination };
+      assertValidRule(changed);
       await sql('UPDATE rules SET rule = $2, chat_key = $3 WHERE id = $1', [
         id,
         JSON.stringify(changed),
@@ -349,7 +361,7 @@ export class PgRulesRepository implements RulesRepository {
     } catch (cause) {
       undo();
       if (cause instanceof ChangeFailed) throw cause.error;
-      if (cause instanceof StoreFileError) throw cause;
+      if (cause instanceof StoreFileError || cause instanceof InvalidChangeError) throw cause;
       throw new StoreWriteError(this.#db.where, cause);
     } finally {
       this.#pending.delete(run);
@@ -445,7 +457,8 @@ export class PgRulesRepository implements RulesRepository {
       );
       const checker = new RuleChecker({ shareTexts: false });
       const destinations = new SharedDestinations();
-      const found = new Map(rows.map((row) => [row.id, this.#checked(checker, destinations, row.id, row.rule)]));
+      // A row that no longer reads as a rule is told as gone: the rule index drops what it held of it.
+      const found = new Map(rows.map((row) => [row.id, this.#readable(checker, destinations, row.id, row.rule)]));
       rules = { rules: notice.rules.map((id) => ({ id, rule: found.get(id) })) };
     }
     if (notice.chats?.length) {
@@ -486,12 +499,48 @@ export class PgRulesRepository implements RulesRepository {
     return rule;
   }
 
-  /** Rows checked as the file store checks its file: a bad row stops the load with its key and field. */
+  /** {@link #checked}, or undefined for a row that is no rule: skipped, and named once (see {@link #unreadable}). */
+  #readable(checker: RuleChecker, destinations: SharedDestinations, id: string, raw: unknown): WatchRule | undefined {
+    const checked = checker.check(raw, 0);
+    if (!checked.ok) {
+      this.#unreadable('rules', id, ruleProblems(checked.problems));
+      return undefined;
+    }
+    const rule = checked.rule as WatchRule;
+    rule.destination = destinations.share(rule.destination);
+    return rule;
+  }
+
+  /**
+   * Names a row that is skipped because it does not read: a warning per row and problem, once per
+   * process (a chat's rules are read on every /watch list; the row is the same each time).
+   */
+  #unreadable(table: string, key: string, problems: string): void {
+    const named = `${table}\u0000${key}\u0000${problems}`;
+    if (this.#named.has(named)) return;
+    if (this.#named.size >= MAX_NAMED_ROWS) this.#named.clear();
+    this.#named.add(named);
+    this.#logger.warn(
+      { database: this.#db.where, table, key, problems },
+      `skipped an unreadable ${table === 'rules' ? 'rule' : 'chat settings'} row: ${key} (${problems}); fix or delete it`,
+    );
+  }
+
+  /**
+   * Rows checked as the file store checks its file, one by one: a chat whose settings do not read is
+   * skipped and named, the others are kept.
+   */
   #validated(
     chats: Array<[string, unknown]>,
     buttons: Array<[string, StoredButton]>,
   ): { chats: Dict<ChatSettings>; buttons: Dict<StoredButton> } {
-    const checked = validateState({ version: 3, chats: Object.fromEntries(chats), rules: [], nextRuleNumber: 1 });
+    const good: Array<[string, unknown]> = [];
+    for (const [chatKey, settings] of chats) {
+      const one = validateState({ version: 3, chats: { [chatKey]: settings }, rules: [] });
+      if (one.ok) good.push([chatKey, settings]);
+      else this.#unreadable('chats', chatKey, one.problems.join('; '));
+    }
+    const checked = validateState({ version: 3, chats: Object.fromEntries(good), rules: [], nextRuleNumber: 1 });
     if (!checked.ok)
       throw new StoreFileError(this.#db.where, `holds invalid settings (${checked.problems.join('; ')})`);
     const stored = validateButtons(Object.fromEntries(buttons));
@@ -531,6 +580,11 @@ class SharedDestinations {
     }
     return shared;
   }
+}
+
+/** The rules of rows that read as rules. */
+function readable(rules: Array<WatchRule | undefined>): WatchRule[] {
+  return rules.filter((rule): rule is WatchRule => rule !== undefined);
 }
 
 /** A rule's problems with the paths of its fields (they were checked as `rules[0]`). */

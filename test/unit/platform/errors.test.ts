@@ -207,11 +207,20 @@ describe('answers that are not platform error bodies', () => {
     expect(isTransient(error)).toBe(false);
   });
 
-  it('GIVEN an order with a wrong field deep in the list WHEN read THEN the error points at that field', async () => {
+  it('GIVEN an order with a wrong field deep in the list WHEN read THEN the good one is returned and the bad one is dropped, counted and reported with that field', async () => {
+    const reports: Array<{ operation: string; reason: string; dropped: number }> = [];
+    const reporting = createTestClient(server, {
+      retry: { retries: 0 },
+      onDroppedRecords: (sample, dropped) => reports.push({ ...sample, dropped }),
+    });
     server.route(LISTINGS, reply.json({ listings: [wireOrder(), wireOrder({ priceDecimals: '18x' })] }));
-    const error = await failure(listListings());
-    expect(error).toBeInstanceOf(PlatformBadResponseError);
-    expect(error.message).toContain('listings[1].priceDecimals');
+    const { listings } = await listListings(reporting);
+    await reporting.close();
+    expect(listings.map((l) => l.orderId)).toEqual(['8745']);
+    expect(reports).toEqual([
+      { operation: OPERATION, reason: expect.stringContaining('listings[1].priceDecimals'), dropped: 1 },
+    ]);
+    expect(reporting.droppedRecords.snapshot()).toMatchObject({ total: 1, byOperation: new Map([[OPERATION, 1]]) });
   });
 
   it('GIVEN a 429 without a body WHEN the call gives up THEN it is a rate-limit PlatformApiError', async () => {

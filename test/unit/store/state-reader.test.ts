@@ -22,7 +22,10 @@ const ruleArb = fc.record(
       chatId: tricky.map((t) => `c${t}`),
     }),
     network: fc.constantFrom('devnet', 'polygon'),
-    collection: fc.constantFrom('0xabc', '0xdef0'),
+    collection: fc.constantFrom(
+      '0x0000000000000000000000000000000000000abc',
+      '0x000000000000000000000000000000000000def0',
+    ),
     collectionName: tricky,
     kinds: fc.array(fc.constantFrom(...ALERT_KINDS), { minLength: 1, maxLength: 2 }),
     minPrice: fc.record({ value: fc.constantFrom('1', '0.5'), usd: fc.boolean() }),
@@ -221,7 +224,7 @@ describe('StateStore writes of many rules', () => {
   const rule = (n: number) => ({
     destination: { platform: 'telegram' as const, chatId: `${n % 7}` },
     network: 'devnet',
-    collection: '0xabc',
+    collection: '0x0000000000000000000000000000000000000abc',
     collectionName: `Cats ${'"\\é'.repeat(n % 3)}`,
     kinds: ['sale' as const],
     paused: false,

@@ -2,14 +2,20 @@ import { mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buttonsFileOf, StateStore, StoreFileError, StoreWriteError } from '../../../src/store/state.ts';
+import {
+  buttonsFileOf,
+  InvalidChangeError,
+  StateStore,
+  StoreFileError,
+  StoreWriteError,
+} from '../../../src/store/state.ts';
 
 /** A watch rule as the state file holds it. */
 const ruleRecord = (id: string) => ({
   id,
   destination: { platform: 'telegram' as const, chatId: '1' },
   network: 'devnet',
-  collection: '0xabc',
+  collection: '0x00000000000000000000000000000000000000ab',
   collectionName: 'Cats',
   kinds: ['sale' as const],
   paused: false,
@@ -45,12 +51,19 @@ describe('StateStore', () => {
     const store = await StateStore.open(file);
     await store.updateChat('console:terminal', (s) => {
       s.network = 'devnet';
-      s.aliases.cats = { alias: 'cats', network: 'devnet', address: '0xabc', name: 'Cats' };
+      s.aliases.cats = {
+        alias: 'cats',
+        network: 'devnet',
+        address: '0x0000000000000000000000000000000000000abc',
+        name: 'Cats',
+      };
     });
     const again = await StateStore.open(file);
     expect(again.chat('console:terminal')).toEqual({
       network: 'devnet',
-      aliases: { cats: { alias: 'cats', network: 'devnet', address: '0xabc', name: 'Cats' } },
+      aliases: {
+        cats: { alias: 'cats', network: 'devnet', address: '0x0000000000000000000000000000000000000abc', name: 'Cats' },
+      },
     });
     expect(again.chat('telegram:1')).toEqual({ aliases: {} });
   });
@@ -157,7 +170,7 @@ describe('StateStore', () => {
     const base = {
       destination: { platform: 'telegram' as const, chatId: '1' },
       network: 'devnet',
-      collection: '0xabc',
+      collection: '0x0000000000000000000000000000000000000abc',
       collectionName: 'Cats',
       kinds: ['sale' as const],
       paused: false,
@@ -180,7 +193,7 @@ describe('StateStore', () => {
     const rule = (chatId: string) => ({
       destination: { platform: 'discord' as const, chatId },
       network: 'devnet',
-      collection: '0xabc',
+      collection: '0x0000000000000000000000000000000000000abc',
       collectionName: 'Cats',
       kinds: ['sale' as const],
       paused: false,
@@ -198,6 +211,36 @@ describe('StateStore', () => {
     expect(shared(store)).toEqual({ same: true, other: true });
     expect(store.rules[2]?.paused).toBe(true);
     expect(shared(await StateStore.open(file))).toEqual({ same: true, other: true });
+  });
+
+  it('GIVEN a rule, a rule change or an alias with an address that is not canonical WHEN stored THEN it is refused with the field, nothing changes, and the file reopens', async () => {
+    const store = await StateStore.open(file);
+    const rule = {
+      destination: { platform: 'telegram' as const, chatId: '1' },
+      network: 'devnet',
+      collection: `0x${'11'.repeat(20)}`,
+      collectionName: 'Cats',
+      kinds: ['sale' as const],
+      paused: false,
+      createdBy: 'telegram:9',
+      createdAt: '2026-01-01T00:00:00.000Z',
+    };
+    const spaced = store.addRule({ ...rule, collection: `${rule.collection} ` }, 10);
+    await expect(spaced).rejects.toBeInstanceOf(InvalidChangeError);
+    await expect(spaced).rejects.toThrow(/rule r1 was not saved: collection: expected an address/);
+    const good = await store.addRule(rule, 10);
+    await expect(
+      store.updateRule(good?.id ?? '', (r) => ({ ...r, wallets: [`0x${'AB'.repeat(20)}`] })),
+    ).rejects.toThrow(/wallets\[0\]: expected an address/);
+    await expect(
+      store.updateChat('telegram:1', (s) => {
+        s.aliases.cats = { alias: 'cats', network: 'devnet', address: `${rule.collection}\t` };
+      }),
+    ).rejects.toBeInstanceOf(InvalidChangeError);
+    await store.flush();
+    const again = await StateStore.open(file);
+    expect(again.rules).toEqual([{ ...rule, id: good?.id }]);
+    expect(again.chat('telegram:1')).toEqual({ aliases: {} });
   });
 
   it.each([
@@ -220,7 +263,7 @@ describe('StateStore writes', () => {
   const rule = (chatId: string) => ({
     destination: { platform: 'telegram' as const, chatId },
     network: 'devnet',
-    collection: '0xabc',
+    collection: '0x0000000000000000000000000000000000000abc',
     collectionName: 'Cats',
     kinds: ['sale' as const],
     paused: false,
@@ -263,7 +306,7 @@ describe('StateStore writes', () => {
       store.updateRule('r1', () => null),
       store.updateChat('telegram:1', (s) => {
         s.network = 'devnet-l2';
-        s.aliases.cats = { alias: 'cats', network: 'devnet', address: '0xabc' };
+        s.aliases.cats = { alias: 'cats', network: 'devnet', address: '0x0000000000000000000000000000000000000abc' };
       }),
     ]);
     await unlink(temp);
