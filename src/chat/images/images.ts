@@ -30,19 +30,26 @@ export const IMAGES_BY_URL: ImageSource = {
 };
 
 /**
- * The hosts of the platform's endpoint URLs (templates such as `http://127.0.0.1:8545/indexer/{network}`),
- * for {@link ChatImagesOptions.allowHosts}: the platform serves token images from its own hosts.
- * A host that is itself a template (`https://{network}-indexer.example`) names no host yet and is left out.
+ * The hosts and ports of the platform's endpoint URLs (templates such as
+ * `http://127.0.0.1:8545/indexer/{network}`), as `host:port`, for {@link ChatImagesOptions.allowHosts}:
+ * the platform serves token images from its own hosts. The port is the URL's, or its scheme's
+ * default. A host that is itself a template (`https://{network}-indexer.example`) names no host yet
+ * and is left out.
  */
 export function imageHostsOf(endpoints: readonly string[]): string[] {
   const hosts = new Set<string>();
   for (const template of endpoints) {
     if (/^[a-z][\w+.-]*:\/\/[^/]*\{/i.test(template)) continue;
     const filled = template.replace(/\{[^}]*\}/g, 'x');
-    if (URL.canParse(filled)) hosts.add(new URL(filled).hostname);
+    if (!URL.canParse(filled)) continue;
+    const url = new URL(filled);
+    const port = url.port || DEFAULT_PORTS[url.protocol];
+    if (port) hosts.add(`${url.hostname}:${port}`);
   }
   return [...hosts];
 }
+
+const DEFAULT_PORTS: Readonly<Record<string, string>> = { 'http:': '80', 'https:': '443' };
 
 /** Defaults of {@link ChatImagesOptions}. */
 export const CHAT_IMAGE_DEFAULTS = {
@@ -66,9 +73,11 @@ export const CHAT_IMAGE_DEFAULTS = {
 export interface ChatImagesOptions {
   logger: Logger;
   /**
-   * Hosts fetched even though they are internal (loopback, private networks): the platform's own
-   * image host when it runs beside the bot, as the local devnet does. Every other internal
-   * address is refused, since token metadata, which anyone can write, chooses the addresses.
+   * Hosts fetched even though they are internal (loopback, private networks), each with its port
+   * (`127.0.0.1:8545`, `[::1]:8545`; see {@link imageHostsOf}): the platform's own image host when
+   * it runs beside the bot, as the local devnet does. Every other internal address, and every
+   * other port of these hosts, is refused, since token metadata, which anyone can write, chooses
+   * the addresses.
    */
   allowHosts?: readonly string[];
   maxBytes?: number;
