@@ -3,8 +3,10 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { type Dispatcher, request } from 'undici';
 import { safeUrl } from '../../core/reply.ts';
+import { DrawingError, DrawingPool, type DrawingPoolOptions } from './drawing.ts';
 import { BlockedAddressError, imageDispatcher } from './network.ts';
-import { looksLikeSvg, rasterizeSvg, type SvgFonts, SvgRenderError } from './svg.ts';
+import { looksLikeSvg } from './sniff.ts';
+import type { SvgFonts } from './svg.ts';
 
 /**
  * How a chat shows an image of a Reply: by its address, which the chat platform fetches itself
@@ -86,6 +88,8 @@ export interface ChatImagesOptions {
   cacheBytes?: number;
   /** Fonts for text in SVGs; default: DejaVu Sans alone when installed. */
   fonts?: SvgFonts;
+  /** The processes that draw SVGs (their number, limits and module). */
+  drawing?: DrawingPoolOptions;
 }
 
 type Entry = { kind: 'url'; url: string } | Extract<ChatImage, { kind: 'png' }> | { kind: 'none' };
@@ -107,8 +111,9 @@ const UNLABELLED = new Set(['', 'application/octet-stream', 'text/plain', 'text/
  * limit, content-type check, internal addresses refused): an SVG is drawn as a PNG (fit into
  * `size` pixels) and the PNG kept in a cache bounded in bytes; any other image keeps going by its
  * address. An address that fails (too big, too slow, not an image, unreadable SVG, unreachable) is
- * shown as no image, logged once at debug level and remembered for a while. Drawing runs on
- * libuv's thread pool, one image at a time, so a burst of alerts cannot take every thread.
+ * shown as no image, logged once at debug level and remembered for a while. Drawing runs in a
+ * {@link DrawingPool}: sanitized, in processes killed at the time limit (what is left of it after
+ * the fetch) and at their memory limit, several at once.
  *
  * @example
  * const images = new ChatImages({ logger, allowHosts: ['127.0.0.1'] });
@@ -123,7 +128,7 @@ export class ChatImages implements ImageSource {
   readonly #fonts: SvgFonts | undefined;
   readonly #cache: LRUCache<string, Entry>;
   readonly #pending = new Map<string, Promise<Entry>>();
-  #drawing: Promise<unknown> = Promise.resolve();
+  readonly #drawing: DrawingPool;
 
   constructor(options: ChatImagesOptions) {
     this.#logger = options.logger;
@@ -136,6 +141,7 @@ export class ChatImages implements ImageSource {
       sizeCalculation: (entry, key) => key.length + (entry.kind === 'png' ? entry.data.byteLength : 64),
       ttl: CHAT_IMAGE_DEFAULTS.ttlMs,
     });
+    this.#drawing = new DrawingPool(options.drawing);
     this.#dispatcher = imageDispatcher({
       allowHosts: options.allowHosts ?? [],
       connectTimeoutMs: this.#timeoutMs,
@@ -162,9 +168,9 @@ export class ChatImages implements ImageSource {
     return entry.kind === 'none' ? undefined : entry;
   }
 
-  /** Closes the connections kept open to image hosts. */
+  /** Closes the connections kept open to image hosts and kills the drawing processes (drawings in progress fail). */
   async close(): Promise<void> {
-    await this.#dispatcher.close();
+    await Promise.all([this.#drawing.close(), this.#dispatcher.close()]);
   }
 
   async #resolve(url: string): Promise<Entry> {
@@ -175,7 +181,11 @@ export class ChatImages implements ImageSource {
       if (fetched.kind === 'raster') {
         entry = { kind: 'url', url };
       } else {
-        const image = await this.#draw(fetched.svg, deadline);
+        const image = await this.#drawing.draw(
+          fetched.svg,
+          { size: this.#size, ...(this.#fonts ? { fonts: this.#fonts } : {}) },
+          deadline,
+        );
         entry = { kind: 'png', url, name: fileNameOf(url), data: image.png, width: image.width, height: image.height };
       }
       this.#cache.set(url, entry);
@@ -229,29 +239,19 @@ export class ChatImages implements ImageSource {
       if (!body.destroyed) body.on('error', () => undefined).destroy();
     }
   }
-
-  /** One drawing at a time; a drawing whose deadline passed while it waited is not started. */
-  #draw(svg: string, deadline: AbortSignal) {
-    const turn = this.#drawing.then(() => {
-      if (deadline.aborted) throw new ImageFailure('timed out waiting to be drawn', true);
-      return rasterizeSvg(svg, { size: this.#size, ...(this.#fonts ? { fonts: this.#fonts } : {}) });
-    });
-    this.#drawing = turn.catch(() => undefined);
-    return new Promise<Awaited<typeof turn>>((resolve, reject) => {
-      const late = () => reject(new ImageFailure('timed out while drawing', true));
-      if (deadline.aborted) late();
-      deadline.addEventListener('abort', late, { once: true });
-      turn.then(resolve, reject).finally(() => deadline.removeEventListener('abort', late));
-    });
-  }
 }
 
 function asFailure(error: unknown, deadline: AbortSignal): ImageFailure {
   if (error instanceof ImageFailure) return error;
+  if (error instanceof DrawingError) {
+    // The SVG is at fault when refused or over the memory limit; a time-out or a crash may pass.
+    const transient = error.reason !== 'refused' && !(error.reason === 'limit' && !deadline.aborted);
+    return new ImageFailure(error.message, transient, { cause: error });
+  }
   if (deadline.aborted) return new ImageFailure('timed out', true, { cause: error });
   const code = (error as { code?: unknown } | undefined)?.code;
   const reason = error instanceof Error ? error.message : String(error);
-  if (error instanceof SvgRenderError || error instanceof BlockedAddressError) {
+  if (error instanceof BlockedAddressError) {
     return new ImageFailure(reason, false, { cause: error });
   }
   return new ImageFailure(typeof code === 'string' ? `${code}: ${reason}` : reason, true, { cause: error });

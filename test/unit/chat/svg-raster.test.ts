@@ -4,14 +4,8 @@ import { join } from 'node:path';
 import { Resvg } from '@resvg/resvg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isInternalAddress } from '../../../src/chat/images/network.ts';
-import {
-  looksLikeSvg,
-  MAX_ASPECT_RATIO,
-  rasterizeSvg,
-  SvgRenderError,
-  sanitizeSvg,
-  svgSize,
-} from '../../../src/chat/images/svg.ts';
+import { looksLikeSvg } from '../../../src/chat/images/sniff.ts';
+import { MAX_ASPECT_RATIO, rasterizeSvg, SvgRenderError, sanitizeSvg, svgSize } from '../../../src/chat/images/svg.ts';
 
 const SIZE = 64;
 let dir: string;
@@ -133,7 +127,6 @@ describe('drawing untrusted SVG token images', () => {
     const svg = square(
       `<defs><rect id="r" width="4" height="4" fill="green"/></defs><use href="#r" x="16" y="16"/><image href="data:image/png;base64,${redPngBase64}" width="10" height="10"/>`,
     );
-    expect(sanitizeSvg(svg)).toBe(svg);
     const drawn = await rasterizeSvg(svg, { size: SIZE });
     expect(pixel(drawn.png, 5, 5)).toEqual(RED);
     expect(pixel(drawn.png, 60, 60)).toEqual([0, 128, 0, 255]);
@@ -142,7 +135,7 @@ describe('drawing untrusted SVG token images', () => {
   it('GIVEN a fake root in a comment before the real one THEN the size is the real root’s', () => {
     const svg = `<?xml version="1.0"?>\n<!-- <svg width="1" height="9999999"> -->\n<!DOCTYPE svg PUBLIC "-//W3C//DTD SVG 1.1//EN" "http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd">\n<svg xmlns="http://www.w3.org/2000/svg" width="100" height="50"><rect width="1" height="1"/></svg>`;
     expect(svgSize(sanitizeSvg(svg))).toEqual({ width: 100, height: 50 });
-    expect(() => svgSize('<html><svg width="1" height="1"/></html>')).toThrow(SvgRenderError);
+    expect(() => sanitizeSvg('<html><svg width="1" height="1"/></html>')).toThrow(SvgRenderError);
   });
 
   it('tells an SVG from other text', () => {
