@@ -403,6 +403,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       const created = new chatImages.ChatImages({
         logger: logger.child({ component: 'images' }),
         allowHosts: chatImages.imageHostsOf(Object.values(endpoints)),
+        drawing: { workerUrl: new URL(`./chat/images/draw-worker.${SOURCE_EXTENSION}`, import.meta.url), warm: 1 },
       });
       images = created;
       stops.push(() => created.close());

@@ -1,11 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HOSTILE_IMAGES } from './hostile.ts';
 import { sendText } from './http.ts';
 import type { DevnetState } from './state.ts';
 import { logoSvg, tokenSvg } from './svg.ts';
 
 const ASSET = /^\/assets\/([^/]+)\/(0x[0-9a-fA-F]{40})\/([^/]+)\.svg$/;
+const HOSTILE_ASSET = /^\/assets\/hostile\/([a-z-]+)\.svg$/;
 
-/** Serves token images and collection logos: `GET /assets/{network}/{collection}/{tokenId|logo}.svg`. */
+/**
+ * Serves token images and collection logos: `GET /assets/{network}/{collection}/{tokenId|logo}.svg`,
+ * and the hostile images: `GET /assets/hostile/{name}.svg`.
+ */
 export function serveAsset(state: DevnetState, req: IncomingMessage, res: ServerResponse, path: string): void {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     sendText(res, 405, 'text/plain; charset=utf-8', 'method not allowed\n', { allow: 'GET, HEAD' });
@@ -15,7 +20,9 @@ export function serveAsset(state: DevnetState, req: IncomingMessage, res: Server
   const network = match ? state.network(match[1] ?? '') : undefined;
   const collection = network && match ? network.byAddress.get((match[2] ?? '').toLowerCase()) : undefined;
   const name = match?.[3] ?? '';
-  let svg: string | undefined;
+  const hostile = HOSTILE_ASSET.exec(path)?.[1];
+  let svg: string | undefined =
+    hostile && Object.hasOwn(HOSTILE_IMAGES, hostile) ? HOSTILE_IMAGES[hostile]?.() : undefined;
   if (collection && name === 'logo') svg = logoSvg(collection);
   else if (collection) {
     const index = collection.indexOf(name);

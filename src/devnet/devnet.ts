@@ -3,8 +3,9 @@ import type { PlatformEndpoints } from '../platform/services/context.ts';
 import { type ActivitySpec, parseActivity } from './activity.ts';
 import { CollectiblesIndex } from './collectibles.ts';
 import { controlRoutes } from './control.ts';
-import { generateDataset } from './dataset.ts';
+import { type Dataset, generateDataset } from './dataset.ts';
 import { type FaultSpec, Faults, parseFaultSpec } from './faults.ts';
+import { HOSTILE_IMAGE_TOKENS } from './hostile.ts';
 import { type MineResult, Miner, type ReorgResult } from './miner.ts';
 import { RpcServer } from './server.ts';
 import { DevnetState } from './state.ts';
@@ -69,6 +70,7 @@ export class DevnetInstance implements Devnet {
       finalityDepth: options.finalityDepth ?? 3,
     };
     const dataset = generateDataset({ seed, scale: options.scale ?? 'full', projectId });
+    if (options.hostileImages) showHostileImages(dataset);
     const state = new DevnetState(dataset, {
       finalityDepth: resolved.finalityDepth,
       accessKey: options.accessKey ?? dataset.accessKey,
@@ -99,6 +101,7 @@ export class DevnetInstance implements Devnet {
         faults: () => faults.list(),
       }),
       onError: (error, path) => options.logger?.warn({ err: error, path }, 'devnet request failed'),
+      onAsset: (path) => options.logger?.debug?.({ path }, 'devnet asset served'),
     });
     const url = await server.listen(options.port ?? 0, options.host ?? '127.0.0.1');
     instance = new DevnetInstance({ url, state, server, hub, miner, faults, options: resolved });
@@ -188,5 +191,18 @@ export class DevnetInstance implements Devnet {
       await this.#server.close();
     })();
     return this.#closing;
+  }
+}
+
+/** Gives tokens of the hostile collections the images built to break drawing (hostile.ts). */
+function showHostileImages(dataset: Dataset): void {
+  for (const collection of dataset.networks.flatMap((network) => network.collections)) {
+    if (!collection.blueprint.hostile) continue;
+    for (const [index, image] of HOSTILE_IMAGE_TOKENS) {
+      collection.overrides.set(index, {
+        ...collection.overrides.get(index),
+        image: `/assets/hostile/${image}.svg?token=${index + 1}`,
+      });
+    }
   }
 }

@@ -62,3 +62,35 @@ export function hostileOverrides(brokenImageBase: string): TokenOverride[] {
     },
   ];
 }
+
+/**
+ * SVG images built to break the bot's drawing, served at `/assets/hostile/{name}.svg`:
+ * - `slow`: 20,000 blurred squares (1.3 MB), minutes of drawing at 100% of a core;
+ * - `memory`: 1,000 nested translucent groups (22 kB), 1.6 GB of layers for resvg;
+ * - `dev-zero`: a blue square with an image of `/dev/zero` behind a non-ASCII xlink prefix, which
+ *   resvg reads until memory runs out.
+ */
+export const HOSTILE_IMAGES: Readonly<Record<string, () => string>> = {
+  slow: () => {
+    const squares = Array.from(
+      { length: 20_000 },
+      (_, i) => `<rect x="${i % 500}" y="${(i * 7) % 500}" width="300" height="300" filter="url(#b)"/>`,
+    );
+    return `<svg xmlns="http://www.w3.org/2000/svg" width="512" height="512"><filter id="b"><feGaussianBlur stdDeviation="40"/></filter>${squares.join('')}</svg>`;
+  },
+  memory: () =>
+    `<svg xmlns="http://www.w3.org/2000/svg" width="512" height="512">${'<g opacity="0.99">'.repeat(1_000)}<rect width="512" height="512" fill="red"/>${'</g>'.repeat(1_000)}</svg>`,
+  'dev-zero': () =>
+    '<svg xmlns="http://www.w3.org/2000/svg" width="512" height="512"><rect width="512" height="512" fill="blue"/><image ж:href="/dev/zero" xmlns:ж="http://www.w3.org/1999/xlink" width="512" height="512"/></svg>',
+};
+
+/**
+ * With the devnet's `hostileImages`, the hostile collection's tokens (by index) that show
+ * {@link HOSTILE_IMAGES}; two show the slow one, each at an address of its own.
+ */
+export const HOSTILE_IMAGE_TOKENS: ReadonlyArray<readonly [index: number, image: string]> = [
+  [0, 'slow'],
+  [2, 'memory'],
+  [3, 'dev-zero'],
+  [10, 'slow'],
+];

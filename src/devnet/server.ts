@@ -52,6 +52,8 @@ export interface ServerDeps {
   collectibles: CollectiblesIndex;
   control: (req: IncomingMessage, res: ServerResponse, path: string) => Promise<void>;
   onError: (error: unknown, path: string) => void;
+  /** An image under `/assets/` was answered (whatever the status). */
+  onAsset?: (path: string) => void;
 }
 
 interface Route {
@@ -117,6 +119,7 @@ export class RpcServer {
       }
       if (path.startsWith('/assets/')) {
         serveAsset(this.#deps.state, req, res, path);
+        this.#deps.onAsset?.(path);
         return;
       }
       if (PAGE_PREFIXES.some((prefix) => path.startsWith(prefix))) {

@@ -39,6 +39,11 @@ export interface DevnetOptions {
   historyLogs?: number;
   /** `small` shrinks the large collections twentyfold (but for the ERC-1155 ones). Default `full`. */
   scale?: 'full' | 'small';
+  /**
+   * Gives three tokens of the hostile collection images built to break drawing (devnet/hostile.ts:
+   * one that takes minutes to draw, one that takes gigabytes, one that reads /dev/zero). Default false.
+   */
+  hostileImages?: boolean;
 }
 
 export interface DevnetCollectionInfo {

@@ -41,8 +41,9 @@ const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void
   '/to-internal.svg': (_, res) => res.writeHead(302, { location: `${base}/plain.svg` }).end(),
 };
 
+/** The chat images of a bot whose platform is the devnet, with the test server allowed as the platform's too. */
 function images(extra: Partial<ConstructorParameters<typeof ChatImages>[0]> = {}): ChatImages {
-  return new ChatImages({ logger, allowHosts: ['127.0.0.1'], ...extra });
+  return new ChatImages({ logger, allowHosts: [new URL(devnet.url).host, new URL(base).host], ...extra });
 }
 
 function png(image: ChatImage | undefined): Extract<ChatImage, { kind: 'png' }> {
@@ -119,7 +120,7 @@ describe('token images made showable in chats', () => {
 
   it.each([
     ['/page.html', /not an image \(text\/html\)/],
-    ['/broken.svg', /resvg/],
+    ['/broken.svg', /not well-formed XML/],
     ['/huge.svg', /too big/],
     ['/missing.svg', /HTTP 404/],
   ])('GIVEN %s THEN no image, one debug line, and no second try', async (path, reason) => {
@@ -147,13 +148,13 @@ describe('token images made showable in chats', () => {
   });
 
   it('GIVEN an internal address that is not the platform’s THEN nothing is fetched from it, redirects included', async () => {
-    const chat = new ChatImages({ logger, allowHosts: ['localhost'] });
+    const port = new URL(base).port;
+    const chat = new ChatImages({ logger, allowHosts: [`localhost:${port}`] });
     try {
       expect(await chat.show(`${base}/plain.svg`)).toBeUndefined();
       expect(requests).toEqual([]);
       expect(failures('/plain.svg')).toEqual(['127.0.0.1 is not a public address']);
       // localhost is allowed; the address it redirects to is not.
-      const port = new URL(base).port;
       expect(await chat.show(`http://localhost:${port}/to-internal.svg`)).toBeUndefined();
       expect(requests).toEqual(['/to-internal.svg']);
       expect(failures('/to-internal.svg')).toEqual(['127.0.0.1 is not a public address']);

@@ -17,7 +17,7 @@ import {
 } from '../../src/chat/discord/adapter.ts';
 import { EXTRA_OPTIONS, toApplicationCommands } from '../../src/chat/discord/commands.ts';
 import { DISCORD_LIMITS } from '../../src/chat/discord/render.ts';
-import { ChatImages } from '../../src/chat/images/images.ts';
+import { ChatImages, imageHostsOf } from '../../src/chat/images/images.ts';
 import { ChatStartError } from '../../src/chat/start-error.ts';
 import type { Reply } from '../../src/core/reply.ts';
 import { DeliveryError } from '../../src/delivery/sink.ts';
@@ -205,10 +205,14 @@ beforeAll(async () => {
     apiRoot: fake.api,
     managePermission: 'ManageGuild',
   };
-  images = new ChatImages({ logger: pino({ level: 'silent' }), allowHosts: ['127.0.0.1'] });
   pngServer = createServer((_, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.alloc(64)));
   await new Promise<void>((resolve) => pngServer.listen(0, '127.0.0.1', resolve));
   pngUrl = `http://127.0.0.1:${(pngServer.address() as AddressInfo).port}/photo.png`;
+  // As the bot allows them: the platform's hosts and ports, and here the photo server as one of them.
+  images = new ChatImages({
+    logger: pino({ level: 'silent' }),
+    allowHosts: [...imageHostsOf(Object.values(h.devnet.endpoints)), new URL(pngUrl).host],
+  });
   adapter = await startDiscord(mainAdapterOptions());
 });
 

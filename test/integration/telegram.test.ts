@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Enricher } from '../../src/alerts/enrich.ts';
 import { AlertPipeline } from '../../src/alerts/pipeline.ts';
 import { isGroup } from '../../src/bot/command.ts';
-import { ChatImages } from '../../src/chat/images/images.ts';
+import { ChatImages, imageHostsOf } from '../../src/chat/images/images.ts';
 import { ChatStartError } from '../../src/chat/start-error.ts';
 import {
   EXPIRED_BUTTON,
@@ -120,10 +120,14 @@ function uploadedPng(call: TelegramCall): { file: UploadedFile; width: number; h
 beforeAll(async () => {
   h = await startHarness();
   tg = await FakeTelegram.start();
-  images = new ChatImages({ logger, allowHosts: ['127.0.0.1'] });
   pngServer = createServer((_, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.alloc(64)));
   await new Promise<void>((resolve) => pngServer.listen(0, '127.0.0.1', resolve));
   pngUrl = `http://127.0.0.1:${(pngServer.address() as AddressInfo).port}/photo.png`;
+  // As the bot allows them: the platform's hosts and ports, and here the photo server as one of them.
+  images = new ChatImages({
+    logger,
+    allowHosts: [...imageHostsOf(Object.values(h.devnet.endpoints)), new URL(pngUrl).host],
+  });
   adapter = await startTelegram({
     config: config(),
     engine: h.engine,

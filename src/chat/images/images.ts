@@ -3,8 +3,10 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { type Dispatcher, request } from 'undici';
 import { safeUrl } from '../../core/reply.ts';
+import { DrawingError, DrawingPool, type DrawingPoolOptions } from './drawing.ts';
 import { BlockedAddressError, imageDispatcher } from './network.ts';
-import { looksLikeSvg, rasterizeSvg, type SvgFonts, SvgRenderError } from './svg.ts';
+import { looksLikeSvg } from './sniff.ts';
+import type { SvgFonts } from './svg.ts';
 
 /**
  * How a chat shows an image of a Reply: by its address, which the chat platform fetches itself
@@ -30,19 +32,26 @@ export const IMAGES_BY_URL: ImageSource = {
 };
 
 /**
- * The hosts of the platform's endpoint URLs (templates such as `http://127.0.0.1:8545/indexer/{network}`),
- * for {@link ChatImagesOptions.allowHosts}: the platform serves token images from its own hosts.
- * A host that is itself a template (`https://{network}-indexer.example`) names no host yet and is left out.
+ * The hosts and ports of the platform's endpoint URLs (templates such as
+ * `http://127.0.0.1:8545/indexer/{network}`), as `host:port`, for {@link ChatImagesOptions.allowHosts}:
+ * the platform serves token images from its own hosts. The port is the URL's, or its scheme's
+ * default. A host that is itself a template (`https://{network}-indexer.example`) names no host yet
+ * and is left out.
  */
 export function imageHostsOf(endpoints: readonly string[]): string[] {
   const hosts = new Set<string>();
   for (const template of endpoints) {
     if (/^[a-z][\w+.-]*:\/\/[^/]*\{/i.test(template)) continue;
     const filled = template.replace(/\{[^}]*\}/g, 'x');
-    if (URL.canParse(filled)) hosts.add(new URL(filled).hostname);
+    if (!URL.canParse(filled)) continue;
+    const url = new URL(filled);
+    const port = url.port || DEFAULT_PORTS[url.protocol];
+    if (port) hosts.add(`${url.hostname}:${port}`);
   }
   return [...hosts];
 }
+
+const DEFAULT_PORTS: Readonly<Record<string, string>> = { 'http:': '80', 'https:': '443' };
 
 /** Defaults of {@link ChatImagesOptions}. */
 export const CHAT_IMAGE_DEFAULTS = {
@@ -66,9 +75,11 @@ export const CHAT_IMAGE_DEFAULTS = {
 export interface ChatImagesOptions {
   logger: Logger;
   /**
-   * Hosts fetched even though they are internal (loopback, private networks): the platform's own
-   * image host when it runs beside the bot, as the local devnet does. Every other internal
-   * address is refused, since token metadata, which anyone can write, chooses the addresses.
+   * Hosts fetched even though they are internal (loopback, private networks), each with its port
+   * (`127.0.0.1:8545`, `[::1]:8545`; see {@link imageHostsOf}): the platform's own image host when
+   * it runs beside the bot, as the local devnet does. Every other internal address, and every
+   * other port of these hosts, is refused, since token metadata, which anyone can write, chooses
+   * the addresses.
    */
   allowHosts?: readonly string[];
   maxBytes?: number;
@@ -77,6 +88,8 @@ export interface ChatImagesOptions {
   cacheBytes?: number;
   /** Fonts for text in SVGs; default: DejaVu Sans alone when installed. */
   fonts?: SvgFonts;
+  /** The processes that draw SVGs (their number, limits and module). */
+  drawing?: DrawingPoolOptions;
 }
 
 type Entry = { kind: 'url'; url: string } | Extract<ChatImage, { kind: 'png' }> | { kind: 'none' };
@@ -98,8 +111,9 @@ const UNLABELLED = new Set(['', 'application/octet-stream', 'text/plain', 'text/
  * limit, content-type check, internal addresses refused): an SVG is drawn as a PNG (fit into
  * `size` pixels) and the PNG kept in a cache bounded in bytes; any other image keeps going by its
  * address. An address that fails (too big, too slow, not an image, unreadable SVG, unreachable) is
- * shown as no image, logged once at debug level and remembered for a while. Drawing runs on
- * libuv's thread pool, one image at a time, so a burst of alerts cannot take every thread.
+ * shown as no image, logged once at debug level and remembered for a while. Drawing runs in a
+ * {@link DrawingPool}: sanitized, in processes killed at the time limit (what is left of it after
+ * the fetch) and at their memory limit, several at once.
  *
  * @example
  * const images = new ChatImages({ logger, allowHosts: ['127.0.0.1'] });
@@ -114,7 +128,7 @@ export class ChatImages implements ImageSource {
   readonly #fonts: SvgFonts | undefined;
   readonly #cache: LRUCache<string, Entry>;
   readonly #pending = new Map<string, Promise<Entry>>();
-  #drawing: Promise<unknown> = Promise.resolve();
+  readonly #drawing: DrawingPool;
 
   constructor(options: ChatImagesOptions) {
     this.#logger = options.logger;
@@ -127,6 +141,7 @@ export class ChatImages implements ImageSource {
       sizeCalculation: (entry, key) => key.length + (entry.kind === 'png' ? entry.data.byteLength : 64),
       ttl: CHAT_IMAGE_DEFAULTS.ttlMs,
     });
+    this.#drawing = new DrawingPool(options.drawing);
     this.#dispatcher = imageDispatcher({
       allowHosts: options.allowHosts ?? [],
       connectTimeoutMs: this.#timeoutMs,
@@ -153,9 +168,9 @@ export class ChatImages implements ImageSource {
     return entry.kind === 'none' ? undefined : entry;
   }
 
-  /** Closes the connections kept open to image hosts. */
+  /** Closes the connections kept open to image hosts and kills the drawing processes (drawings in progress fail). */
   async close(): Promise<void> {
-    await this.#dispatcher.close();
+    await Promise.all([this.#drawing.close(), this.#dispatcher.close()]);
   }
 
   async #resolve(url: string): Promise<Entry> {
@@ -166,7 +181,11 @@ export class ChatImages implements ImageSource {
       if (fetched.kind === 'raster') {
         entry = { kind: 'url', url };
       } else {
-        const image = await this.#draw(fetched.svg, deadline);
+        const image = await this.#drawing.draw(
+          fetched.svg,
+          { size: this.#size, ...(this.#fonts ? { fonts: this.#fonts } : {}) },
+          deadline,
+        );
         entry = { kind: 'png', url, name: fileNameOf(url), data: image.png, width: image.width, height: image.height };
       }
       this.#cache.set(url, entry);
@@ -220,29 +239,19 @@ export class ChatImages implements ImageSource {
       if (!body.destroyed) body.on('error', () => undefined).destroy();
     }
   }
-
-  /** One drawing at a time; a drawing whose deadline passed while it waited is not started. */
-  #draw(svg: string, deadline: AbortSignal) {
-    const turn = this.#drawing.then(() => {
-      if (deadline.aborted) throw new ImageFailure('timed out waiting to be drawn', true);
-      return rasterizeSvg(svg, { size: this.#size, ...(this.#fonts ? { fonts: this.#fonts } : {}) });
-    });
-    this.#drawing = turn.catch(() => undefined);
-    return new Promise<Awaited<typeof turn>>((resolve, reject) => {
-      const late = () => reject(new ImageFailure('timed out while drawing', true));
-      if (deadline.aborted) late();
-      deadline.addEventListener('abort', late, { once: true });
-      turn.then(resolve, reject).finally(() => deadline.removeEventListener('abort', late));
-    });
-  }
 }
 
 function asFailure(error: unknown, deadline: AbortSignal): ImageFailure {
   if (error instanceof ImageFailure) return error;
+  if (error instanceof DrawingError) {
+    // The SVG is at fault when refused or over the memory limit; a time-out or a crash may pass.
+    const transient = error.reason !== 'refused' && !(error.reason === 'limit' && !deadline.aborted);
+    return new ImageFailure(error.message, transient, { cause: error });
+  }
   if (deadline.aborted) return new ImageFailure('timed out', true, { cause: error });
   const code = (error as { code?: unknown } | undefined)?.code;
   const reason = error instanceof Error ? error.message : String(error);
-  if (error instanceof SvgRenderError || error instanceof BlockedAddressError) {
+  if (error instanceof BlockedAddressError) {
     return new ImageFailure(reason, false, { cause: error });
   }
   return new ImageFailure(typeof code === 'string' ? `${code}: ${reason}` : reason, true, { cause: error });

@@ -1,8 +1,9 @@
 import { type LookupAddress, lookup } from 'node:dns';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import type { LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector, type Dispatcher, interceptors } from 'undici';
 
-/** An image address that resolves only to a loopback, private, link-local or otherwise internal host. */
+/** An image address that resolves only to a loopback, private, link-local, documentation or otherwise special-purpose host. */
 export class BlockedAddressError extends Error {
   override name = 'BlockedAddressError';
   readonly host: string;
@@ -12,37 +13,17 @@ export class BlockedAddressError extends Error {
   }
 }
 
-/** Everything that is not the public internet (RFC 6890 special-purpose blocks). */
-const INTERNAL = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 3],
-] as const) {
-  INTERNAL.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 127],
-  ['64:ff9b:1::', 48],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const) {
-  INTERNAL.addSubnet(network, prefix, 'ipv6');
-}
-
-/** Whether an IP address is internal; IPv4-mapped IPv6 addresses are judged as IPv4. */
+/**
+ * Whether an IP address is anything but an ordinary public one: ipaddr.js's special-purpose ranges
+ * (RFC 6890 and later: loopback, private, link-local, shared, multicast, reserved, documentation
+ * such as 192.0.2.0/24 and 2001:db8::/32, benchmarking, 6to4, Teredo, NAT64 and the rest) all
+ * count as internal; an IPv4-mapped IPv6 address is judged as the IPv4 address it carries. Text
+ * that is not an IP address is not an address: false.
+ */
 export function isInternalAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 0) return false;
-  return INTERNAL.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  if (!ipaddr.isValid(address)) return false;
+  const parsed = ipaddr.process(address);
+  return parsed.range() !== 'unicast';
 }
 
 /** DNS resolution that keeps only public addresses, so a name cannot point the bot at its own network. */
@@ -61,7 +42,10 @@ const publicLookup: LookupFunction = (hostname, options, callback) => {
 };
 
 export interface ImageDispatcherOptions {
-  /** Host names (or IP addresses) fetched even when internal: the platform's own, e.g. a local devnet. */
+  /**
+   * `host:port` pairs (`127.0.0.1:8545`, `[::1]:8545`, `images.example:443`) fetched even when
+   * internal: the platform's own, e.g. a local devnet. Only that port of the host is exempt.
+   */
   allowHosts: readonly string[];
   connectTimeoutMs: number;
   maxRedirections: number;
@@ -75,12 +59,13 @@ export interface ImageDispatcherOptions {
  * around it. The hosts in `allowHosts` are exempt.
  */
 export function imageDispatcher(options: ImageDispatcherOptions): Dispatcher {
-  const allowed = new Set(options.allowHosts.map(normalHost));
+  const allowed = new Set(options.allowHosts.flatMap((entry) => hostAndPort(entry) ?? []));
   const guarded = buildConnector({ timeout: options.connectTimeoutMs, lookup: publicLookup });
   const trusted = buildConnector({ timeout: options.connectTimeoutMs });
   const connect: buildConnector.connector = (target, callback) => {
     const host = normalHost(target.hostname);
-    if (allowed.has(host)) trusted(target, callback);
+    const port = target.port || (target.protocol === 'https:' ? '443' : '80');
+    if (allowed.has(`${host}:${port}`)) trusted(target, callback);
     else if (isInternalAddress(host)) callback(new BlockedAddressError(host), null);
     else guarded(target, callback);
   };
@@ -91,4 +76,12 @@ export function imageDispatcher(options: ImageDispatcherOptions): Dispatcher {
 
 function normalHost(host: string): string {
   return host.replace(/^\[|\]$/g, '').toLowerCase();
+}
+
+/** `host:port` with the host normalised (no brackets, lower case), or undefined without a port. */
+function hostAndPort(entry: string): string | undefined {
+  const colon = entry.lastIndexOf(':');
+  const port = Number(entry.slice(colon + 1));
+  if (colon < 0 || !Number.isInteger(port) || port < 1 || port > 65_535 || entry.endsWith(']')) return undefined;
+  return `${normalHost(entry.slice(0, colon))}:${port}`;
 }

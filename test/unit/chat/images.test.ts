@@ -5,16 +5,18 @@ import { OutcomeProbe } from '../../../src/chat/outcome-probe.ts';
 import { GROUP, type Harness, MEMBER, OPERATOR, startHarness } from '../../helpers/bot-harness.ts';
 
 describe('hosts the platform serves images from', () => {
-  it('GIVEN the endpoint templates THEN their hosts, without the ones that are templates themselves', () => {
+  it('GIVEN the endpoint templates THEN their hosts with their ports, without the ones that are templates themselves', () => {
     expect(
       imageHostsOf([
         'http://127.0.0.1:8545/metadata',
         'http://127.0.0.1:8545/marketplace/{network}',
         'https://{network}-indexer.example.com',
         'https://api.example.com/rpc',
+        'http://images.example.com/x',
+        'http://[::1]:9000/rpc',
         'not a url',
       ]),
-    ).toEqual(['127.0.0.1', 'api.example.com']);
+    ).toEqual(['127.0.0.1:8545', 'api.example.com:443', 'images.example.com:80', '[::1]:9000']);
   });
 
   it('GIVEN no drawing THEN every http(s) image goes by its address and nothing else is shown', async () => {
