@@ -11,6 +11,7 @@
  * when an event matches them.
  */
 
+import { formatUnits, parseUnits } from 'viem';
 import {
   ALERT_KINDS,
   type AlertKind,
@@ -594,53 +595,54 @@ export interface TokenTrait {
   value: string | number | boolean;
 }
 
-// A decimal in canonical parts: no leading zeros in `int`, no trailing zeros in `frac`; zero is not negative.
-interface Decimal {
-  negative: boolean;
-  int: string;
-  frac: string;
+/**
+ * A decimal as a whole number of units of 10^-scale (`1.25`: 125n at scale 2), read by viem's
+ * parseUnits at the text's own number of decimals, so it is exact whatever their number.
+ */
+interface Scaled {
+  units: bigint;
+  scale: number;
 }
 
-const DECIMAL_TEXT = /^([+-]?)([0-9]*)(?:\.([0-9]*))?$/;
-
-function parseDecimal(text: string): Decimal | undefined {
-  const match = DECIMAL_TEXT.exec(text.trim());
-  if (!match) return undefined;
-  const intText = match[2] ?? '';
-  const fracText = match[3] ?? '';
-  if (intText === '' && fracText === '') return undefined;
-  let i = 0;
-  while (i < intText.length && intText.charCodeAt(i) === 48) i++;
-  let j = fracText.length;
-  while (j > 0 && fracText.charCodeAt(j - 1) === 48) j--;
-  const int = i === 0 ? intText : intText.slice(i);
-  const frac = j === fracText.length ? fracText : fracText.slice(0, j);
-  return { negative: match[1] === '-' && (int !== '' || frac !== ''), int, frac };
+/** A decimal's value, or undefined when the text is not one (`1`, `-2.50`, `.5`, `3.`, `+1` are). */
+function parseDecimal(text: string): Scaled | undefined {
+  const trimmed = text.trim();
+  // viem reads an optional minus; a plus sign means the same as none.
+  const unsigned = trimmed.startsWith('+') && trimmed[1] !== '-' ? trimmed.slice(1) : trimmed;
+  const point = unsigned.indexOf('.');
+  const scale = point < 0 ? 0 : unsigned.length - point - 1;
+  try {
+    return { units: parseUnits(unsigned, scale), scale };
+  } catch {
+    return undefined;
+  }
 }
 
-// Exact order of two canonical decimals, without floats or BigInt: integer digits by length then
-// lexicographically, fraction digits lexicographically (exact once trailing zeros are stripped).
-function compareParsed(x: Decimal, y: Decimal): -1 | 0 | 1 {
-  if (x.negative !== y.negative) return x.negative ? -1 : 1;
-  let order: -1 | 0 | 1 = 0;
-  if (x.int.length !== y.int.length) order = x.int.length < y.int.length ? -1 : 1;
-  else if (x.int !== y.int) order = x.int < y.int ? -1 : 1;
-  else if (x.frac !== y.frac) order = x.frac < y.frac ? -1 : 1;
-  return x.negative ? ((-order || 0) as -1 | 0 | 1) : order;
+const POWERS_OF_TEN: bigint[] = [1n];
+
+function powerOfTen(exponent: number): bigint {
+  for (let n = POWERS_OF_TEN.length; n <= exponent; n++) POWERS_OF_TEN.push((POWERS_OF_TEN[n - 1] ?? 1n) * 10n);
+  return POWERS_OF_TEN[exponent] ?? 10n ** BigInt(exponent);
+}
+
+// Exact order of two decimals: their units brought to the larger scale.
+function compareParsed(x: Scaled, y: Scaled): -1 | 0 | 1 {
+  const a = x.scale < y.scale ? x.units * powerOfTen(y.scale - x.scale) : x.units;
+  const b = y.scale < x.scale ? y.units * powerOfTen(x.scale - y.scale) : y.units;
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** Exact decimal text of a finite number, without exponent (`1e-7` -> `0.0000001`). */
 export function numberToDecimal(value: number): string | undefined {
   if (!Number.isFinite(value)) return undefined;
   const text = String(value);
-  const match = /^(-?)([0-9]+)(?:\.([0-9]+))?e([+-][0-9]+)$/.exec(text);
+  const match = /^(-?[0-9]+)(?:\.([0-9]+))?e([+-][0-9]+)$/.exec(text);
   if (!match) return text;
-  const sign = match[1] ?? '';
-  const digits = `${match[2] ?? ''}${match[3] ?? ''}`;
-  const point = (match[2] ?? '').length + Number(match[4]);
-  if (point <= 0) return `${sign}0.${'0'.repeat(-point)}${digits}`;
-  if (point >= digits.length) return `${sign}${digits}${'0'.repeat(point - digits.length)}`;
-  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
+  // All the significant digits as one whole number, and where the point goes among them.
+  const fraction = match[2] ?? '';
+  const units = BigInt(`${match[1] ?? ''}${fraction}`);
+  const decimals = fraction.length - Number(match[3]);
+  return decimals >= 0 ? formatUnits(units, decimals) : (units * powerOfTen(-decimals)).toString();
 }
 
 /**
@@ -655,15 +657,15 @@ export function compareDecimals(a: string, b: string): -1 | 0 | 1 | undefined {
 
 // Parsed once per rule minimum, and once per price: the pipeline checks one event's price against
 // all its candidate rules in a row, so remembering the last price is enough (`null`: not a decimal).
-const parsedMinimums = new WeakMap<MinimumPrice, Decimal | null>();
+const parsedMinimums = new WeakMap<MinimumPrice, Scaled | null>();
 const last: {
   amount: string | undefined;
   usd: number | undefined;
-  parsedAmount: Decimal | null | undefined;
-  parsedUsd: Decimal | null | undefined;
+  parsedAmount: Scaled | null | undefined;
+  parsedUsd: Scaled | null | undefined;
 } = { amount: undefined, usd: undefined, parsedAmount: undefined, parsedUsd: undefined };
 
-function priceValue(price: PriceInfo, inUsd: boolean): Decimal | null {
+function priceValue(price: PriceInfo, inUsd: boolean): Scaled | null {
   if (price.amount !== last.amount || price.usd !== last.usd) {
     last.amount = price.amount;
     last.usd = price.usd;
@@ -696,8 +698,8 @@ export function passesFloor(rule: MatchingRule, price: PriceInfo | undefined): b
 /**
  * Phase 2, price: true without a minimum; with `minPrice.usd`, compares the USD value (false when
  * unknown); else compares the amount in the order's currency. At or above the minimum passes; a
- * minimum or amount that is not a decimal fails. Exact: decimals are compared digit by digit, never
- * as floats.
+ * minimum or amount that is not a decimal fails. Exact: decimals are compared as whole numbers of
+ * units, never as floats.
  */
 export function passesPrice(rule: MatchingRule, price: PriceInfo | undefined): boolean {
   const min = rule.minPrice;
