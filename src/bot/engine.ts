@@ -265,7 +265,6 @@ export class CommandEngine {
     const read = await readArguments(spec, tokens, this.#sources(store.chat(chatKey)));
     if (!read.ok) throw failureOf(read.error, usageOf(spec, label));
     const { values, raw, extras, resolved, network } = read.value;
-    const rerun = (changes: Record<string, string | undefined>) => commandLine(label, raw, resolved, extras, changes);
     const context: CommandContext = {
       platform,
       store,
@@ -275,20 +274,19 @@ export class CommandEngine {
       actor: invocation.actor,
       chatKey,
       network,
-      namedKeys: new Set(tokens.named.keys()),
       now: this.#now,
-      startedAt: this.startedAt,
-      extras,
-      commandLine: rerun({}),
-      rerun,
-      commands: this.commands,
-      alerts: this.#options.alerts,
-      digests: this.#options.digests,
       may: (permission) => this.mayRun(permission, invocation.chat, invocation.actor),
+      typed: {
+        extras,
+        namedKeys: new Set(tokens.named.keys()),
+        rerun: (changes) => commandLine(label, raw, resolved, extras, changes),
+      },
       currencies: this.currencies,
       collections: this.resolver,
       links: this.#options.links,
       market: this.#options.market,
+      digests: this.#options.digests,
+      bot: { commands: this.commands, startedAt: this.startedAt, alerts: this.#options.alerts },
     };
     return spec.run(context, values as never);
   }
