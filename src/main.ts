@@ -413,10 +413,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       const discord = await startDiscord({
         config: config.discord,
         engine,
-        store,
         logger: logger.child({ component: 'discord' }),
-        networks: platform.networks.all.map((n) => n.name),
-        defaultNetwork,
         ...(images ? { images } : {}),
       });
       stops.push(() => discord.stop());
@@ -428,7 +425,6 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       const telegram = await startTelegram({
         config: config.telegram,
         engine,
-        store,
         logger: logger.child({ component: 'telegram' }),
         ...(images ? { images } : {}),
       });

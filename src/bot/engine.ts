@@ -5,6 +5,7 @@ import type { Reply } from '../core/reply.ts';
 import type { ChatSettings } from '../core/settings.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import { type ArgumentSources, type ReadingFailure, readArguments } from './arguments.ts';
+import { ButtonCodec } from './buttons.ts';
 import { CollectionResolver } from './collections.ts';
 import {
   type Actor,
@@ -18,6 +19,7 @@ import {
   isGroup,
   type Permission,
 } from './command.ts';
+import { type Completion, type CompletionRequest, completions } from './completions.ts';
 import { CurrencyDirectory } from './currencies.ts';
 import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from './errors.ts';
 import type { Links } from './links.ts';
@@ -167,6 +169,28 @@ export class CommandEngine {
     if (verdict.status === 'silent') return { status: 'silent' };
     const seconds = Math.max(1, Math.ceil(verdict.waitMs / 1000));
     return { status: 'notify', reply: errorReply(new UserError('rate_limited', { seconds }), '') };
+  }
+
+  /**
+   * Completions of an option being typed (Discord's autocomplete), from the chat's aliases and
+   * watched collections and the platform's search; see {@link completions}.
+   */
+  complete(request: CompletionRequest): Promise<Completion[]> {
+    return completions(request, {
+      commands: this.commands,
+      networks: this.#options.platform.networks.all.map((n) => n.name),
+      defaultNetwork: this.#options.settings.defaultNetwork,
+      store: this.#options.store,
+      resolver: this.resolver,
+    });
+  }
+
+  /**
+   * A codec that fits button actions into a chat platform's payload of `maxBytes`, keeping long
+   * actions in the store, so that buttons keep working after a restart.
+   */
+  buttonCodec(maxBytes: number): ButtonCodec {
+    return new ButtonCodec(this.#options.store, maxBytes);
   }
 
   /** Runs a typed line (`/floor moon cats`); undefined when the line is not a command. */

@@ -5,13 +5,11 @@ import { Bot, type Context, GrammyError, HttpError, webhookCallback } from 'gram
 import type { BotCommand, Chat, Update, User, UserFromGetMe } from 'grammy/types';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
-import { ButtonCodec } from '../../bot/buttons.ts';
 import type { Actor, ChatRef } from '../../bot/command.ts';
 import { isGroup } from '../../bot/command.ts';
 import type { CommandEngine, Outcome } from '../../bot/engine.ts';
 import type { Config } from '../../config.ts';
 import { createLimitedServer, type ListenerLimits } from '../../core/http-listener.ts';
-import type { RulesRepository } from '../../core/ports.ts';
 import { plain, type Reply, truncate } from '../../core/reply.ts';
 import type { AlertSink } from '../../delivery/sink.ts';
 import { ChatImages } from '../images/images.ts';
@@ -26,9 +24,8 @@ export type TelegramConfig = NonNullable<Config['telegram']>;
 export interface TelegramAdapterOptions {
   /** The `telegram` section of the configuration. */
   config: TelegramConfig;
+  /** Runs the commands; also keeps long button actions. */
   engine: CommandEngine;
-  /** Holds long button actions (ButtonCodec). */
-  store: RulesRepository;
   logger: Logger;
   /** The bot's own user; skips getMe (tests, or a known bot). */
   botInfo?: UserFromGetMe;
@@ -98,12 +95,12 @@ class TokenBucket {
  * answers the updates it receives, none polls. Resolves once updates are being received.
  *
  * @example
- * const telegram = await startTelegram({ config: config.telegram, engine, store, logger });
+ * const telegram = await startTelegram({ config: config.telegram, engine, logger });
  * sinks.set('telegram', telegram.sink);
  * stops.push(() => telegram.stop());
  */
 export async function startTelegram(options: TelegramAdapterOptions): Promise<TelegramAdapter> {
-  const { config, engine, store } = options;
+  const { config, engine } = options;
   const logger = options.logger.child({ component: 'telegram' });
   const scrub = (text: string) => text.split(config.token).join('[token]');
   const failed = (what: string, error: unknown) =>
@@ -129,7 +126,7 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
   });
 
   // One byte of the callback data is kept for the in-place mark.
-  const codec = new ButtonCodec(store, TELEGRAM_LIMITS.callbackData - REPLACES_MARK.length);
+  const codec = engine.buttonCodec(TELEGRAM_LIMITS.callbackData - REPLACES_MARK.length);
   const images = options.images ?? new ChatImages({ logger });
   const ownImages = options.images === undefined;
   const outbox = new TelegramOutbox(bot.api, codec, logger, images);
