@@ -596,13 +596,17 @@ export interface TokenTrait {
 }
 
 /**
- * A decimal as a whole number of units of 10^-scale (`1.25`: 125n at scale 2), read by viem's
- * parseUnits at the text's own number of decimals, so it is exact whatever their number.
+ * A decimal as a whole number of units of 10^-scale (`1.25`: 1250000000000000000n at scale 18), read
+ * by viem's parseUnits at {@link COMMON_SCALE} decimals or the text's own number when it has more,
+ * so it is exact whatever their number, and two amounts of a currency compare without rescaling.
  */
 interface Scaled {
   units: bigint;
   scale: number;
 }
+
+/** Decimals of most currencies (wei per ether): prices and minimums are read at this scale at least. */
+const COMMON_SCALE = 18;
 
 /** A decimal's value, or undefined when the text is not one (`1`, `-2.50`, `.5`, `3.`, `+1` are). */
 function parseDecimal(text: string): Scaled | undefined {
@@ -610,7 +614,7 @@ function parseDecimal(text: string): Scaled | undefined {
   // viem reads an optional minus; a plus sign means the same as none.
   const unsigned = trimmed.startsWith('+') && trimmed[1] !== '-' ? trimmed.slice(1) : trimmed;
   const point = unsigned.indexOf('.');
-  const scale = point < 0 ? 0 : unsigned.length - point - 1;
+  const scale = Math.max(COMMON_SCALE, point < 0 ? 0 : unsigned.length - point - 1);
   try {
     return { units: parseUnits(unsigned, scale), scale };
   } catch {
@@ -627,6 +631,7 @@ function powerOfTen(exponent: number): bigint {
 
 // Exact order of two decimals: their units brought to the larger scale.
 function compareParsed(x: Scaled, y: Scaled): -1 | 0 | 1 {
+  if (x.scale === y.scale) return x.units < y.units ? -1 : x.units > y.units ? 1 : 0;
   const a = x.scale < y.scale ? x.units * powerOfTen(y.scale - x.scale) : x.units;
   const b = y.scale < x.scale ? y.units * powerOfTen(x.scale - y.scale) : y.units;
   return a < b ? -1 : a > b ? 1 : 0;
