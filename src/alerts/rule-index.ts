@@ -608,18 +608,42 @@ interface Scaled {
 /** Decimals of most currencies (wei per ether): prices and minimums are read at this scale at least. */
 const COMMON_SCALE = 18;
 
-/** A decimal's value, or undefined when the text is not one (`1`, `-2.50`, `.5`, `3.`, `+1` are). */
-function parseDecimal(text: string): Scaled | undefined {
-  const trimmed = text.trim();
-  // viem reads an optional minus; a plus sign means the same as none.
-  const unsigned = trimmed.startsWith('+') && trimmed[1] !== '-' ? trimmed.slice(1) : trimmed;
-  const point = unsigned.indexOf('.');
-  const scale = Math.max(COMMON_SCALE, point < 0 ? 0 : unsigned.length - point - 1);
-  try {
-    return { units: parseUnits(unsigned, scale), scale };
-  } catch {
-    return undefined;
+/** What viem's parseUnits reads: digits with at most one point, at least one digit, an optional minus. */
+const DECIMAL = /^-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$/;
+
+/**
+ * A decimal for ordering: `approx`, the float nearest to it, orders two decimals whose floats are
+ * clearly apart (see {@link compareParsed}); the exact value, read with viem on first use, orders
+ * the others. Most prices are far from most minimums, so most checks never read it.
+ */
+class Decimal {
+  readonly approx: number;
+  /** Its text (without a plus sign), or the number whose shortest decimal it is. */
+  readonly #source: string | number;
+  #exact: Scaled | undefined;
+
+  constructor(source: string | number) {
+    this.#source = source;
+    this.approx = Number(source);
   }
+
+  get exact(): Scaled {
+    if (this.#exact === undefined) {
+      const text = typeof this.#source === 'number' ? (numberToDecimal(this.#source) ?? '0') : this.#source;
+      const point = text.indexOf('.');
+      const scale = Math.max(COMMON_SCALE, point < 0 ? 0 : text.length - point - 1);
+      this.#exact = { units: parseUnits(text, scale), scale };
+    }
+    return this.#exact;
+  }
+}
+
+/** A decimal's value, or undefined when the text is not one (`1`, `-2.50`, `.5`, `3.`, `+1` are). */
+function parseDecimal(text: string): Decimal | undefined {
+  const trimmed = text.trim();
+  // A plus sign means the same as none; viem reads an optional minus only.
+  const unsigned = trimmed.startsWith('+') && trimmed[1] !== '-' ? trimmed.slice(1) : trimmed;
+  return DECIMAL.test(unsigned) ? new Decimal(unsigned) : undefined;
 }
 
 const POWERS_OF_TEN: bigint[] = [1n];
@@ -629,11 +653,24 @@ function powerOfTen(exponent: number): bigint {
   return POWERS_OF_TEN[exponent] ?? 10n ** BigInt(exponent);
 }
 
-// Exact order of two decimals: their units brought to the larger scale.
-function compareParsed(x: Scaled, y: Scaled): -1 | 0 | 1 {
-  if (x.scale === y.scale) return x.units < y.units ? -1 : x.units > y.units ? 1 : 0;
-  const a = x.scale < y.scale ? x.units * powerOfTen(y.scale - x.scale) : x.units;
-  const b = y.scale < x.scale ? y.units * powerOfTen(x.scale - y.scale) : y.units;
+/** Floats at least this large are normal: each is within 2^-52 of its decimal, relatively. */
+const NORMAL = 2 ** -1000;
+
+/**
+ * Exact order of two decimals. A decimal's float is the nearest one (JavaScript may round less
+ * carefully past 20 significant digits, still within 2^-52 relatively), so floats further apart
+ * than 2^-50 of the larger one order their decimals. Closer ones, equal ones, and those out of the
+ * floats' normal range are compared exactly: their units, read by viem, at the larger scale.
+ */
+function compareParsed(x: Decimal, y: Decimal): -1 | 0 | 1 {
+  const gap = x.approx - y.approx;
+  const magnitude = Math.max(Math.abs(x.approx), Math.abs(y.approx));
+  if (magnitude >= NORMAL && magnitude < Number.POSITIVE_INFINITY && Math.abs(gap) > magnitude * 2 ** -50) {
+    return gap < 0 ? -1 : 1;
+  }
+  const [p, q] = [x.exact, y.exact];
+  const a = p.scale < q.scale ? p.units * powerOfTen(q.scale - p.scale) : p.units;
+  const b = q.scale < p.scale ? q.units * powerOfTen(p.scale - q.scale) : q.units;
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
@@ -662,15 +699,15 @@ export function compareDecimals(a: string, b: string): -1 | 0 | 1 | undefined {
 
 // Parsed once per rule minimum, and once per price: the pipeline checks one event's price against
 // all its candidate rules in a row, so remembering the last price is enough (`null`: not a decimal).
-const parsedMinimums = new WeakMap<MinimumPrice, Scaled | null>();
+const parsedMinimums = new WeakMap<MinimumPrice, Decimal | null>();
 const last: {
   amount: string | undefined;
   usd: number | undefined;
-  parsedAmount: Scaled | null | undefined;
-  parsedUsd: Scaled | null | undefined;
+  parsedAmount: Decimal | null | undefined;
+  parsedUsd: Decimal | null | undefined;
 } = { amount: undefined, usd: undefined, parsedAmount: undefined, parsedUsd: undefined };
 
-function priceValue(price: PriceInfo, inUsd: boolean): Scaled | null {
+function priceValue(price: PriceInfo, inUsd: boolean): Decimal | null {
   if (price.amount !== last.amount || price.usd !== last.usd) {
     last.amount = price.amount;
     last.usd = price.usd;
@@ -678,10 +715,7 @@ function priceValue(price: PriceInfo, inUsd: boolean): Scaled | null {
     last.parsedUsd = undefined;
   }
   if (inUsd) {
-    if (last.parsedUsd === undefined) {
-      const text = price.usd === undefined ? undefined : numberToDecimal(price.usd);
-      last.parsedUsd = (text === undefined ? undefined : parseDecimal(text)) ?? null;
-    }
+    last.parsedUsd ??= price.usd !== undefined && Number.isFinite(price.usd) ? new Decimal(price.usd) : null;
     return last.parsedUsd;
   }
   last.parsedAmount ??= parseDecimal(price.amount) ?? null;
@@ -703,8 +737,8 @@ export function passesFloor(rule: MatchingRule, price: PriceInfo | undefined): b
 /**
  * Phase 2, price: true without a minimum; with `minPrice.usd`, compares the USD value (false when
  * unknown); else compares the amount in the order's currency. At or above the minimum passes; a
- * minimum or amount that is not a decimal fails. Exact: decimals are compared as whole numbers of
- * units, never as floats.
+ * minimum or amount that is not a decimal fails. Exact: floats decide only when they are clearly
+ * apart, else the whole numbers of units viem reads (see compareParsed).
  */
 export function passesPrice(rule: MatchingRule, price: PriceInfo | undefined): boolean {
   const min = rule.minPrice;
