@@ -158,50 +158,15 @@ export function assignWords(
     } else if (option.type === 'collection' && /^(0x|[\w-]+:0x)|@/i.test(positional[0] ?? '')) {
       // An address (or network:address) is one word.
       raw.set(option.name, positional.shift() as string);
-    } else if (option.type === 'collection' && fixedName && fixedName.at === taken) {
-      // The name is these words; the ones after it go to the options after it, one each, in order.
-      const later = open.slice(i + 1).filter((o) => o.required || o.type !== 'text');
-      const words = positional.splice(0);
-      raw.set(option.name, words.slice(0, fixedName.count).join(' '));
-      const rest = words.slice(fixedName.count);
-      rest.slice(0, later.length).forEach((word, j) => {
-        raw.set((later[j] as OptionSpec).name, word);
-      });
-      positional.push(...rest.slice(later.length));
-      break;
     } else if (option.type === 'collection') {
+      // Options after the name take one word each; free text there only by key=value.
       const later = open.slice(i + 1).filter((o) => o.required || o.type !== 'text');
-      const required = later.filter((o) => o.required).length;
-      const parses = (o: OptionSpec, word: string) => parseOption(o, word, ctx).ok;
-      const accepts = (o: OptionSpec, w: string) => parses(o, w) || looksLike(o, w, ctx);
       const words = positional.splice(0);
-      const give = (target: Map<string, string>, keep: number) => {
-        if (keep < words.length) target.set(option.name, words.slice(0, words.length - keep).join(' '));
-        words.slice(words.length - keep).forEach((word, j) => {
-          target.set((later[j] as OptionSpec).name, word);
-        });
-      };
-      // Every word to the options after the name, when each is accepted there.
-      const all =
-        later.length >= words.length && trailingCount(later, words, 0, words.length, accepts) === words.length;
-      const withoutName = all ? new Map(raw) : undefined;
-      if (withoutName) give(withoutName, words.length);
-      const keep = mayOmitName && all ? words.length : trailingCount(later, words, required, words.length - 1, accepts);
-      const strict = trailingCount(later, words, 0, keep, parses);
-      if (strict !== keep) {
-        longerName = new Map(raw);
-        give(longerName, strict);
+      if (fixedName && fixedName.at === taken) {
+        positional.push(...fixName(option, later, words, fixedName.count, raw));
+        break;
       }
-      give(raw, keep);
-      if (keep < words.length) {
-        nameWords = {
-          option: option.name,
-          next: later[0],
-          at: taken,
-          words: words.slice(0, words.length - keep),
-          withoutName,
-        };
-      }
+      ({ longerName, nameWords } = splitName(option, later, words, raw, { at: taken, mayOmitName }, ctx));
     } else if (option.type === 'text' && i < open.length - 1) {
       raw.set(option.name, positional.shift() as string);
     } else if (option.type === 'text') {
@@ -218,6 +183,68 @@ export function assignWords(
     extras.set(key, value);
   }
   return ok({ raw, extras, network, longerName, nameWords });
+}
+
+/**
+ * The reading where a collection's name is exactly the first `count` words: the words after it go
+ * to the `later` options, one each, in order, into `raw`; returns the words left over.
+ */
+function fixName(
+  option: OptionSpec,
+  later: readonly OptionSpec[],
+  words: readonly string[],
+  count: number,
+  raw: Map<string, string>,
+): string[] {
+  raw.set(option.name, words.slice(0, count).join(' '));
+  const rest = words.slice(count);
+  rest.slice(0, later.length).forEach((word, j) => {
+    raw.set((later[j] as OptionSpec).name, word);
+  });
+  return rest.slice(later.length);
+}
+
+/**
+ * Splits the words from a collection's name on between the name and the `later` options (one word
+ * each, as many trailing words as read as theirs; see {@link assignWords}), into `raw`; returns the
+ * second reading, where the name keeps the words that only looked like options, and the name's
+ * words. With `mayOmitName`, words that all read as the later options leave the name out.
+ */
+function splitName(
+  option: OptionSpec,
+  later: readonly OptionSpec[],
+  words: readonly string[],
+  raw: Map<string, string>,
+  place: { at: number; mayOmitName: boolean },
+  ctx: ParseContext,
+): Pick<Assignment, 'longerName' | 'nameWords'> {
+  const required = later.filter((o) => o.required).length;
+  const parses = (o: OptionSpec, word: string) => parseOption(o, word, ctx).ok;
+  const accepts = (o: OptionSpec, w: string) => parses(o, w) || looksLike(o, w, ctx);
+  const give = (target: Map<string, string>, keep: number) => {
+    if (keep < words.length) target.set(option.name, words.slice(0, words.length - keep).join(' '));
+    words.slice(words.length - keep).forEach((word, j) => {
+      target.set((later[j] as OptionSpec).name, word);
+    });
+  };
+  // Every word to the options after the name, when each is accepted there.
+  const all = later.length >= words.length && trailingCount(later, words, 0, words.length, accepts) === words.length;
+  const withoutName = all ? new Map(raw) : undefined;
+  if (withoutName) give(withoutName, words.length);
+  const keep =
+    place.mayOmitName && all ? words.length : trailingCount(later, words, required, words.length - 1, accepts);
+  const strict = trailingCount(later, words, 0, keep, parses);
+  let longerName: Map<string, string> | undefined;
+  if (strict !== keep) {
+    longerName = new Map(raw);
+    give(longerName, strict);
+  }
+  give(raw, keep);
+  const nameWords =
+    keep < words.length
+      ? { option: option.name, next: later[0], at: place.at, words: words.slice(0, words.length - keep), withoutName }
+      : undefined;
+  return { longerName, nameWords };
 }
 
 /** The options' values of one assignment of words, and the network a collection was written on. */
