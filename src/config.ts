@@ -1,6 +1,7 @@
 /**
  * Configuration: the environment (and an optional `.env` file, loaded by main) parsed once into a
- * typed object. Every problem names its variable; all problems are reported together.
+ * typed object by a valibot schema: one entry per variable ({@link VARIABLES}), then the rules
+ * between variables. Every problem names its variable; all problems are reported together.
  */
 import { resolve } from 'node:path';
 import * as v from 'valibot';
@@ -134,7 +135,8 @@ function variable<const N extends string, T>(name: N, read: Reader<T>) {
   return { [name]: schema } as { [K in N]: typeof schema };
 }
 
-const text: Reader<string> = (value) => value;
+/** Any text (names, ids, secrets: never quoted in a message). */
+const plainText: Reader<string> = (value) => value;
 
 function wholeNumber(min: number, max: number): Reader<number> {
   return (value, { name, problem }) => {
@@ -303,25 +305,25 @@ const VARIABLES = {
   ...variable('FLOORWATCH_INDEXER_URL', endpoint(true)),
   ...variable('FLOORWATCH_RELAYER_URL', endpoint(true)),
   ...variable('FLOORWATCH_API_URL', endpoint(false)),
-  ...variable('FLOORWATCH_ACCESS_KEY', text),
-  ...variable('FLOORWATCH_SECRET_TOKEN', text),
+  ...variable('FLOORWATCH_ACCESS_KEY', plainText),
+  ...variable('FLOORWATCH_SECRET_TOKEN', plainText),
   ...variable('FLOORWATCH_NETWORKS', listOf(networkEntry)),
   ...variable('FLOORWATCH_OPERATORS', listOf(operatorEntry)),
   ...variable('LOG_LEVEL', logLevel),
-  ...variable('DISCORD_TOKEN', text),
-  ...variable('DISCORD_APPLICATION_ID', text),
-  ...variable('DISCORD_GUILD_ID', text),
-  ...variable('DISCORD_API_ROOT', text),
+  ...variable('DISCORD_TOKEN', plainText),
+  ...variable('DISCORD_APPLICATION_ID', plainText),
+  ...variable('DISCORD_GUILD_ID', plainText),
+  ...variable('DISCORD_API_ROOT', plainText),
   ...variable('DISCORD_MANAGE_PERMISSION', managePermission),
   ...variable('DISCORD_SHARD_IDS', listOf(shardRange, true)),
   ...variable('DISCORD_SHARD_COUNT', wholeNumber(1, MAX_SHARD_COUNT)),
   ...variable('TELEGRAM_BOT_TOKEN', telegramToken),
-  ...variable('TELEGRAM_API_ROOT', text),
+  ...variable('TELEGRAM_API_ROOT', plainText),
   // The FLOORWATCH_ names are preferred; the shorter TELEGRAM_ names came first and still work.
   ...variable('FLOORWATCH_TELEGRAM_WEBHOOK_URL', webhookUrl),
   ...variable('TELEGRAM_WEBHOOK_URL', webhookUrl),
-  ...variable('FLOORWATCH_TELEGRAM_WEBHOOK_SECRET', text),
-  ...variable('TELEGRAM_WEBHOOK_SECRET', text),
+  ...variable('FLOORWATCH_TELEGRAM_WEBHOOK_SECRET', plainText),
+  ...variable('TELEGRAM_WEBHOOK_SECRET', plainText),
   ...variable('FLOORWATCH_TELEGRAM_WEBHOOK_PORT', wholeNumber(0, 65_535)),
   ...variable('TELEGRAM_WEBHOOK_PORT', wholeNumber(0, 65_535)),
   ...variable('FLOORWATCH_DEFAULT_NETWORK', defaultNetwork),
@@ -340,7 +342,7 @@ const VARIABLES = {
   ...variable('FLOORWATCH_DEVNET_PORT', wholeNumber(0, 65_535)),
   ...variable('FLOORWATCH_ALLOWLIST_AUDIENCE', wholeNumber(1, Number.MAX_SAFE_INTEGER)),
   ...variable('FLOORWATCH_RELIST_WINDOW_HOURS', wholeNumber(0, 24 * 30)),
-  ...variable('FLOORWATCH_DATA_DIR', text),
+  ...variable('FLOORWATCH_DATA_DIR', plainText),
   ...variable('FLOORWATCH_CONSOLE', flag),
 };
 

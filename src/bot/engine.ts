@@ -95,9 +95,10 @@ export function parseCommandLine(line: string): { command: string; args: Tokens;
 
 /**
  * The platform-neutral command engine: admits messages under the rate limits
- * ({@link CommandEngine.admit}), finds the command, checks permission, parses and resolves
- * arguments, runs it, and turns any failure into a clear answer. `run` never throws: every
- * invocation yields a Reply.
+ * ({@link CommandEngine.admit}), finds the command, checks permission, has its arguments read
+ * (arguments.ts, over the pure word readers of words.ts), runs it, and turns any failure into a
+ * clear answer (user-text.ts). `run` never throws: every invocation yields a Reply. Chat adapters
+ * also ask it for completions and for the codec of their buttons: they never read the store.
  */
 export class CommandEngine {
   readonly commands: readonly CommandDefinition[];
