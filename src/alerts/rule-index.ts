@@ -11,7 +11,7 @@
  * when an event matches them.
  */
 
-import { formatUnits, parseUnits } from 'viem';
+import { formatUnits, parseUnits } from 'viem/utils';
 import {
   ALERT_KINDS,
   type AlertKind,
