@@ -56,6 +56,8 @@ export interface LockOptions {
   renewMs?: number;
   /** A lease not renewed for this long may be taken over (default {@link LEASE_TTL_MS}). */
   ttlMs?: number;
+  /** The holder counts its lease valid until this long before it may be taken (default {@link LEASE_MARGIN_MS}). */
+  marginMs?: number;
   /** Whether a process of this host is alive (default: signal 0). */
   isAlive?: (pid: number) => boolean;
   /**
@@ -110,6 +112,7 @@ export async function lockDataDir(dir: string, options: LockOptions = {}): Promi
     if (handle) {
       return hold(dir, file, me, handle, started, {
         renewMs: options.renewMs ?? LEASE_RENEW_MS,
+        validMs: ttlMs - (options.marginMs ?? LEASE_MARGIN_MS),
         ttlMs,
         onLost: options.onLost,
       });
@@ -214,12 +217,12 @@ function hold(
   me: LockHolder,
   handle: FileHandle,
   acquired: Clocks,
-  options: { renewMs: number; ttlMs: number; onLost: ((error: LeaseLostError) => void) | undefined },
+  options: { renewMs: number; validMs: number; ttlMs: number; onLost: ((error: LeaseLostError) => void) | undefined },
 ): DataDirLock {
   const what = `the data directory ${dir}`;
   // Another process judges the lease by the file's modification time on the wall clock; this one
   // counts both clocks, so that neither a pause nor a jump of the wall clock gives it more time.
-  const validFor = options.ttlMs - LEASE_MARGIN_MS;
+  const validFor = options.validMs;
   let renewed = acquired;
   let lost: LeaseLostError | undefined;
   let released = false;

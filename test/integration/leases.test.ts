@@ -181,4 +181,31 @@ describe('leases in the shared database', () => {
       await writer.end();
     }
   });
+
+  it('GIVEN the pool’s connections THEN the server drops a dead client within seconds and no statement runs unbounded', async () => {
+    const url = await postgres.freshDatabase();
+    const a = await processOn(url);
+    const settings = [
+      'statement_timeout',
+      'lock_timeout',
+      'idle_in_transaction_session_timeout',
+      'tcp_keepalives_idle',
+      'tcp_keepalives_interval',
+      'tcp_keepalives_count',
+      'tcp_user_timeout',
+    ];
+    const { rows } = await a.db.pool.query<{ name: string; setting: string }>(
+      'SELECT name, setting FROM pg_settings WHERE name = ANY($1) ORDER BY name',
+      [settings],
+    );
+    expect(Object.fromEntries(rows.map((r) => [r.name, r.setting]))).toEqual({
+      idle_in_transaction_session_timeout: '10000',
+      lock_timeout: '5000',
+      statement_timeout: '10000',
+      tcp_keepalives_count: '3',
+      tcp_keepalives_idle: '5',
+      tcp_keepalives_interval: '2',
+      tcp_user_timeout: '10000',
+    });
+  });
 });
