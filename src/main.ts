@@ -47,8 +47,6 @@ export const COMMANDS_DIR = join(ROOT, 'commands');
 const SOURCE_EXTENSION = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
 /** Where logs go when the terminal chat runs on a terminal. */
 export const LOG_FILE = 'floorwatch.log';
-/** With a shared database, the lock of the process that posts the digests. */
-const DIGESTS_LOCK = 'digests';
 
 export interface RunningBot {
   config: Config;
@@ -68,8 +66,9 @@ export interface RunningBot {
   /** Stops everything, in reverse order of start. */
   stop: () => Promise<void>;
   /**
-   * Called when the bot cannot go on safely and must stop (with a shared database: the connection
-   * holding its locks was lost, so another process may already do its work).
+   * Called when the bot cannot go on safely and must stop at once (a LeaseLostError: it no longer
+   * surely holds its data directory, or with a shared database one of its leases, so another process
+   * may already do its work). Called at once for a listener added after it happened.
    */
   onFatal: (listener: (error: Error) => void) => void;
 }
@@ -106,7 +105,10 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
   }
   const stops: Array<() => Promise<void>> = [];
   const fatalListeners: Array<(error: Error) => void> = [];
+  let fatalError: Error | undefined;
   const fatal = (error: Error) => {
+    if (fatalError) return;
+    fatalError = error;
     logger.error({ err: error }, 'cannot go on: stopping');
     for (const listener of fatalListeners) listener(error);
   };
@@ -123,8 +125,9 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
 
   try {
     // First, so that a second process on the same directory changes nothing before it is refused.
-    const lock = await lockDataDir(config.dataDir);
+    const lock = await lockDataDir(config.dataDir, { onLost: fatal });
     stops.push(() => lock.release());
+    const fence = () => lock.check();
     let devnet: Devnet | undefined;
     let nativeSymbols: Record<string, string> = config.platform.nativeSymbols;
     let marketplaceContracts: Record<string, string[]> = config.marketplaceContracts;
@@ -206,9 +209,10 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       journal = shared.deliveries;
       logger.info({ database: shared.db.where }, 'using the shared database');
     } else {
-      store = await StateStore.open(join(config.dataDir, 'state.json'));
+      store = await StateStore.open(join(config.dataDir, 'state.json'), { fence });
       journal = await DeliveryJournal.open(join(config.dataDir, 'deliveries.jsonl'), {
         onCompactionError: (error) => logger.error({ err: error }, 'journal compaction failed'),
+        fence,
       });
     }
     const stores = { store, journal };
@@ -226,6 +230,8 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       journal,
       sinks,
       logger: deliveryLogger,
+      // Who may send: the holder of a chat's claim with a shared database, of the directory otherwise.
+      fence: shared?.leases ?? lock,
       onUnreachable: (destination, reason) => void pipeline?.destinationUnreachable(destination, reason),
       onOutcome: (outcome, platform, count) => {
         metrics?.delivery(outcome, platform, count);
@@ -238,7 +244,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     if (shared && pgStore) {
       const opened = shared;
       claims = new ChatClaims({
-        locks: shared.locks,
+        leases: shared.leases,
         log: shared.deliveries,
         dispatcher,
         logger: deliveryLogger,
@@ -315,7 +321,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     let ingest: Leadership | undefined;
     if (shared && pgStore) {
       ingest = new pgStore.Leadership({
-        locks: shared.locks,
+        leases: shared.leases,
         space: 'ingest',
         keys: () => platform.networks.all.map((n) => n.name),
         onAcquired: () =>
@@ -359,7 +365,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       logger: logger.child({ component: 'digests' }),
       // With a shared database one process posts the digests (each due digest is also recorded once).
       run: async (chatKeys, dueAt) => {
-        if (digestLeader && !digestLeader.leads(DIGESTS_LOCK)) return;
+        if (digestLeader && pgStore && !digestLeader.leads(pgStore.DIGESTS_LEASE_KEY)) return;
         await digestService.run(chatKeys, dueAt);
       },
     });
@@ -367,9 +373,9 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     let digestLeader: Leadership | undefined;
     if (shared && pgStore) {
       digestLeader = new pgStore.Leadership({
-        locks: shared.locks,
+        leases: shared.leases,
         space: 'digests',
-        keys: () => [DIGESTS_LOCK],
+        keys: () => [pgStore.DIGESTS_LEASE_KEY],
         onAcquired: () => void digestScheduler.catchUp(),
         logger: logger.child({ component: 'leadership' }),
       });
@@ -494,7 +500,10 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       http: http?.address,
       finished,
       stop,
-      onFatal: (listener) => fatalListeners.push(listener),
+      onFatal: (listener) => {
+        fatalListeners.push(listener);
+        if (fatalError) listener(fatalError);
+      },
     };
   } catch (error) {
     await stop();
@@ -560,7 +569,13 @@ async function cli(): Promise<void> {
     await bot.stop();
     process.exit(code);
   };
-  bot.onFatal(() => void shutdown('lost the database locks', 75));
+  // Another process may already do this one's work: it stops at once, as a crash would, writing and
+  // sending nothing more (a graceful stop would flush state); 75 (EX_TEMPFAIL) asks a supervisor to
+  // start it again.
+  bot.onFatal((error) => {
+    process.stderr.write(`floorwatch: ${error.message}; stopping at once (exit 75)\n`);
+    process.exit(75);
+  });
   process.on('SIGINT', () => void shutdown('SIGINT', 0));
   process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
   if (bot.console) {

@@ -161,10 +161,12 @@ const RULES_PER_PAGE = 20_000;
 class DurableJsonFile implements Adapter<State> {
   readonly #file: string;
   readonly #temp: string;
+  readonly #fence: (() => void) | undefined;
 
-  constructor(file: string) {
+  constructor(file: string, fence?: () => void) {
     this.#file = file;
     this.#temp = join(dirname(file), `.${basename(file)}.tmp`);
+    this.#fence = fence;
   }
 
   async read(): Promise<State | null> {
@@ -181,6 +183,7 @@ class DurableJsonFile implements Adapter<State> {
     } finally {
       await handle.close();
     }
+    this.#fence?.();
     await rename(this.#temp, this.#file);
     await syncDirectory(dirname(this.#file));
   }
@@ -249,6 +252,11 @@ export interface StateStoreOptions {
   /** Most stored button actions (default {@link MAX_STORED_BUTTONS}). */
   maxButtons?: number;
   now?: () => Date;
+  /**
+   * Called right before the file is replaced: throws (LeaseLostError) when this process no longer holds
+   * the data directory, and the write fails as any failed write does.
+   */
+  fence?: () => void;
 }
 
 /**
@@ -311,7 +319,7 @@ export class StateStore implements RulesRepository {
    * moved into the buttons file first, so that a crash between the two loses none).
    */
   static async open(file: string, options: StateStoreOptions = {}): Promise<StateStore> {
-    const db = new Low<State>(new DurableJsonFile(file), emptyState());
+    const db = new Low<State>(new DurableJsonFile(file, options.fence), emptyState());
     const loaded = await loadState(file);
     const buttons = await ButtonFile.open(
       options.buttonsFile ?? buttonsFileOf(file),
