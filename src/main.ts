@@ -573,6 +573,14 @@ export function nativeSymbolsOf(devnet: Devnet): Record<string, string> {
   return out;
 }
 
+export const NO_CHAT_PLATFORM =
+  'no chat platform is configured (set DISCORD_TOKEN and DISCORD_APPLICATION_ID, or TELEGRAM_BOT_TOKEN), and the terminal chat got no input: standard input is not a terminal and ended at once (/dev/null, closed, or an empty pipe). For the terminal chat, run it on a terminal (docker run -it) or pipe commands in.';
+
+/** Standard input that is not a terminal and ended without a byte: /dev/null, closed, an empty pipe or file. */
+function gaveNothing(stdin: NodeJS.ReadStream): boolean {
+  return stdin.isTTY !== true && ((stdin as { bytesRead?: number }).bytesRead ?? 0) === 0;
+}
+
 /** CLI entry: start, stop on SIGINT/SIGTERM or at the end of piped input, exit with a clear message on bad setup. */
 async function cli(): Promise<void> {
   if (existsSync('.env')) process.loadEnvFile('.env');
@@ -620,6 +628,12 @@ async function cli(): Promise<void> {
   if (bot.console) {
     const chat = bot.console;
     await bot.finished;
+    if (!chat.outputClosed && !bot.config.discord && !bot.config.telegram && gaveNothing(process.stdin)) {
+      // Run detached (`docker run -d`, a service manager): the terminal chat cannot be the chat meant.
+      process.stderr.write(`floorwatch: ${NO_CHAT_PLATFORM}\n`);
+      await shutdown('no chat platform configured and no input', 78);
+      return;
+    }
     // A closed output (`npm start | head`) ends the bot as the end of input does: cleanly, code 0.
     await shutdown(chat.outputClosed ? 'output closed' : 'end of input', 0);
   }

@@ -4,6 +4,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NO_CHAT_PLATFORM } from '../../src/main.ts';
 import { LOCK_FILE } from '../../src/store/lock.ts';
 import { type EntryPointRun, ROOT, runEntryPoint, spawnEntryPoint, waitUntil } from '../helpers/entry-point.ts';
 
@@ -107,6 +108,35 @@ describe('npm start with piped input', () => {
       'FLOORWATCH_DEFAULT_NETWORK "mainnet" is not a network of the platform (devnet, devnet-l2).',
     );
     expect(run.stdout).toBe('');
+  });
+
+  it('GIVEN no chat platform and no input (docker run -d: /dev/null; or an empty pipe) THEN it says no chat platform is configured, naming the variables, and exits 78 instead of 0', async () => {
+    const detached = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    detached.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => detached.on('close', resolve));
+    expect(code).toBe(78);
+    expect(stderr).toContain(`floorwatch: ${NO_CHAT_PLATFORM}`);
+    expect(NO_CHAT_PLATFORM).toMatch(
+      /no chat platform is configured \(set DISCORD_TOKEN and DISCORD_APPLICATION_ID, or TELEGRAM_BOT_TOKEN\)/,
+    );
+    // The lock is released: the stop is the ordinary one.
+    expect(existsSync(join(dataDir, LOCK_FILE))).toBe(false);
+
+    const empty = await runEntryPoint('', { FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' });
+    expect(empty.code).toBe(78);
+    expect(empty.stderr).toContain(NO_CHAT_PLATFORM);
+    // Piped commands still run and end with 0.
+    const piped = await runEntryPoint('/help\n', { FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' });
+    expect(piped.code).toBe(0);
+    expect(piped.stdout).toContain('Floorwatch commands');
+    expect(piped.stderr).not.toContain('no chat platform');
   });
 
   it('refuses to start on a corrupt state file and leaves it as it was', async () => {
