@@ -72,8 +72,8 @@ async function loadEsbuild() {
     return await import('esbuild');
   } catch {
     console.error(
-      'floorwatch: dist/ must be built from the sources, and esbuild is not installed (a production install, `npm ci --omit=dev`?).\n' +
-        'Install the development dependencies and build: `npm ci && npm run build`; a production install can then run dist/ as it is.',
+      'floorwatch: dist/ is missing or older than the sources, and esbuild is not installed here (a production install: npm ci --omit=dev or npm prune --omit=dev).\n' +
+        'Build where the development dependencies are installed: npm ci && npm run build.',
     );
     process.exit(1);
   }
