@@ -73,7 +73,10 @@ try {
     allowPositionals: false,
   });
 } catch (error) {
-  fail((error as Error).message);
+  const message = (error as Error).message;
+  // Node reads --env-file as its own option even after the script (and stops when the file is missing).
+  if (message.includes("'--env-file'")) fail('to write the bot\'s settings into a file, use --write-env <path>');
+  fail(message);
 }
 
 const flags = parsed.values as Record<string, string | boolean | undefined>;
