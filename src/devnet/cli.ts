@@ -75,7 +75,7 @@ try {
 } catch (error) {
   const message = (error as Error).message;
   // Node reads --env-file as its own option even after the script (and stops when the file is missing).
-  if (message.includes("'--env-file'")) fail('to write the bot\'s settings into a file, use --write-env <path>');
+  if (message.includes("'--env-file'")) fail("to write the bot's settings into a file, use --write-env <path>");
   fail(message);
 }
 
