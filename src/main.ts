@@ -581,8 +581,11 @@ function gaveNothing(stdin: NodeJS.ReadStream): boolean {
   return stdin.isTTY !== true && ((stdin as { bytesRead?: number }).bytesRead ?? 0) === 0;
 }
 
-/** CLI entry: start, stop on SIGINT/SIGTERM or at the end of piped input, exit with a clear message on bad setup. */
-async function cli(): Promise<void> {
+/**
+ * CLI entry: start, stop on SIGINT/SIGTERM or at the end of piped input, exit with a clear message on bad
+ * setup. Runs when this file is the script node was given, or when `npm start` (scripts/start.mjs) calls it.
+ */
+export async function cli(): Promise<void> {
   if (existsSync('.env')) process.loadEnvFile('.env');
   let bot: RunningBot;
   try {

@@ -1,5 +1,5 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -185,6 +185,25 @@ describe('npm start on a terminal', () => {
 });
 
 describe('the built bot (what npm start and the Docker image run)', () => {
+  it("GIVEN npm start's script after a build THEN it answers from dist/ without building again, in one process", async () => {
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'ignore' });
+    const stamp = join(ROOT, 'dist', '.build-stamp');
+    const builtAt = statSync(stamp).mtimeMs;
+    const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+    const [command, ...args] = pkg.scripts.start.split(/\s+/);
+    expect(command).toBe('node');
+    const run = spawnSync(process.execPath, args, {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' },
+      input: '/help\n',
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('Floorwatch commands');
+    expect(statSync(stamp).mtimeMs).toBe(builtAt);
+  });
+
   it('GIVEN npm run build THEN node dist/src/main.js answers, loads every command and draws a digest chart in its worker thread', async () => {
     execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'ignore' });
     const child = spawn(process.execPath, ['dist/src/main.js'], {
