@@ -38,7 +38,7 @@ beforeAll(async () => {
   await until(() => devnetOutput.includes('FLOORWATCH_SECRET_TOKEN='), 'the devnet to start');
   const url = /^FLOORWATCH_PLATFORM_URL=(.+)$/m.exec(devnetOutput)?.[1] ?? '';
   info = (await (await fetch(`${url}/devnet/info`)).json()) as DevnetInfo;
-});
+}, 60_000);
 
 afterAll(async () => {
   if (devnetProcess && devnetProcess.exitCode === null) {
@@ -47,7 +47,7 @@ afterAll(async () => {
     await exited;
   }
   await rm(dir, { recursive: true, force: true });
-});
+}, 30_000);
 
 describe('the bot and a local platform run on its own', () => {
   it('GIVEN npm run devnet THEN it prints the three lines to paste into .env', () => {

@@ -110,7 +110,7 @@ describe('npm start with piped input', () => {
     expect(run.stdout).toBe('');
   });
 
-  it('GIVEN no chat platform and no input (docker run -d: /dev/null; or an empty pipe) THEN it says no chat platform is configured, naming the variables, and exits 78 instead of 0', async () => {
+  it('GIVEN no chat platform and standard input /dev/null (docker run -d) THEN it says no chat platform is configured, naming the variables, and exits 78 instead of 0', async () => {
     const detached = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' },
@@ -128,16 +128,17 @@ describe('npm start with piped input', () => {
     );
     // The lock is released: the stop is the ordinary one.
     expect(existsSync(join(dataDir, LOCK_FILE))).toBe(false);
+  }, 60_000);
 
+  it('GIVEN no chat platform and an empty pipe THEN the same, 78; piped commands still run and end with 0', async () => {
     const empty = await runEntryPoint('', { FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' });
     expect(empty.code).toBe(78);
     expect(empty.stderr).toContain(NO_CHAT_PLATFORM);
-    // Piped commands still run and end with 0.
     const piped = await runEntryPoint('/help\n', { FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' });
     expect(piped.code).toBe(0);
     expect(piped.stdout).toContain('Floorwatch commands');
     expect(piped.stderr).not.toContain('no chat platform');
-  });
+  }, 60_000);
 
   it('refuses to start on a corrupt state file and leaves it as it was', async () => {
     const file = join(dataDir, 'state.json');
@@ -202,7 +203,7 @@ describe('the built bot (what npm start and the Docker image run)', () => {
     expect(run.status).toBe(0);
     expect(run.stdout).toContain('Floorwatch commands');
     expect(statSync(stamp).mtimeMs).toBe(builtAt);
-  });
+  }, 90_000);
 
   it('GIVEN npm run build THEN node dist/src/main.js answers, loads every command and draws a digest chart in its worker thread', async () => {
     execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'ignore' });
