@@ -33,6 +33,8 @@ import { BotMetrics } from './health/metrics.ts';
 import { checkReadiness } from './health/readiness.ts';
 import { createLogger } from './logger.ts';
 import { PlatformClient } from './platform/client.ts';
+import { discoverPlatform, type PlatformDescription, PlatformDiscoveryError } from './platform/discovery.ts';
+import type { Network } from './platform/networks.ts';
 import { FileCursorStore } from './store/cursors.ts';
 import { DeliveryJournal } from './store/journal.ts';
 import { DataDirError, lockDataDir } from './store/lock.ts';
@@ -138,6 +140,23 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       projectId: config.platform.projectId,
       networks: config.platform.networks,
     };
+    let discovered: PlatformDescription | undefined;
+    if (config.platform.discoveryUrl) {
+      // A platform that describes itself: what the configuration does not say is read from it.
+      discovered = await discoverPlatform(config.platform.discoveryUrl);
+      endpoints = { ...discovered.endpoints, ...config.platform.endpointOverrides };
+      platformOptions = {
+        ...platformOptions,
+        projectId: config.platform.projectId ?? discovered.projectId,
+        networks: config.platform.networks.length > 0 ? config.platform.networks : discovered.networks,
+      };
+      nativeSymbols = { ...discovered.nativeSymbols, ...config.platform.nativeSymbols };
+      marketplaceContracts = { ...discovered.marketplaceContracts, ...config.marketplaceContracts };
+      logger.info(
+        { url: config.platform.discoveryUrl, networks: platformOptions.networks.map((n) => n.name) },
+        'using the platform described at FLOORWATCH_PLATFORM_URL',
+      );
+    }
     if (!endpoints) {
       const { startDevnet } = await import('./devnet/index.ts');
       devnet = await startDevnet({
@@ -162,7 +181,11 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
 
     const metrics = config.http ? new BotMetrics() : undefined;
     const platformLogger = logger.child({ component: 'platform' });
-    const linkTemplates = devnet ? devnetLinks(devnet, config.links) : config.links;
+    const linkTemplates = devnet
+      ? devnetLinks(devnet, config.links)
+      : discovered?.pages
+        ? describedLinks(discovered.pages, platformOptions.networks, config.links)
+        : config.links;
     const platform = new PlatformClient({
       ...platformOptions,
       endpoints,
@@ -185,6 +208,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     });
     stops.push(() => platform.close());
     const links = new Links(linkTemplates, platform.networks.all);
+    warnOfNetworksWithoutMarketplace(platform.networks.all, marketplaceContracts, logger, logFile !== undefined);
     const defaultNetwork = config.defaultNetwork ?? platform.networks.all[0]?.name;
     if (!defaultNetwork) throw new ConfigError(['FLOORWATCH_NETWORKS lists no network.']);
     // With the local platform the networks are known only now: the configuration could not check this.
@@ -299,7 +323,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     });
     if (metrics) engine.onOutcome((name, outcome) => metrics.command(name, outcome));
     // Begin backfill: the blocks missed while stopped or reconnecting, read back over JSON-RPC.
-    const rpcUrl = config.backfill.rpcUrl ?? devnet?.chainRpcUrl;
+    const rpcUrl = config.backfill.rpcUrl ?? devnet?.chainRpcUrl ?? discovered?.chainRpcUrl;
     let backfill: Backfill | undefined;
     if (rpcUrl && config.backfill.maxBlocks > 0) {
       const onWriteError = (error: unknown) => logger.warn({ err: error }, 'could not save the block cursors');
@@ -522,6 +546,36 @@ export function devnetLinks(devnet: Devnet, configured?: LinkTemplates): LinkTem
   };
 }
 
+/** Links to the pages of a platform that described itself, under those the configuration sets. */
+function describedLinks(
+  pages: { token: string; transaction: string },
+  networks: readonly Network[],
+  configured: LinkTemplates,
+): LinkTemplates {
+  return {
+    token: configured.token ?? pages.token,
+    transaction: { ...Object.fromEntries(networks.map((n) => [n.name, pages.transaction])), ...configured.transaction },
+  };
+}
+
+/**
+ * Listings, offers and sales are logs of the platform's marketplace contracts: a network without
+ * them gets no such alert, which must not go unnoticed. Logged, and said on the terminal too when
+ * the logs go to a file.
+ */
+function warnOfNetworksWithoutMarketplace(
+  networks: readonly Network[],
+  marketplaceContracts: Record<string, string[]>,
+  logger: Logger,
+  toTerminal: boolean,
+): void {
+  const without = networks.filter((n) => (marketplaceContracts[n.name] ?? []).length === 0).map((n) => n.name);
+  if (without.length === 0) return;
+  const message = `no marketplace contract for ${without.join(', ')}: listing, offer and sale alerts cannot start there (mint, transfer and burn alerts can). Set FLOORWATCH_MARKETPLACE_CONTRACTS, e.g. ${without[0]}:0x<the marketplace contract>.`;
+  logger.warn({ networks: without }, message);
+  if (toTerminal) process.stderr.write(`floorwatch: warning: ${message}\n`);
+}
+
 /** The local platform's native coin per network (the zero address among its currencies). */
 export function nativeSymbolsOf(devnet: Devnet): Record<string, string> {
   const out: Record<string, string> = {};
@@ -532,8 +586,19 @@ export function nativeSymbolsOf(devnet: Devnet): Record<string, string> {
   return out;
 }
 
-/** CLI entry: start, stop on SIGINT/SIGTERM or at the end of piped input, exit with a clear message on bad setup. */
-async function cli(): Promise<void> {
+export const NO_CHAT_PLATFORM =
+  'no chat platform is configured (set DISCORD_TOKEN and DISCORD_APPLICATION_ID, or TELEGRAM_BOT_TOKEN), and the terminal chat got no input: standard input is not a terminal and ended at once (/dev/null, closed, or an empty pipe). For the terminal chat, run it on a terminal (docker run -it) or pipe commands in.';
+
+/** Standard input that is not a terminal and ended without a byte: /dev/null, closed, an empty pipe or file. */
+function gaveNothing(stdin: NodeJS.ReadStream): boolean {
+  return stdin.isTTY !== true && ((stdin as { bytesRead?: number }).bytesRead ?? 0) === 0;
+}
+
+/**
+ * CLI entry: start, stop on SIGINT/SIGTERM or at the end of piped input, exit with a clear message on bad
+ * setup. Runs when this file is the script node was given, or when `npm start` (scripts/start.mjs) calls it.
+ */
+export async function cli(): Promise<void> {
   if (existsSync('.env')) process.loadEnvFile('.env');
   let bot: RunningBot;
   try {
@@ -546,6 +611,10 @@ async function cli(): Promise<void> {
     if (error instanceof ConfigError || error instanceof StoreFileError || error instanceof DataDirError) {
       process.stderr.write(`floorwatch: ${error.message}\n`);
       process.exit(78);
+    }
+    if (error instanceof PlatformDiscoveryError) {
+      process.stderr.write(`floorwatch: ${error.message}\n`);
+      process.exit(error.exitCode);
     }
     if (error instanceof ChatStartError) {
       process.stderr.write(`floorwatch: ${error.message}\n`);
@@ -581,6 +650,12 @@ async function cli(): Promise<void> {
   if (bot.console) {
     const chat = bot.console;
     await bot.finished;
+    if (!chat.outputClosed && !bot.config.discord && !bot.config.telegram && gaveNothing(process.stdin)) {
+      // Run detached (`docker run -d`, a service manager): the terminal chat cannot be the chat meant.
+      process.stderr.write(`floorwatch: ${NO_CHAT_PLATFORM}\n`);
+      await shutdown('no chat platform configured and no input', 78);
+      return;
+    }
     // A closed output (`npm start | head`) ends the bot as the end of input does: cleanly, code 0.
     await shutdown(chat.outputClosed ? 'output closed' : 'end of input', 0);
   }
