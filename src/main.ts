@@ -209,7 +209,10 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       journal = shared.deliveries;
       logger.info({ database: shared.db.where }, 'using the shared database');
     } else {
-      store = await StateStore.open(join(config.dataDir, 'state.json'), { fence });
+      store = await StateStore.open(join(config.dataDir, 'state.json'), {
+        fence,
+        logger: logger.child({ component: 'state' }),
+      });
       journal = await DeliveryJournal.open(join(config.dataDir, 'deliveries.jsonl'), {
         onCompactionError: (error) => logger.error({ err: error }, 'journal compaction failed'),
         fence,
