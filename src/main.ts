@@ -125,7 +125,14 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
 
   try {
     // First, so that a second process on the same directory changes nothing before it is refused.
-    const lock = await lockDataDir(config.dataDir, { onLost: fatal });
+    const lock = await lockDataDir(config.dataDir, {
+      onLost: fatal,
+      onRetaken: (unrenewedMs) =>
+        logger.warn(
+          { unrenewedMs: Math.round(unrenewedMs) },
+          'this process was paused or stalled past its lease on the data directory; nobody took it over: it goes on',
+        ),
+    });
     stops.push(() => lock.release());
     const fence = () => lock.check();
     let devnet: Devnet | undefined;

@@ -2,6 +2,7 @@ import { type FileHandle, open, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { type Adapter, Low } from 'lowdb';
 import type { Logger } from 'pino';
+import type { WriteFence } from '../core/lease.ts';
 import type { RulesChange, RulesRepository } from '../core/ports.ts';
 import type { ChatSettings, DigestSettings, StoredButton } from '../core/settings.ts';
 import { type Destination, destinationKey, type WatchRule } from '../core/types.ts';
@@ -163,9 +164,9 @@ const RULES_PER_PAGE = 20_000;
 class DurableJsonFile implements Adapter<State> {
   readonly #file: string;
   readonly #temp: string;
-  readonly #fence: (() => void) | undefined;
+  readonly #fence: WriteFence | undefined;
 
-  constructor(file: string, fence?: () => void) {
+  constructor(file: string, fence?: WriteFence) {
     this.#file = file;
     this.#temp = join(dirname(file), `.${basename(file)}.tmp`);
     this.#fence = fence;
@@ -185,7 +186,8 @@ class DurableJsonFile implements Adapter<State> {
     } finally {
       await handle.close();
     }
-    this.#fence?.();
+    const retaking = this.#fence?.();
+    if (retaking) await retaking;
     await rename(this.#temp, this.#file);
     await syncDirectory(dirname(this.#file));
   }
@@ -255,10 +257,11 @@ export interface StateStoreOptions {
   maxButtons?: number;
   now?: () => Date;
   /**
-   * Called right before the file is replaced: throws (LeaseLostError) when this process no longer holds
-   * the data directory, and the write fails as any failed write does.
+   * Asked right before the file is replaced and before each write of the buttons file (the write
+   * waits while it takes a late lease again): when it fails (LeaseLostError: this process no longer
+   * holds the data directory), the write fails as any failed write does.
    */
-  fence?: () => void;
+  fence?: WriteFence;
   /**
    * Where a listener's failure is logged (the store goes on, and so do the other listeners); by
    * default warnings and errors on stderr.
