@@ -644,6 +644,7 @@ function buttonOptions(options: StateStoreOptions): ButtonFileOptions {
     ...(options.buttonTtlMs === undefined ? {} : { ttlMs: options.buttonTtlMs }),
     ...(options.maxButtons === undefined ? {} : { max: options.maxButtons }),
     ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.fence === undefined ? {} : { fence: options.fence }),
   };
 }
 

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LeaseLostError } from '../../../src/core/lease.ts';
 import { DeliveryJournal } from '../../../src/store/journal.ts';
 import { DataDirError, LOCK_FILE, type LockOptions, lockDataDir } from '../../../src/store/lock.ts';
+import { buttonsFileOf, StateStore, StoreWriteError } from '../../../src/store/state.ts';
 
 let dir: string;
 beforeEach(async () => {
@@ -162,6 +163,34 @@ describe('the data directory lease', () => {
     await expect(journal.record([delivery(3)])).rejects.toBeInstanceOf(LeaseLostError);
     expect(await readFile(file, 'utf8')).toBe(before);
     await journal.close();
+    await holder.release();
+    await taker.release();
+  });
+
+  it('GIVEN the buttons file fenced by the lease, as the state file is WHEN the lease was taken over while the holder was frozen THEN neither an append nor a rewrite of it is made', async () => {
+    const lost: LeaseLostError[] = [];
+    const holder = await lockDataDir(dir, other(lost));
+    const file = join(dir, 'state.json');
+    // At most 2 buttons kept: a thousand saves at once make the next write a rewrite of the file.
+    const store = await StateStore.open(file, { fence: () => holder.check(), maxButtons: 2 });
+    await store.saveButton('h0', '/floor cats', new Date());
+    const buttonsFile = buttonsFileOf(file);
+    const before = await readFile(buttonsFile, 'utf8');
+    expect(before).toContain('/floor cats');
+    const old = new Date(Date.now() - 120_000);
+    await utimes(join(dir, LOCK_FILE), old, old);
+    const taker = await lockDataDir(dir, { ttlMs: 60_000, isAlive: () => true });
+    freeze(1_100);
+    // An append.
+    const append = store.saveButton('h1', '/floor dogs', new Date());
+    await expect(append).rejects.toBeInstanceOf(StoreWriteError);
+    await expect(append).rejects.toMatchObject({ cause: expect.any(LeaseLostError) });
+    expect(lost).toHaveLength(1);
+    // A rewrite (more dropped lines than kept ones).
+    const many = Array.from({ length: 1_100 }, (_, i) => store.saveButton(`m${i}`, `/floor m${i}`, new Date()));
+    const settled = await Promise.allSettled(many);
+    expect(settled.every((s) => s.status === 'rejected' && s.reason instanceof StoreWriteError)).toBe(true);
+    expect(await readFile(buttonsFile, 'utf8')).toBe(before);
     await holder.release();
     await taker.release();
   });
