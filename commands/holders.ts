@@ -60,7 +60,7 @@ export default defineCommand({
       ...reply.lines,
       more
         ? `Counted the first ${records.toLocaleString('en-US')} balances only: the collection has more holders than the bot reads at once, so the ranking may be incomplete.`
-        : `${ranked.length.toLocaleString('en-US')} holders in all.`,
+        : `${ranked.length.toLocaleString('en-US')} holder${ranked.length === 1 ? '' : 's'} in all.`,
     ];
     return reply;
   },

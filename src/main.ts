@@ -127,7 +127,14 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
 
   try {
     // First, so that a second process on the same directory changes nothing before it is refused.
-    const lock = await lockDataDir(config.dataDir, { onLost: fatal });
+    const lock = await lockDataDir(config.dataDir, {
+      onLost: fatal,
+      onRetaken: (unrenewedMs) =>
+        logger.warn(
+          { unrenewedMs: Math.round(unrenewedMs) },
+          'this process was paused or stalled past its lease on the data directory; nobody took it over: it goes on',
+        ),
+    });
     stops.push(() => lock.release());
     const fence = () => lock.check();
     let devnet: Devnet | undefined;
@@ -233,7 +240,10 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       journal = shared.deliveries;
       logger.info({ database: shared.db.where }, 'using the shared database');
     } else {
-      store = await StateStore.open(join(config.dataDir, 'state.json'), { fence });
+      store = await StateStore.open(join(config.dataDir, 'state.json'), {
+        fence,
+        logger: logger.child({ component: 'state' }),
+      });
       journal = await DeliveryJournal.open(join(config.dataDir, 'deliveries.jsonl'), {
         onCompactionError: (error) => logger.error({ err: error }, 'journal compaction failed'),
         fence,

@@ -126,7 +126,7 @@ describe('/collection', () => {
       expect(field(reply, 'Floor')).toContain(`(${formatUsd(floor.usd)})`);
       const listed = await everything(moonCats.address, { includeEmpty: false });
       expect(field(reply, 'Listed')).toBe(listed.length.toLocaleString('en-US'));
-      const holders = /([\d,]+) holders in all/.exec(
+      const holders = /([\d,]+) holders? in all/.exec(
         h.text(await run(engine, `/holders devnet:${moonCats.address}`)),
       )?.[1];
       expect(field(reply, 'Holders')).toBe(holders);
