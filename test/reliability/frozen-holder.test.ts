@@ -174,7 +174,7 @@ describe('a frozen bot on files', () => {
     expect(afterWakingLog).toMatch(/nobody took it over: it goes on/);
     expect(afterWakingLog).not.toMatch(/lost the lease/);
     expect(JSON.parse(await readFile(join(dataDir, LOCK_FILE), 'utf8')).pid).toBe(bot.child.pid);
-    bot.child.stdin.end();
+    bot.child.stdin.end('/help\n');
     expect((await bot.exited).code).toBe(0);
     console.log(
       `lone frozen bot on files: frozen ${((wokenAt - frozenAt) / 1000).toFixed(1)} s; woken, it took its lease ` +
@@ -227,7 +227,7 @@ describe('a frozen bot on files', () => {
     for (const block of [...whileFrozen, afterWaking]) expect(all.filter((b) => b === block)).toEqual([block]);
     // The first left the lease alone: it is the second's, which still runs and stops cleanly.
     expect(JSON.parse(await readFile(join(dataDir, LOCK_FILE), 'utf8')).pid).toBe(second.child.pid);
-    second.child.stdin.end();
+    second.child.stdin.end('/help\n');
     expect((await second.exited).code).toBe(0);
     console.log(
       `frozen bot on files: frozen ${((wokenAt - frozenAt) / 1000).toFixed(1)} s, the second started 11 s in and took ` +
