@@ -1,8 +1,8 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
-import { byPriceAscending, formatPrice, shortAddress, tokenName } from '../src/bot/format.ts';
 import { explainNotFound, fetchToken, firstItems, footerOf } from '../src/bot/market.ts';
 import { bold, code, type ReplyField, type Rich, truncate } from '../src/core/reply.ts';
+import { byPriceAscending, formatPrice, shortAddress, tokenName } from '../src/market/format.ts';
 import type { Step } from '../src/platform/types.ts';
 
 /** What each step asks of the buyer, in words. */

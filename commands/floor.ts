@@ -1,7 +1,7 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { byPriceAscending, tokenName } from '../src/bot/format.ts';
 import { describeOrder, firstItems, footerOf, onCollection, traitConditions } from '../src/bot/market.ts';
 import { bold, type ReplyField } from '../src/core/reply.ts';
+import { byPriceAscending, tokenName } from '../src/market/format.ts';
 import type { CollectiblesFilter } from '../src/platform/types.ts';
 
 export default defineCommand({

@@ -1,7 +1,7 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { shortAddress } from '../src/bot/format.ts';
 import { footerOf, nextPage } from '../src/bot/market.ts';
 import { code, type Reply } from '../src/core/reply.ts';
+import { shortAddress } from '../src/market/format.ts';
 
 /** Bounded work: at most this many balance records are read. */
 const PAGE_SIZE = 1_000;

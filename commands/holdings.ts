@@ -1,7 +1,7 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { shortAddress, tokenName } from '../src/bot/format.ts';
 import { footerOf, nextPage } from '../src/bot/market.ts';
 import type { Reply } from '../src/core/reply.ts';
+import { shortAddress, tokenName } from '../src/market/format.ts';
 import type { TokenBalance } from '../src/platform/types.ts';
 
 const PAGE_SIZE = 100;

@@ -1,6 +1,6 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { byPriceAscending } from '../src/bot/format.ts';
 import { bookPage, firstItems, MAX_BOOK_PAGES } from '../src/bot/market.ts';
+import { byPriceAscending } from '../src/market/format.ts';
 
 export default defineCommand({
   name: 'listings',

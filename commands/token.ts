@@ -1,5 +1,4 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { byPriceAscending, byPriceDescending, tokenName, traitsOf } from '../src/bot/format.ts';
 import {
   describeOrder,
   explainNotFound,
@@ -10,6 +9,7 @@ import {
   rarityPending,
 } from '../src/bot/market.ts';
 import { inertCommands, oneLine, type Reply, type ReplyField, safeUrl, truncate } from '../src/core/reply.ts';
+import { byPriceAscending, byPriceDescending, tokenName, traitsOf } from '../src/market/format.ts';
 
 const MAX_TRAIT_FIELDS = 12;
 /**

@@ -1,8 +1,8 @@
 import { formatUnits } from 'viem';
 import type { CommandContext } from '../bot/command.ts';
-import { byPriceAscending, byPriceDescending, displayAmount, marketplaceName, traitsOf } from '../bot/format.ts';
 import type { Reply } from '../core/reply.ts';
 import type { AlertKind, WatchRule } from '../core/types.ts';
+import { byPriceAscending, byPriceDescending, displayAmount, marketplaceName, traitsOf } from '../market/format.ts';
 import type { CollectiblesFilter, Order, TokenMetadata } from '../platform/types.ts';
 import { type AlertDetails, renderAlert } from './render.ts';
 import { type PriceInfo, passesFloor, passesPrice, passesTraits } from './rule-index.ts';

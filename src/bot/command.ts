@@ -3,10 +3,10 @@ import type { RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
 import type { DigestSettings } from '../core/settings.ts';
 import type { JournalBacklog, StreamHealth } from '../core/status.ts';
+import type { CurrencyDirectory } from '../market/currencies.ts';
+import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { CollectionResolver } from './collections.ts';
-import type { CurrencyDirectory } from './currencies.ts';
-import type { Links } from './links.ts';
 import type { MarketContext } from './market.ts';
 import type { OptionSpec, OptionValues } from './options.ts';
 

@@ -1,10 +1,10 @@
 import type { MarketHistoryView } from '../core/market.ts';
 import { bold, code, type Inline, type Reply, type ReplyButton } from '../core/reply.ts';
+import { byPriceAscending, formatPrice, marketplaceName, relativeTime, tokenName } from '../market/format.ts';
 import { PlatformApiError } from '../platform/errors.ts';
 import type { CollectibleOrder, Order, PropertyFilter, TokenMetadata } from '../platform/types.ts';
 import type { CommandContext, ResolvedCollection } from './command.ts';
 import { ArgumentError, UserError } from './errors.ts';
-import { byPriceAscending, formatPrice, marketplaceName, relativeTime, tokenName } from './format.ts';
 import type { RarityIndex, RarityLookup } from './rarity.ts';
 
 /**
