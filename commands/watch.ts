@@ -1,7 +1,7 @@
 import { sampleAlert } from '../src/alerts/sample.ts';
 import { type CommandContext, defineCommand, defineGroup } from '../src/bot/command.ts';
 import { ArgumentError, UserError } from '../src/bot/errors.ts';
-import { traitConditions } from '../src/bot/market.ts';
+import { traitConditions } from '../src/bot/market-commands.ts';
 import { parseAddress, parsePercent, parseTokenId } from '../src/bot/options.ts';
 import { echo } from '../src/bot/user-text.ts';
 import { code, oneLine, type Reply, type Rich } from '../src/core/reply.ts';

@@ -7,7 +7,7 @@ import type { CurrencyDirectory } from '../market/currencies.ts';
 import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { CollectionResolver } from './collections.ts';
-import type { MarketContext } from './market.ts';
+import type { MarketContext } from './market-commands.ts';
 import type { OptionSpec, OptionValues } from './options.ts';
 
 /** Who may run a command. */

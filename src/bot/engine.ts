@@ -20,7 +20,7 @@ import {
   type ResolvedCollection,
 } from './command.ts';
 import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from './errors.ts';
-import type { MarketContext } from './market.ts';
+import type { MarketContext } from './market-commands.ts';
 import {
   type ArgError,
   type CollectionRef,
