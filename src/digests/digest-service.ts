@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
-import { MARKET_HISTORY_RETENTION_MS } from '../alerts/market-history.ts';
 import { payloadOf } from '../core/deliveries.ts';
-import type { MarketHistoryView } from '../core/market.ts';
+import { MARKET_HISTORY_RETENTION_MS, type MarketHistoryView } from '../core/market.ts';
 import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { Reply, ReplyField } from '../core/reply.ts';
 import type { ChatSettings, CollectionKey, DigestSettings, MarketSnapshot } from '../core/settings.ts';
