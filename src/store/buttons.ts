@@ -31,7 +31,7 @@ import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import * as v from 'valibot';
 import type { StoredButton } from '../core/settings.ts';
-import { StoreFileError, StoreWriteError } from './errors.ts';
+import { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
 import { storedButtonSchema } from './schema.ts';
 import { syncDirectory } from './sync-directory.ts';
 

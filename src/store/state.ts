@@ -9,7 +9,7 @@ import { ButtonFile, type ButtonFileOptions } from './buttons.ts';
 
 export { BUTTON_TTL_MS, MAX_STORED_BUTTONS } from './buttons.ts';
 
-import { StoreFileError, StoreWriteError } from './errors.ts';
+import { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
 import {
   type CheckedRules,
   problemsOfChat,
@@ -21,7 +21,7 @@ import {
 } from './schema.ts';
 import { syncDirectory } from './sync-directory.ts';
 
-export { StoreFileError, StoreWriteError } from './errors.ts';
+export { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
 
 /** The persisted state, version 1. */
 export interface StateV1 {
