@@ -2,13 +2,8 @@ import { mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  buttonsFileOf,
-  InvalidChangeError,
-  StateStore,
-  StoreFileError,
-  StoreWriteError,
-} from '../../../src/store/state.ts';
+import { InvalidChangeError } from '../../../src/store/schema.ts';
+import { buttonsFileOf, StateStore, StoreFileError, StoreWriteError } from '../../../src/store/state.ts';
 
 /** A watch rule as the state file holds it. */
 const ruleRecord = (id: string) => ({
