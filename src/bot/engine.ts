@@ -6,6 +6,7 @@ import { CurrencyDirectory } from '../market/currencies.ts';
 import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import { CollectionResolver } from './collections.ts';
+import type { MarketContext } from './command.ts';
 import {
   type Actor,
   type AlertStatus,
@@ -20,7 +21,6 @@ import {
   type ResolvedCollection,
 } from './command.ts';
 import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from './errors.ts';
-import type { MarketContext } from './market-commands.ts';
 import {
   type ArgError,
   type CollectionRef,

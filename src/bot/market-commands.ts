@@ -3,7 +3,6 @@
  * answers to NotFound, and bounded counts of listings and holders. They take the command context;
  * the vocabulary they speak (amounts, prices, links) is src/market/.
  */
-import type { MarketHistoryView } from '../core/market.ts';
 import { bold, code, type Inline, type Reply, type ReplyButton } from '../core/reply.ts';
 import { byPriceAscending, formatPrice, marketplaceName, relativeTime, tokenName } from '../market/format.ts';
 import { nextPage } from '../market/paging.ts';
@@ -11,18 +10,7 @@ import { PlatformApiError } from '../platform/errors.ts';
 import type { CollectibleOrder, Order, PropertyFilter, TokenMetadata } from '../platform/types.ts';
 import type { CommandContext, ResolvedCollection } from './command.ts';
 import { ArgumentError, UserError } from './errors.ts';
-import type { RarityIndex, RarityLookup } from './rarity.ts';
-
-/**
- * What market commands know beyond the platform's answers. Each part is absent where the bot runs
- * without it (no alert pipeline: no history).
- */
-export interface MarketContext {
-  /** The bot's own record of sales and floors, for /collection's 24 h and 7 d figures. */
-  history?: MarketHistoryView;
-  /** Trait shares and rarity ranks, computed per collection in the background (/token, /traits). */
-  rarity?: RarityIndex;
-}
+import type { RarityLookup } from './rarity.ts';
 
 /**
  * The `trait=value` words of a command, checked against the collection's traits: each becomes the
