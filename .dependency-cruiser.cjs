@@ -5,7 +5,8 @@
  *   commands -> bot's contract and the services (alerts, digests, roles);
  *   services -> delivery -> market -> core -> platform.
  *   Store and deployment implement core's ports and are chosen by main; the engine finds commands at
- *   start-up, it does not import them. No module imports one above it; no import cycles.
+ *   start-up, it does not import them. No module imports one above it; no import cycles. What names a
+ *   chat platform's type lives in that platform's adapter and nowhere else.
  *
  * Each layer lists what it may import (besides itself); anything else of ours is a violation. Type-only
  * imports count: a layer that names another's types depends on it. Tests and benchmarks may import
@@ -208,6 +209,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/store/[^/]+$' },
       to: { path: '^src/store/pg/' },
+    },
+    {
+      name: 'discord-types-in-discord-adapter',
+      comment: 'What names a Discord type (embeds, interactions) lives in src/chat/discord/ and nowhere else.',
+      severity: 'error',
+      from: { path: OURS, pathNot: '^src/chat/discord/' },
+      to: { path: '^node_modules/(discord[.]js|@discordjs/[^/]+|discord-api-types)/' },
+    },
+    {
+      name: 'telegram-types-in-telegram-adapter',
+      comment: 'What names a Telegram type (inline keyboards, updates) lives in src/chat/telegram/ and nowhere else.',
+      severity: 'error',
+      from: { path: OURS, pathNot: '^src/chat/telegram/' },
+      to: { path: '^node_modules/(grammy|@grammyjs/[^/]+)/' },
     },
     {
       name: 'module-outside-layers',
