@@ -25,7 +25,6 @@ const LAYER = {
     '^src/store/pg/migrate-data[.]ts$',
   ],
   config: ['^src/config[.]ts$'],
-  logger: ['^src/logger[.]ts$'],
   chat: ['^src/chat/'],
   commands: ['^commands/'],
   bot: ['^src/bot/'],
@@ -40,8 +39,8 @@ const LAYER = {
   deployment: ['^src/deployment/'],
   devnet: ['^src/devnet/'],
   health: ['^src/health/'],
-  /** Leaf helpers with no import of ours (safe record reads, PNG encoding): any layer may use them. */
-  shared: ['^src/records[.]ts$', '^src/png[.]ts$'],
+  /** Leaf helpers with no import of ours (safe record reads, PNG encoding, the redacting logger): any layer may use them. */
+  shared: ['^src/records[.]ts$', '^src/png[.]ts$', '^src/logger[.]ts$'],
 };
 
 const ROOTS = LAYER.roots;
@@ -53,7 +52,6 @@ const OURS = '^(src|commands)/';
  */
 const MAY_IMPORT = {
   config: ['platform', 'core', 'shared'],
-  logger: [],
   chat: ['bot', 'delivery', 'market', 'core', 'platform', 'shared'],
   commands: ['bot', 'alerts', 'digests', 'roles', 'delivery', 'market', 'core', 'platform', 'shared'],
   bot: ['market', 'core', 'platform', 'shared'],
@@ -73,7 +71,6 @@ const MAY_IMPORT = {
 
 const WHY = {
   config: 'the configuration is parsed from the environment and read by main only',
-  logger: 'main creates the logger and hands it down',
   chat: 'chat adapters talk to the engine (main -> chat -> bot) and implement delivery sinks; they get their settings passed in and never import config',
   commands: "commands use the bot's contract and the services (alerts, digests, roles) and what lies below them",
   bot: 'the engine and command contract stand on market, core and platform; they do not import the services, and the engine finds commands at start-up',
