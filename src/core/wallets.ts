@@ -143,3 +143,71 @@ export interface WalletStore extends WalletRegistry, VerificationLinks {
   flush(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** A community as a command sees it: its key and its name (untrusted text from the chat platform). */
+export interface CommunityRef {
+  /** `platform:id` (see the module comment). */
+  key: string;
+  name: string;
+}
+
+/** Why a verification step was refused; each has one text for people (roles/refusals.ts). */
+export type VerificationRefusal =
+  | 'link_unknown'
+  | 'link_used'
+  | 'link_expired'
+  | 'other_browser'
+  | 'other_person'
+  | 'mini_app_required'
+  | 'mini_app_invalid'
+  | 'rate_limited'
+  | 'too_many_attempts'
+  | 'bad_address'
+  | 'bad_signature_text'
+  | 'no_message'
+  | 'not_siwe'
+  | 'wrong_domain'
+  | 'wrong_nonce'
+  | 'wrong_address'
+  | 'expired'
+  | 'changed'
+  | 'bad_signature'
+  | 'contract_unchecked'
+  | 'chain_unreachable'
+  | 'unavailable';
+
+export type Refused = { ok: false; reason: VerificationRefusal; text: string };
+
+/** The end of a verification: the wallet stored (`moved`: it was another person's in this community), or why not. */
+export type VerificationOutcome = { ok: true; wallet: VerifiedWallet; moved: boolean } | Refused;
+
+/** What the `/verify` command needs of wallet verification (roles/verification.ts implements it). */
+export interface WalletVerificationPort {
+  /** Whether the bot serves the verification page (FLOORWATCH_PUBLIC_URL is set). */
+  readonly pageAvailable: boolean;
+  /**
+   * A one-time link to the page for a person in a community. `miniApp`: it is to open as a Telegram
+   * Mini App, whose signed data must then name the person; the answer says whether it can (the
+   * public address must be https, or a local one). The person's earlier page link for that
+   * community stops working.
+   */
+  issuePageLink(
+    community: CommunityRef,
+    person: string,
+    options: { miniApp: boolean },
+  ): Promise<{ url: string; miniApp: boolean }>;
+  /** The paste path in the chat itself: a message for `address` to sign anywhere. */
+  issueChatMessage(
+    community: CommunityRef,
+    person: string,
+    address: string,
+  ): Promise<{ ok: true; message: string; expiresAt: string; signHint?: string } | Refused>;
+  /** Checks a pasted signature of the person's last chat message in the community. */
+  checkChatSignature(community: CommunityRef, person: string, signature: string): Promise<VerificationOutcome>;
+  /** A person's wallets in one community, or in all of them (a private chat). */
+  walletsOf(person: string, community?: string): Promise<VerifiedWallet[]>;
+  /** Removes a person's wallet from one community, or from all of theirs; the removed ones. */
+  removeWallet(person: string, address: string, community?: string): Promise<VerifiedWallet[]>;
+  /** The local platform's test wallets (none with a real platform). */
+  testWallets(): ReadonlyArray<{ index: number; kind: string; address: string }>;
+}
