@@ -124,8 +124,9 @@ export interface VerificationLinks {
   /** Issues a message on an unused, unexpired link, replacing any earlier one; false when the link cannot take it. */
   setChallenge(id: string, challenge: Challenge, now: Date): Promise<boolean>;
   /**
-   * Takes the link's message when its nonce is `nonce` and the link is unused: it can never be
-   * taken again (a signature is tried once). Counts an attempt either way.
+   * Takes the link's message, if the link is unused: whatever was signed, the message can never be
+   * taken again (each message is tried once). Resolves with it only when its nonce is `nonce`.
+   * Counts an attempt either way.
    */
   takeChallenge(id: string, nonce: string, now: Date): Promise<Challenge | undefined>;
   /**

@@ -232,9 +232,7 @@ export class FileWalletStore implements WalletStore {
       if (!link || link.usedAt !== undefined) return { lines: [], result: undefined };
       const challenge = link.challenge?.nonce === nonce ? link.challenge : undefined;
       const { challenge: _taken, ...rest } = link;
-      const next: VerifyLink = challenge
-        ? { ...rest, attempts: link.attempts + 1 }
-        : { ...link, attempts: link.attempts + 1 };
+      const next: VerifyLink = { ...rest, attempts: link.attempts + 1 };
       return { lines: [{ k: 'link', link: next }], result: challenge };
     });
   }

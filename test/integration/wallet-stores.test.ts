@@ -105,11 +105,13 @@ describe.each(adapters)('wallet store on $name', (adapter) => {
     expect(await store.bindBrowser(link.id, 'b'.repeat(64), NOW)).toBe('other');
     expect(await store.setChallenge(link.id, challenge('nonce0001'), NOW)).toBe(true);
     expect(await store.setChallenge(link.id, challenge('nonce0002'), NOW)).toBe(true);
-    // The first message was replaced: its nonce takes nothing.
+    // The first message was replaced: its nonce takes nothing, and the message it tried is gone too.
     expect(await store.takeChallenge(link.id, 'nonce0001', NOW)).toBeUndefined();
-    expect(await store.takeChallenge(link.id, 'nonce0002', NOW)).toEqual(challenge('nonce0002'));
     expect(await store.takeChallenge(link.id, 'nonce0002', NOW)).toBeUndefined();
-    expect((await store.link(link.id))?.attempts).toBe(3);
+    expect(await store.setChallenge(link.id, challenge('nonce0003'), NOW)).toBe(true);
+    expect(await store.takeChallenge(link.id, 'nonce0003', NOW)).toEqual(challenge('nonce0003'));
+    expect(await store.takeChallenge(link.id, 'nonce0003', NOW)).toBeUndefined();
+    expect((await store.link(link.id))?.attempts).toBe(4);
     const done = await store.completeLink(link.id, { address: A, kind: 'eoa' }, LATER);
     expect(done).toMatchObject({ ok: true, moved: false, wallet: { address: A, person: 'discord:7', kind: 'eoa' } });
     expect(await store.completeLink(link.id, { address: B, kind: 'eoa' }, LATER)).toEqual({

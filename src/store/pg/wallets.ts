@@ -247,7 +247,7 @@ export class PgWalletStore implements WalletStore {
     const { rows } = await this.#db.pool.query<{ taken: Challenge | null }>(
       `UPDATE verify_links AS l
        SET attempts = l.attempts + 1,
-           challenge = CASE WHEN old.challenge->>'nonce' = $2 THEN NULL ELSE l.challenge END
+           challenge = NULL
        FROM (SELECT id, challenge FROM verify_links WHERE id = $1 AND used_at IS NULL FOR UPDATE) AS old
        WHERE l.id = old.id
        RETURNING CASE WHEN old.challenge->>'nonce' = $2 THEN old.challenge ELSE NULL END AS taken`,
