@@ -100,6 +100,11 @@ describe('the verification page', () => {
     expect(opened.headers['content-security-policy']).toMatch(/^default-src 'self';.*frame-ancestors 'none'/);
     expect(opened.headers['referrer-policy']).toBe('no-referrer');
     expect(opened.headers['cache-control']).toBe('no-store');
+    const fresh = await request(`${listen}${visit.path}`);
+    await fresh.body.text();
+    expect(String(fresh.headers['set-cookie'])).toMatch(
+      /^fw_browser=[\w-]{43}; Path=\/verify; HttpOnly; SameSite=Lax; Max-Age=3600$/,
+    );
     const w = wallet(1);
     const message = await visit.challenge(w.address);
     const parsed = parseSiweMessage(message);
