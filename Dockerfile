@@ -33,6 +33,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # The database migrations (run at start when FLOORWATCH_DATABASE_URL is set).
 COPY src/store/pg/migrations ./src/store/pg/migrations
+# The wallet verification page's script and style (served when FLOORWATCH_PUBLIC_URL is set).
+COPY src/roles/page ./src/roles/page
 COPY package.json ./
 RUN mkdir -p /data && chown node:node /data
 USER node

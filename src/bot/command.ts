@@ -4,6 +4,7 @@ import type { RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
 import type { ChatSettings, DigestSettings } from '../core/settings.ts';
 import type { JournalBacklog, StreamHealth } from '../core/status.ts';
+import type { WalletVerificationPort } from '../core/wallets.ts';
 import type { CurrencyDirectory } from '../market/currencies.ts';
 import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
@@ -23,6 +24,12 @@ export interface ChatRef {
   /** Discord guild id, when in a server. */
   guildId?: string;
   kind: 'private' | 'group';
+  /**
+   * The community the command concerns (holder roles, wallet verification): the Discord server, the
+   * Telegram group, or the group a private chat was opened from with a deep link. `name` is the
+   * platform's (untrusted text).
+   */
+  community?: { id: string; name: string };
 }
 
 /**
@@ -138,6 +145,8 @@ export interface CommandContext {
   alerts: (() => AlertStatus) | undefined;
   /** Digests, when they run. */
   digests: DigestPort | undefined;
+  /** Wallet verification (/verify), when the bot has a wallet store. */
+  verification: WalletVerificationPort | undefined;
   /** Whether the person who typed the command has a permission here. */
   may: (permission: Permission) => boolean;
   currencies: CurrencyDirectory;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
+import type { WalletVerificationPort } from '../core/wallets.ts';
 import { CurrencyDirectory } from '../market/currencies.ts';
 import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
@@ -56,6 +57,8 @@ export interface EngineOptions {
   alerts?: () => AlertStatus;
   /** Digests for /digest. */
   digests?: DigestPort;
+  /** Wallet verification for /verify. */
+  verification?: WalletVerificationPort;
   /** Web pages of tokens, transactions and orders, for answers that link to them. */
   links?: Links;
   /** The market history and rarity index, for /collection, /token and /traits. */
@@ -480,6 +483,7 @@ export class CommandEngine {
       commands: this.commands,
       alerts: this.#options.alerts,
       digests: this.#options.digests,
+      verification: this.#options.verification,
       may: (permission) => this.mayRun(permission, invocation.chat, invocation.actor),
       currencies: this.currencies,
       collections: this.resolver,

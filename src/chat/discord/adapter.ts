@@ -375,7 +375,13 @@ class InteractionHandler {
   #chat(interaction: Interaction): ChatRef {
     const id = interaction.channelId ?? interaction.user.id;
     return interaction.inGuild()
-      ? { platform: 'discord', id, guildId: interaction.guildId, kind: 'group' }
+      ? {
+          platform: 'discord',
+          id,
+          guildId: interaction.guildId,
+          kind: 'group',
+          community: { id: interaction.guildId, name: interaction.guild?.name ?? 'this server' },
+        }
       : { platform: 'discord', id, kind: 'private' };
   }
 
