@@ -5,7 +5,8 @@
 // machine: its mining, HTTP answers and stream writes do not share the bot's event loop (the machine has
 // 2 cores; both processes share them, and the round trips of enrichment still go over local HTTP). The bot
 // side is the production code: a real PlatformClient (undici, HTTP and ndjson streams), StateStore and
-// DeliveryJournal (fsync on, as in production) in a temp dir, the real Dispatcher and AlertPipeline with
+// DeliveryJournal (fsync on, as in production) in a temp dir held by its lease (lockDataDir, whose check
+// fences each journal write and each send, as src/main.ts wires it), the real Dispatcher and AlertPipeline with
 // production defaults (flushDelayMs 2), and sinks that note the time when `send` is called (maxBatch 1,
 // minIntervalMs 0), then convert the alert as the adapters will (renderDiscord / renderTelegram).
 //
@@ -46,6 +47,7 @@ import { AlertPipeline } from '../src/alerts/pipeline.ts';
 import { Dispatcher } from '../src/delivery/dispatcher.ts';
 import type { PlatformClient } from '../src/platform/client.ts';
 import { DeliveryJournal } from '../src/store/journal.ts';
+import { lockDataDir } from '../src/store/lock.ts';
 import { StateStore } from '../src/store/state.ts';
 import {
   DESTINATIONS,
@@ -105,17 +107,22 @@ async function scenario(
   let pipeline: AlertPipeline | undefined;
   let dispatcher: Dispatcher | undefined;
   let journal: DeliveryJournal | undefined;
+  // The data directory's lease, as src/main.ts takes it: it fences every journal write and every send.
+  let leaseLost = 0;
+  const lock = await lockDataDir(dir, { onLost: () => leaseLost++ });
+  const fence = () => lock.check();
   try {
-    const store = await StateStore.open(join(dir, 'state.json'));
+    const store = await StateStore.open(join(dir, 'state.json'), { fence });
     const rules = rulesFor(tokens, sc.fanOut);
     for (const rule of rules) await store.addRule(rule, 1_000);
     journal = await DeliveryJournal.open(join(dir, 'deliveries.jsonl'), {
       fsync: sc.fsync,
       ...(process.env.BENCH_NO_COMPACT ? { compactAfterBytes: 1e12 } : {}),
       onCompactionError: () => compactionErrors++,
+      fence,
     });
     timeJournal(journal);
-    dispatcher = new Dispatcher({ journal, sinks: timingSinks(), logger });
+    dispatcher = new Dispatcher({ journal, sinks: timingSinks(), logger, fence: lock });
     pipeline = new AlertPipeline({
       ...pipelineOptions(devnet, platform, logger),
       store,
@@ -132,12 +139,13 @@ async function scenario(
     const { failedBlocks, orphanSends } = await measureRounds(BENCH, devnet, tokens, sc, settle);
     const stats = journal.stats();
     console.log(
-      `  journal ${stats.records} records, ${(stats.bytes / 1024 / 1024).toFixed(1)} MiB; ${rules.length} rules for ${DESTINATIONS} destinations; failed blocks ${failedBlocks}, orphan sends ${orphanSends}, compaction errors ${compactionErrors}`,
+      `  journal ${stats.records} records, ${(stats.bytes / 1024 / 1024).toFixed(1)} MiB; ${rules.length} rules for ${DESTINATIONS} destinations; failed blocks ${failedBlocks}, orphan sends ${orphanSends}, compaction errors ${compactionErrors}, data-directory lease lost ${leaseLost} times`,
     );
   } finally {
     await pipeline?.stop();
     await dispatcher?.stop();
     await journal?.close();
+    await lock.release();
     await rm(dir, { recursive: true, force: true });
     forgetTimes();
   }

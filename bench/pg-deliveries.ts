@@ -4,7 +4,7 @@
 // Each round records N deliveries (default 10,000) spread over C chats (default 500) with the real
 // PgDeliveryLog (100 a call, each call to 100 different chats, so that a chat's recording order is the
 // order of the deliveries' numbers), then starts the workers: separate processes, each with its own
-// connection pool (FLOORWATCH_DATABASE_POOL's default, 10), its own lock connection (AdvisoryLocks), a
+// connection pool (FLOORWATCH_DATABASE_POOL's default, 10), its own lease connection (Leases), a
 // ChatClaims and a Dispatcher as src/main.ts wires them (claims hear the delivery notifications), and an
 // in-memory sink that answers at once. The clock starts when the workers are told to go (they are
 // connected and listening by then) and stops when the last `markSent` of the last delivery resolved:
@@ -36,7 +36,7 @@ import type { AlertSink } from '../src/delivery/sink.ts';
 import { Database } from '../src/store/pg/database.ts';
 import { PgDeliveryLog } from '../src/store/pg/deliveries.ts';
 import { chatsOf, DELIVERIES_CHANNEL } from '../src/store/pg/index.ts';
-import { AdvisoryLocks } from '../src/store/pg/locks.ts';
+import { Leases } from '../src/store/pg/leases.ts';
 import { startTestPostgres } from '../test/helpers/postgres.ts';
 
 const N = Number(process.env.PG_DELIVERIES ?? 10_000);
@@ -97,23 +97,23 @@ async function worker(): Promise<void> {
   let claims: ChatClaims | undefined;
   let dispatcher: Dispatcher | undefined;
   let db: Database | undefined;
-  let locks: AdvisoryLocks | undefined;
+  let leases: Leases | undefined;
   let cpu0 = process.cpuUsage();
   process.on('message', (message: WorkerStart | WorkerGo | WorkerFinish) => {
     void (async () => {
       if (message.kind === 'start') {
         db = await Database.open(message.url, { logger, poolSize: POOL, applicationName: 'bench-worker' });
-        const log = new PgDeliveryLog(db, { logger, cleanupEveryMs: 0 });
+        leases = await Leases.open(db, logger, (error) => {
+          console.error(`worker ${process.pid}: lost a lease`, error);
+          process.exit(1);
+        });
+        const log = new PgDeliveryLog(db, { logger, cleanupEveryMs: 0, fences: leases });
         const markSent = log.markSent.bind(log);
         log.markSent = async (id, messageId) => {
           const record = await markSent(id, messageId);
           lastMarkedSent = now();
           return record;
         };
-        locks = await AdvisoryLocks.open(db, logger, (error) => {
-          console.error(`worker ${process.pid}: lost its locks`, error);
-          process.exit(1);
-        });
         let next = 1;
         const sink: AlertSink = {
           platform: message.platform,
@@ -127,8 +127,13 @@ async function worker(): Promise<void> {
           },
           async edit() {},
         };
-        dispatcher = new Dispatcher({ journal: log, sinks: new Map([[message.platform, sink]]), logger });
-        claims = new ChatClaims({ locks, log, dispatcher, logger });
+        dispatcher = new Dispatcher({
+          journal: log,
+          sinks: new Map([[message.platform, sink]]),
+          logger,
+          fence: leases,
+        });
+        claims = new ChatClaims({ leases, log, dispatcher, logger });
         const chatClaims = claims;
         await db.listen(DELIVERIES_CHANNEL, (payload) => chatClaims.noticed(chatsOf(payload)));
         process.send?.({ kind: 'ready' });
@@ -149,7 +154,7 @@ async function worker(): Promise<void> {
         process.send?.(report);
         claims?.stop();
         await dispatcher?.stop();
-        await locks?.close();
+        await leases?.close();
         await db?.close();
         process.disconnect();
       }
@@ -174,8 +179,13 @@ interface Shape {
 async function round(url: string, workers: number, shape: Shape): Promise<{ perSecond: number; text: string }> {
   const logger = pino({ level: 'warn' });
   const db = await Database.open(url, { logger, poolSize: 4 });
-  const log = new PgDeliveryLog(db, { logger, cleanupEveryMs: 0 });
+  // The recorder leads the network's ingest, under whose lease deliveries are recorded.
+  const leases = await Leases.open(db, logger, (error) => {
+    throw error;
+  });
+  const log = new PgDeliveryLog(db, { logger, cleanupEveryMs: 0, fences: leases });
   try {
+    if (!(await leases.tryLock('ingest', 'polygon'))) throw new Error('could not lead the ingest of polygon');
     await db.pool.query('TRUNCATE deliveries');
     const recordStart = now();
     for (let from = 0; from < N; from += PER_CALL) {
@@ -199,8 +209,8 @@ async function round(url: string, workers: number, shape: Shape): Promise<{ perS
     const children: ChildProcess[] = [];
     const progress = new Map<ChildProcess, number>();
     for (let w = 0; w < workers; w++) {
-      // --no-deprecation: pg warns, once per worker, that AdvisoryLocks sends queries on its lock
-      // connection while another is in flight (the claims' sweep tries many chats at once); pg 8 queues them.
+      // --no-deprecation: pg warns, once per worker, that Leases sends queries on its lease connection
+      // while another is in flight (the claims' sweep tries many chats at once); pg 8 queues them.
       const child = fork(fileURLToPath(import.meta.url), ['--worker'], {
         stdio: 'inherit',
         execArgv: [...process.execArgv, '--no-deprecation'],
@@ -292,6 +302,7 @@ async function round(url: string, workers: number, shape: Shape): Promise<{ perS
     }
   } finally {
     await log.close();
+    await leases.close();
     await db.close();
   }
 }

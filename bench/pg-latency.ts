@@ -4,7 +4,8 @@
 //
 // The same driver, instrumentation and figures as bench/alerts-latency.ts (both use bench/_latency.ts),
 // with the database stores instead of the files: openSharedDatabase (the real pool, migrations,
-// PgRulesRepository, PgDeliveryLog, AdvisoryLocks), a ChatClaims in front of the real Dispatcher (the
+// PgRulesRepository, PgDeliveryLog, Leases: every write fenced by a lease's token, every send by the
+// chat's claim), a ChatClaims in front of the real Dispatcher (the
 // pipeline hands it what it recorded; it also hears the `floorwatch_deliveries` notifications, as
 // main.ts wires it), and the real AlertPipeline with production defaults. In this mode every delivery
 // is recorded `pending` (claims: `sendsAlone` is false), then the holder of the chat's claim reads it
@@ -88,7 +89,7 @@ async function scenario(
   tokens: readonly Watched[],
 ) {
   const logger = pino({ level: 'silent' });
-  let lostLocks = 0;
+  let lostLeases = 0;
   let pipeline: AlertPipeline | undefined;
   let dispatcher: Dispatcher | undefined;
   let claims: ChatClaims | undefined;
@@ -96,7 +97,7 @@ async function scenario(
   try {
     // A database of its own per scenario: the deliveries of the one before do not weigh on it.
     const url = await postgres.freshDatabase();
-    shared = await openSharedDatabase({ url, poolSize: 10 }, logger, () => lostLocks++);
+    shared = await openSharedDatabase({ url, poolSize: 10 }, logger, () => lostLeases++);
     const store = shared.rules;
     const journal = shared.deliveries;
     const rules = rulesFor(tokens, sc.fanOut);
@@ -104,8 +105,10 @@ async function scenario(
     timeJournal(journal);
     timeCalls(journal, 'markSent');
     timeCalls(journal, 'openFor');
-    dispatcher = new Dispatcher({ journal, sinks: timingSinks(), logger });
-    const chatClaims = new ChatClaims({ locks: shared.locks, log: journal, dispatcher, logger });
+    // As src/main.ts wires them: sends fenced by the chats' claims, records by the networks' ingest leases.
+    dispatcher = new Dispatcher({ journal, sinks: timingSinks(), logger, fence: shared.leases });
+    const chatClaims = new ChatClaims({ leases: shared.leases, log: journal, dispatcher, logger });
+    for (const network of platform.networks.all) await shared.leases.tryLock('ingest', network.name);
     claims = chatClaims;
     const origin = journal.origin;
     await shared.db.listen(DELIVERIES_CHANNEL, (payload) => chatClaims.noticed(chatsOf(payload, origin)));
@@ -136,7 +139,7 @@ async function scenario(
       'SELECT state, count(*) AS count FROM deliveries GROUP BY state ORDER BY state',
     );
     console.log(
-      `  deliveries table: ${rows.map((r) => `${r.state} ${r.count}`).join(', ')}; ${rules.length} rules for ${DESTINATIONS} destinations; failed blocks ${failedBlocks}, orphan sends ${orphanSends}, lock connection lost ${lostLocks} times`,
+      `  deliveries table: ${rows.map((r) => `${r.state} ${r.count}`).join(', ')}; ${rules.length} rules for ${DESTINATIONS} destinations; failed blocks ${failedBlocks}, orphan sends ${orphanSends}, leases lost ${lostLeases} times`,
     );
   } finally {
     await pipeline?.stop();

@@ -13,8 +13,19 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
 
 export interface Config {
   platform: {
-    /** Undefined: start the local platform in-process and use it. */
+    /**
+     * All five addresses when all are set. Undefined, with no `discoveryUrl`: start the local
+     * platform in-process and use it.
+     */
     endpoints: PlatformEndpoints | undefined;
+    /**
+     * FLOORWATCH_PLATFORM_URL: the base address of a platform that describes itself (the local
+     * platform run by `npm run devnet`); its addresses, networks, marketplace contracts, chain
+     * JSON-RPC and project are read from it at start, and each variable set here wins over it.
+     */
+    discoveryUrl: string | undefined;
+    /** The addresses that are set, over those a discovered platform gives. */
+    endpointOverrides: Partial<PlatformEndpoints>;
     accessKey: string | undefined;
     secretToken: string | undefined;
     projectId: number | undefined;
@@ -89,7 +100,23 @@ export interface Config {
    * files in the data directory, one process.
    */
   database: { url: string; poolSize: number } | undefined;
+  /** Wallet verification: the page people sign on, and its listener. */
+  verification: VerificationConfig;
 }
+
+/**
+ * The verification page: `publicUrl` (FLOORWATCH_PUBLIC_URL) is where people reach it, https (or
+ * http to this machine, for a local demo), optionally with a path prefix; undefined: no page, and
+ * /verify offers the terminal chat's paste path only. `web` is where its own listener binds
+ * (FLOORWATCH_WEB_HOST, default 127.0.0.1 behind a TLS proxy; FLOORWATCH_WEB_PORT, default 8787).
+ */
+export interface VerificationConfig {
+  publicUrl: URL | undefined;
+  web: { host: string; port: number };
+}
+
+/** Default port of the verification page's listener. */
+export const DEFAULT_WEB_PORT = 8787;
 
 /** Discord gateway shards of one process: `ids` (sorted, distinct, each below `count`) of `count` in all. */
 export interface DiscordShards {
@@ -178,6 +205,16 @@ function endpoint(template: boolean): Reader<string> {
     return url.replace(/\/+$/, '');
   };
 }
+
+/** FLOORWATCH_PLATFORM_URL: an http(s) address with nothing but a host, a port and perhaps a path. */
+const platformUrl: Reader<string> = (url, { problem }) => {
+  if (!isBaseUrl(url)) {
+    problem(
+      `FLOORWATCH_PLATFORM_URL must be the http(s) base address of the local platform, e.g. http://127.0.0.1:8777 (npm run devnet prints it); got "${url.slice(0, 80)}".`,
+    );
+  }
+  return url.replace(/\/+$/, '');
+};
 
 /** A FLOORWATCH_NETWORKS entry: `name:chainId`, `name:chainId:SYMBOL` (its native coin) or a well-known name. */
 const networkEntry: Reader<{ network: Network; symbol?: string } | undefined> = (entry, { problem }) => {
@@ -270,11 +307,32 @@ const explorerUrl: Reader<{ network: string; template: string }> = (entry, { pro
   return { network: (match?.[1] ?? '').toLowerCase(), template };
 };
 
-const httpHost: Reader<string> = (host, { problem }) => {
+/** The address a listener of ours binds (FLOORWATCH_HTTP_HOST, FLOORWATCH_WEB_HOST). */
+const hostName: Reader<string> = (host, { name, problem }) => {
   if (!/^(?:[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*|[0-9A-Fa-f:.]{2,45})$/.test(host)) {
-    problem(`FLOORWATCH_HTTP_HOST must be a host name or an IP address; got "${host.slice(0, 40)}".`);
+    problem(`${name} must be a host name or an IP address; got "${host.slice(0, 40)}".`);
   }
   return host;
+};
+
+/** FLOORWATCH_PUBLIC_URL: https, or http to this machine for a local demo; no credentials, query or fragment. */
+const publicUrl: Reader<URL | undefined> = (url, { problem }) => {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    problem(`FLOORWATCH_PUBLIC_URL is not a URL: "${url.slice(0, 80)}".`);
+    return undefined;
+  }
+  const local = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(parsed.hostname);
+  if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && local)) {
+    problem(
+      'FLOORWATCH_PUBLIC_URL must be an https:// address (http only for localhost or 127.0.0.1, for a local demo), e.g. https://bot.example.',
+    );
+  } else if (parsed.username || parsed.password || parsed.search || parsed.hash) {
+    problem('FLOORWATCH_PUBLIC_URL must not carry credentials, a query or a fragment.');
+  }
+  return parsed;
 };
 
 const rpcUrl: Reader<string> = (url, { problem }) => {
@@ -300,6 +358,7 @@ const flag: Reader<boolean> = (value) => value === '1' || value === 'true';
 
 /** Every variable the bot reads, each with its reader; defaults are applied in {@link configOf}. */
 const VARIABLES = {
+  ...variable('FLOORWATCH_PLATFORM_URL', platformUrl),
   ...variable('FLOORWATCH_METADATA_URL', endpoint(false)),
   ...variable('FLOORWATCH_MARKETPLACE_URL', endpoint(true)),
   ...variable('FLOORWATCH_INDEXER_URL', endpoint(true)),
@@ -331,7 +390,7 @@ const VARIABLES = {
   ...variable('FLOORWATCH_TOKEN_URL', tokenUrl),
   ...variable('FLOORWATCH_EXPLORER_URLS', listOf(explorerUrl)),
   ...variable('FLOORWATCH_HTTP_PORT', wholeNumber(0, 65_535)),
-  ...variable('FLOORWATCH_HTTP_HOST', httpHost),
+  ...variable('FLOORWATCH_HTTP_HOST', hostName),
   ...variable('FLOORWATCH_RPC_URL', rpcUrl),
   ...variable('FLOORWATCH_BACKFILL_MAX_BLOCKS', wholeNumber(0, 1_000_000)),
   ...variable('FLOORWATCH_DATABASE_URL', databaseUrl),
@@ -344,6 +403,9 @@ const VARIABLES = {
   ...variable('FLOORWATCH_RELIST_WINDOW_HOURS', wholeNumber(0, 24 * 30)),
   ...variable('FLOORWATCH_DATA_DIR', plainText),
   ...variable('FLOORWATCH_CONSOLE', flag),
+  ...variable('FLOORWATCH_PUBLIC_URL', publicUrl),
+  ...variable('FLOORWATCH_WEB_HOST', hostName),
+  ...variable('FLOORWATCH_WEB_PORT', wholeNumber(0, 65_535)),
 };
 
 type Values = { [K in keyof typeof VARIABLES]?: NonNullable<v.InferOutput<(typeof VARIABLES)[K]>>['value'] };
@@ -404,20 +466,27 @@ const WEBHOOK = {
 
 const realPlatform = (settings: Settings) => Object.values(ENDPOINT_VARIABLES).some((name) => given(settings, name));
 
+/** A platform that describes itself: the addresses set beside it replace some of those it gives. */
+const discovered = (settings: Settings) => given(settings, 'FLOORWATCH_PLATFORM_URL');
+
 /** Rules between variables, each giving its problems. */
 const RULES: ReadonlyArray<(settings: Settings) => readonly string[]> = [
   (settings) => {
     const missing = Object.values(ENDPOINT_VARIABLES).filter((name) => !given(settings, name));
-    return realPlatform(settings) && missing.length > 0
-      ? [`A real platform needs all five addresses; missing ${missing.join(', ')}.`]
+    return realPlatform(settings) && !discovered(settings) && missing.length > 0
+      ? [
+          `A real platform needs all five addresses; missing ${missing.join(', ')}. (For the local platform of npm run devnet, FLOORWATCH_PLATFORM_URL alone will do.)`,
+        ]
       : [];
   },
   (settings) =>
-    realPlatform(settings) && !given(settings, 'FLOORWATCH_ACCESS_KEY')
-      ? ['FLOORWATCH_ACCESS_KEY is required with a real platform.']
+    (realPlatform(settings) || discovered(settings)) && !given(settings, 'FLOORWATCH_ACCESS_KEY')
+      ? [
+          `FLOORWATCH_ACCESS_KEY is required with ${discovered(settings) ? 'FLOORWATCH_PLATFORM_URL (npm run devnet prints the key)' : 'a real platform'}.`,
+        ]
       : [],
   (settings) =>
-    realPlatform(settings) && !given(settings, 'FLOORWATCH_NETWORKS')
+    realPlatform(settings) && !discovered(settings) && !given(settings, 'FLOORWATCH_NETWORKS')
       ? ['FLOORWATCH_NETWORKS is required with a real platform, e.g. polygon,base.']
       : [],
   (settings) =>
@@ -477,6 +546,13 @@ const RULES: ReadonlyArray<(settings: Settings) => readonly string[]> = [
           'FLOORWATCH_RPC_URL must contain {network} where the network name goes: FLOORWATCH_NETWORKS lists several networks.',
         ]
       : [],
+  (settings) =>
+    !given(settings, 'FLOORWATCH_PUBLIC_URL') &&
+    (given(settings, 'FLOORWATCH_WEB_PORT') || given(settings, 'FLOORWATCH_WEB_HOST'))
+      ? [
+          'FLOORWATCH_WEB_PORT or FLOORWATCH_WEB_HOST is set but FLOORWATCH_PUBLIC_URL is not: set the public address of the verification page.',
+        ]
+      : [],
 ];
 
 /**
@@ -503,6 +579,7 @@ function networksOf(values: Values): { networks: Network[]; nativeSymbols: Recor
 /** The configuration of variables that were all read without a problem. */
 function configOf(values: Values, cwd: string): Config {
   const endpoints = Object.entries(ENDPOINT_VARIABLES).map(([key, name]) => [key, values[name]] as const);
+  const endpointsSet = endpoints.filter(([, url]) => url !== undefined);
   const marketplaceContracts: Record<string, string[]> = {};
   for (const { network, address } of values.FLOORWATCH_MARKETPLACE_CONTRACTS ?? []) {
     marketplaceContracts[network] = [...(marketplaceContracts[network] ?? []), address];
@@ -517,9 +594,12 @@ function configOf(values: Values, cwd: string): Config {
   const httpPort = values.FLOORWATCH_HTTP_PORT;
   return {
     platform: {
-      endpoints: endpoints.every(([, url]) => url !== undefined)
-        ? (Object.fromEntries(endpoints) as unknown as PlatformEndpoints)
-        : undefined,
+      endpoints:
+        endpointsSet.length === endpoints.length
+          ? (Object.fromEntries(endpointsSet) as unknown as PlatformEndpoints)
+          : undefined,
+      discoveryUrl: values.FLOORWATCH_PLATFORM_URL,
+      endpointOverrides: Object.fromEntries(endpointsSet) as Partial<PlatformEndpoints>,
       accessKey: values.FLOORWATCH_ACCESS_KEY,
       secretToken: values.FLOORWATCH_SECRET_TOKEN,
       projectId: values.FLOORWATCH_PROJECT_ID,
@@ -566,6 +646,10 @@ function configOf(values: Values, cwd: string): Config {
     backfill: { rpcUrl: values.FLOORWATCH_RPC_URL, maxBlocks: values.FLOORWATCH_BACKFILL_MAX_BLOCKS ?? 5_000 },
     database:
       databaseUrl === undefined ? undefined : { url: databaseUrl, poolSize: values.FLOORWATCH_DATABASE_POOL ?? 10 },
+    verification: {
+      publicUrl: values.FLOORWATCH_PUBLIC_URL,
+      web: { host: values.FLOORWATCH_WEB_HOST ?? '127.0.0.1', port: values.FLOORWATCH_WEB_PORT ?? DEFAULT_WEB_PORT },
+    },
   };
 }
 
@@ -633,6 +717,22 @@ function isHttpsUrl(text: string): boolean {
   try {
     const url = new URL(text);
     return url.protocol === 'https:' && !url.username && !url.password && !url.hash;
+  } catch {
+    return false;
+  }
+}
+
+/** An http(s) address with nothing but a host, a port and perhaps a path. */
+function isBaseUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (
+      (url.protocol === 'https:' || url.protocol === 'http:') &&
+      !url.username &&
+      !url.password &&
+      !url.search &&
+      !url.hash
+    );
   } catch {
     return false;
   }

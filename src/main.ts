@@ -12,7 +12,6 @@ import { Enricher } from './alerts/enrich.ts';
 import { MarketHistory } from './alerts/market-history.ts';
 import { AlertPipeline } from './alerts/pipeline.ts';
 import { CommandEngine } from './bot/engine.ts';
-import { Links, type LinkTemplates } from './bot/links.ts';
 import { RarityIndex } from './bot/rarity.ts';
 import { loadCommands } from './bot/registry.ts';
 import { ConsoleChat } from './chat/console/console-chat.ts';
@@ -21,6 +20,7 @@ import type { ChatImages } from './chat/images/images.ts';
 import { ChatStartError } from './chat/start-error.ts';
 import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
 import type { DeliveryLog, RulesRepository } from './core/ports.ts';
+import type { WalletStore } from './core/wallets.ts';
 import { ChatClaims } from './delivery/claims.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
 import type { AlertSink } from './delivery/sink.ts';
@@ -32,13 +32,20 @@ import { type HealthServer, startHealthServer } from './health/http.ts';
 import { BotMetrics } from './health/metrics.ts';
 import { checkReadiness } from './health/readiness.ts';
 import { createLogger } from './logger.ts';
+import { Links, type LinkTemplates } from './market/links.ts';
 import { PlatformClient } from './platform/client.ts';
+import { discoverPlatform, type PlatformDescription, PlatformDiscoveryError } from './platform/discovery.ts';
+import type { Network } from './platform/networks.ts';
+import { SignatureChecker } from './roles/siwe.ts';
+import { WalletVerification } from './roles/verification.ts';
+import { type PageServer, startPageServer } from './roles/web.ts';
 import { FileCursorStore } from './store/cursors.ts';
 import { DeliveryJournal } from './store/journal.ts';
 import { DataDirError, lockDataDir } from './store/lock.ts';
 import { DatabaseError } from './store/pg/errors.ts';
 import type { Leadership, SharedDatabase } from './store/pg/index.ts';
 import { StateStore, StoreFileError } from './store/state.ts';
+import { FileWalletStore } from './store/wallets.ts';
 
 export const VERSION = '0.1.0';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -47,8 +54,6 @@ export const COMMANDS_DIR = join(ROOT, 'commands');
 const SOURCE_EXTENSION = import.meta.url.endsWith('.ts') ? 'ts' : 'js';
 /** Where logs go when the terminal chat runs on a terminal. */
 export const LOG_FILE = 'floorwatch.log';
-/** With a shared database, the lock of the process that posts the digests. */
-const DIGESTS_LOCK = 'digests';
 
 export interface RunningBot {
   config: Config;
@@ -63,13 +68,19 @@ export interface RunningBot {
   console: ConsoleChat | undefined;
   /** The health and metrics listener, when FLOORWATCH_HTTP_PORT is set. */
   http: HealthServer['address'] | undefined;
+  /** Verified wallets and verification links (the role rules read them). */
+  wallets: WalletStore;
+  verification: WalletVerification;
+  /** The verification page's listener, when FLOORWATCH_PUBLIC_URL is set. */
+  web: PageServer['address'] | undefined;
   /** Resolves when the bot has stopped by itself (end of piped input). */
   finished: Promise<void>;
   /** Stops everything, in reverse order of start. */
   stop: () => Promise<void>;
   /**
-   * Called when the bot cannot go on safely and must stop (with a shared database: the connection
-   * holding its locks was lost, so another process may already do its work).
+   * Called when the bot cannot go on safely and must stop at once (a LeaseLostError: it no longer
+   * surely holds its data directory, or with a shared database one of its leases, so another process
+   * may already do its work). Called at once for a listener added after it happened.
    */
   onFatal: (listener: (error: Error) => void) => void;
 }
@@ -106,7 +117,10 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
   }
   const stops: Array<() => Promise<void>> = [];
   const fatalListeners: Array<(error: Error) => void> = [];
+  let fatalError: Error | undefined;
   const fatal = (error: Error) => {
+    if (fatalError) return;
+    fatalError = error;
     logger.error({ err: error }, 'cannot go on: stopping');
     for (const listener of fatalListeners) listener(error);
   };
@@ -123,8 +137,16 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
 
   try {
     // First, so that a second process on the same directory changes nothing before it is refused.
-    const lock = await lockDataDir(config.dataDir);
+    const lock = await lockDataDir(config.dataDir, {
+      onLost: fatal,
+      onRetaken: (unrenewedMs) =>
+        logger.warn(
+          { unrenewedMs: Math.round(unrenewedMs) },
+          'this process was paused or stalled past its lease on the data directory; nobody took it over: it goes on',
+        ),
+    });
     stops.push(() => lock.release());
+    const fence = () => lock.check();
     let devnet: Devnet | undefined;
     let nativeSymbols: Record<string, string> = config.platform.nativeSymbols;
     let marketplaceContracts: Record<string, string[]> = config.marketplaceContracts;
@@ -135,6 +157,23 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       projectId: config.platform.projectId,
       networks: config.platform.networks,
     };
+    let discovered: PlatformDescription | undefined;
+    if (config.platform.discoveryUrl) {
+      // A platform that describes itself: what the configuration does not say is read from it.
+      discovered = await discoverPlatform(config.platform.discoveryUrl);
+      endpoints = { ...discovered.endpoints, ...config.platform.endpointOverrides };
+      platformOptions = {
+        ...platformOptions,
+        projectId: config.platform.projectId ?? discovered.projectId,
+        networks: config.platform.networks.length > 0 ? config.platform.networks : discovered.networks,
+      };
+      nativeSymbols = { ...discovered.nativeSymbols, ...config.platform.nativeSymbols };
+      marketplaceContracts = { ...discovered.marketplaceContracts, ...config.marketplaceContracts };
+      logger.info(
+        { url: config.platform.discoveryUrl, networks: platformOptions.networks.map((n) => n.name) },
+        'using the platform described at FLOORWATCH_PLATFORM_URL',
+      );
+    }
     if (!endpoints) {
       const { startDevnet } = await import('./devnet/index.ts');
       devnet = await startDevnet({
@@ -159,7 +198,11 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
 
     const metrics = config.http ? new BotMetrics() : undefined;
     const platformLogger = logger.child({ component: 'platform' });
-    const linkTemplates = devnet ? devnetLinks(devnet, config.links) : config.links;
+    const linkTemplates = devnet
+      ? devnetLinks(devnet, config.links)
+      : discovered?.pages
+        ? describedLinks(discovered.pages, platformOptions.networks, config.links)
+        : config.links;
     const platform = new PlatformClient({
       ...platformOptions,
       endpoints,
@@ -182,6 +225,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     });
     stops.push(() => platform.close());
     const links = new Links(linkTemplates, platform.networks.all);
+    warnOfNetworksWithoutMarketplace(platform.networks.all, marketplaceContracts, logger, logFile !== undefined);
     const defaultNetwork = config.defaultNetwork ?? platform.networks.all[0]?.name;
     if (!defaultNetwork) throw new ConfigError(['FLOORWATCH_NETWORKS lists no network.']);
     // With the local platform the networks are known only now: the configuration could not check this.
@@ -206,9 +250,13 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       journal = shared.deliveries;
       logger.info({ database: shared.db.where }, 'using the shared database');
     } else {
-      store = await StateStore.open(join(config.dataDir, 'state.json'));
+      store = await StateStore.open(join(config.dataDir, 'state.json'), {
+        fence,
+        logger: logger.child({ component: 'state' }),
+      });
       journal = await DeliveryJournal.open(join(config.dataDir, 'deliveries.jsonl'), {
         onCompactionError: (error) => logger.error({ err: error }, 'journal compaction failed'),
+        fence,
       });
     }
     const stores = { store, journal };
@@ -226,6 +274,8 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       journal,
       sinks,
       logger: deliveryLogger,
+      // Who may send: the holder of a chat's claim with a shared database, of the directory otherwise.
+      fence: shared?.leases ?? lock,
       onUnreachable: (destination, reason) => void pipeline?.destinationUnreachable(destination, reason),
       onOutcome: (outcome, platform, count) => {
         metrics?.delivery(outcome, platform, count);
@@ -238,7 +288,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     if (shared && pgStore) {
       const opened = shared;
       claims = new ChatClaims({
-        locks: shared.locks,
+        leases: shared.leases,
         log: shared.deliveries,
         dispatcher,
         logger: deliveryLogger,
@@ -252,6 +302,21 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     }
     const deliveryQueue = claims ?? dispatcher;
 
+    // Begin wallet verification.
+    const wallets: WalletStore = shared
+      ? await (await import('./store/pg/wallets.ts')).PgWalletStore.open(
+          shared.db,
+          logger.child({ component: 'wallets' }),
+        )
+      : await FileWalletStore.open(join(config.dataDir, 'wallets.jsonl'));
+    stops.push(() => wallets.close());
+    const verification = await walletVerification(config, wallets, {
+      chainId: platform.networks.find(defaultNetwork)?.chainId ?? 1,
+      rpcUrl: (config.backfill.rpcUrl ?? devnet?.chainRpcUrl)?.replaceAll('{network}', defaultNetwork),
+      devnet,
+      logger: logger.child({ component: 'verify' }),
+    });
+    // End wallet verification.
     let digests: DigestService | undefined;
     let scheduler: DigestScheduler | undefined;
     const commands = await loadCommands(COMMANDS_DIR);
@@ -274,6 +339,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         rarity: new RarityIndex(platform, { logger: logger.child({ component: 'rarity' }) }),
       },
       nativeSymbols,
+      verification,
       digests: {
         preview: async (chatKey, digest) => {
           if (!digests) throw new Error('digests are not running');
@@ -293,7 +359,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     });
     if (metrics) engine.onOutcome((name, outcome) => metrics.command(name, outcome));
     // Begin backfill: the blocks missed while stopped or reconnecting, read back over JSON-RPC.
-    const rpcUrl = config.backfill.rpcUrl ?? devnet?.chainRpcUrl;
+    const rpcUrl = config.backfill.rpcUrl ?? devnet?.chainRpcUrl ?? discovered?.chainRpcUrl;
     let backfill: Backfill | undefined;
     if (rpcUrl && config.backfill.maxBlocks > 0) {
       const onWriteError = (error: unknown) => logger.warn({ err: error }, 'could not save the block cursors');
@@ -315,7 +381,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     let ingest: Leadership | undefined;
     if (shared && pgStore) {
       ingest = new pgStore.Leadership({
-        locks: shared.locks,
+        leases: shared.leases,
         space: 'ingest',
         keys: () => platform.networks.all.map((n) => n.name),
         onAcquired: () =>
@@ -359,7 +425,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       logger: logger.child({ component: 'digests' }),
       // With a shared database one process posts the digests (each due digest is also recorded once).
       run: async (chatKeys, dueAt) => {
-        if (digestLeader && !digestLeader.leads(DIGESTS_LOCK)) return;
+        if (digestLeader && pgStore && !digestLeader.leads(pgStore.DIGESTS_LEASE_KEY)) return;
         await digestService.run(chatKeys, dueAt);
       },
     });
@@ -367,9 +433,9 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     let digestLeader: Leadership | undefined;
     if (shared && pgStore) {
       digestLeader = new pgStore.Leadership({
-        locks: shared.locks,
+        leases: shared.leases,
         space: 'digests',
-        keys: () => [DIGESTS_LOCK],
+        keys: () => [pgStore.DIGESTS_LEASE_KEY],
         onAcquired: () => void digestScheduler.catchUp(),
         logger: logger.child({ component: 'leadership' }),
       });
@@ -475,6 +541,17 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       http = server;
       stops.push(() => server.close());
     }
+    let web: PageServer | undefined;
+    if (config.verification.publicUrl) {
+      const server = await startPageServer({
+        ...config.verification.web,
+        publicUrl: config.verification.publicUrl,
+        verification,
+        logger: logger.child({ component: 'verify-page' }),
+      });
+      web = server;
+      stops.push(() => server.close());
+    }
     logger.info({ commands: commands.length, dataDir: config.dataDir }, 'floorwatch started');
     return {
       config,
@@ -488,14 +565,66 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       devnet,
       console: consoleChat,
       http: http?.address,
+      wallets,
+      verification,
+      web: web?.address,
       finished,
       stop,
-      onFatal: (listener) => fatalListeners.push(listener),
+      onFatal: (listener) => {
+        fatalListeners.push(listener);
+        if (fatalError) listener(fatalError);
+      },
     };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/**
+ * Wallet verification over `store`: signatures checked on the default network (contract wallets
+ * through its JSON-RPC), Telegram Mini App data checked with the bot's token, and with the local
+ * platform its test wallets and the command that signs with them.
+ */
+async function walletVerification(
+  config: Config,
+  store: WalletStore,
+  chain: { chainId: number; rpcUrl: string | undefined; devnet: Devnet | undefined; logger: Logger },
+): Promise<WalletVerification> {
+  const telegramToken = config.telegram?.token;
+  const { checkInitData } = await import('./chat/telegram/web-app.ts');
+  const testWallets = chain.devnet ? await import('./devnet/wallets.ts') : undefined;
+  return new WalletVerification({
+    store,
+    checker: new SignatureChecker(chain.rpcUrl),
+    logger: chain.logger,
+    publicUrl: config.verification.publicUrl,
+    chainId: chain.chainId,
+    ...(telegramToken
+      ? {
+          miniAppIdentity: (initData: string, now: Date) => {
+            const checked = checkInitData(initData, telegramToken, now);
+            return checked.ok ? { ok: true as const, person: `telegram:${checked.userId}` } : { ok: false as const };
+          },
+        }
+      : {}),
+    ...(testWallets
+      ? {
+          testWallets: testWallets.TEST_WALLETS.map(({ index, kind, address }) => ({ index, kind, address })),
+          signHint: (address: string, message: string) => {
+            const wallet = testWallets.testWallet(address);
+            return wallet
+              ? `npm run --silent devnet -- sign --wallet ${wallet.index} ${shellQuote(message)}`
+              : undefined;
+          },
+        }
+      : {}),
+  });
+}
+
+/** A text as one POSIX shell word (single quotes; a quote inside becomes '\''). */
+export function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 /** Links to the local platform's own pages: its marketplace's token pages and its explorer. */
@@ -509,6 +638,36 @@ export function devnetLinks(devnet: Devnet, configured?: LinkTemplates): LinkTem
   };
 }
 
+/** Links to the pages of a platform that described itself, under those the configuration sets. */
+function describedLinks(
+  pages: { token: string; transaction: string },
+  networks: readonly Network[],
+  configured: LinkTemplates,
+): LinkTemplates {
+  return {
+    token: configured.token ?? pages.token,
+    transaction: { ...Object.fromEntries(networks.map((n) => [n.name, pages.transaction])), ...configured.transaction },
+  };
+}
+
+/**
+ * Listings, offers and sales are logs of the platform's marketplace contracts: a network without
+ * them gets no such alert, which must not go unnoticed. Logged, and said on the terminal too when
+ * the logs go to a file.
+ */
+function warnOfNetworksWithoutMarketplace(
+  networks: readonly Network[],
+  marketplaceContracts: Record<string, string[]>,
+  logger: Logger,
+  toTerminal: boolean,
+): void {
+  const without = networks.filter((n) => (marketplaceContracts[n.name] ?? []).length === 0).map((n) => n.name);
+  if (without.length === 0) return;
+  const message = `no marketplace contract for ${without.join(', ')}: listing, offer and sale alerts cannot start there (mint, transfer and burn alerts can). Set FLOORWATCH_MARKETPLACE_CONTRACTS, e.g. ${without[0]}:0x<the marketplace contract>.`;
+  logger.warn({ networks: without }, message);
+  if (toTerminal) process.stderr.write(`floorwatch: warning: ${message}\n`);
+}
+
 /** The local platform's native coin per network (the zero address among its currencies). */
 export function nativeSymbolsOf(devnet: Devnet): Record<string, string> {
   const out: Record<string, string> = {};
@@ -519,8 +678,19 @@ export function nativeSymbolsOf(devnet: Devnet): Record<string, string> {
   return out;
 }
 
-/** CLI entry: start, stop on SIGINT/SIGTERM or at the end of piped input, exit with a clear message on bad setup. */
-async function cli(): Promise<void> {
+export const NO_CHAT_PLATFORM =
+  'no chat platform is configured (set DISCORD_TOKEN and DISCORD_APPLICATION_ID, or TELEGRAM_BOT_TOKEN), and the terminal chat got no input: standard input is not a terminal and ended without a command (/dev/null, closed, or an empty pipe). For the terminal chat, run it on a terminal (docker run -it) or pipe commands in.';
+
+/** Standard input that is not a terminal and ended without a byte: /dev/null, closed, an empty pipe or file. */
+function gaveNothing(stdin: NodeJS.ReadStream): boolean {
+  return stdin.isTTY !== true && ((stdin as { bytesRead?: number }).bytesRead ?? 0) === 0;
+}
+
+/**
+ * CLI entry: start, stop on SIGINT/SIGTERM or at the end of piped input, exit with a clear message on bad
+ * setup. Runs when this file is the script node was given, or when `npm start` (scripts/start.mjs) calls it.
+ */
+export async function cli(): Promise<void> {
   if (existsSync('.env')) process.loadEnvFile('.env');
   let bot: RunningBot;
   try {
@@ -533,6 +703,10 @@ async function cli(): Promise<void> {
     if (error instanceof ConfigError || error instanceof StoreFileError || error instanceof DataDirError) {
       process.stderr.write(`floorwatch: ${error.message}\n`);
       process.exit(78);
+    }
+    if (error instanceof PlatformDiscoveryError) {
+      process.stderr.write(`floorwatch: ${error.message}\n`);
+      process.exit(error.exitCode);
     }
     if (error instanceof ChatStartError) {
       process.stderr.write(`floorwatch: ${error.message}\n`);
@@ -556,12 +730,24 @@ async function cli(): Promise<void> {
     await bot.stop();
     process.exit(code);
   };
-  bot.onFatal(() => void shutdown('lost the database locks', 75));
+  // Another process may already do this one's work: it stops at once, as a crash would, writing and
+  // sending nothing more (a graceful stop would flush state); 75 (EX_TEMPFAIL) asks a supervisor to
+  // start it again.
+  bot.onFatal((error) => {
+    process.stderr.write(`floorwatch: ${error.message}; stopping at once (exit 75)\n`);
+    process.exit(75);
+  });
   process.on('SIGINT', () => void shutdown('SIGINT', 0));
   process.on('SIGTERM', () => void shutdown('SIGTERM', 0));
   if (bot.console) {
     const chat = bot.console;
     await bot.finished;
+    if (!chat.outputClosed && !bot.config.discord && !bot.config.telegram && gaveNothing(process.stdin)) {
+      // Run detached (`docker run -d`, a service manager): the terminal chat cannot be the chat meant.
+      process.stderr.write(`floorwatch: ${NO_CHAT_PLATFORM}\n`);
+      await shutdown('no chat platform configured and no input', 78);
+      return;
+    }
     // A closed output (`npm start | head`) ends the bot as the end of input does: cleanly, code 0.
     await shutdown(chat.outputClosed ? 'output closed' : 'end of input', 0);
   }

@@ -3,10 +3,14 @@ import type { Logger } from 'pino';
 import type { RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
 import type { ChatSettings } from '../core/settings.ts';
+import type { WalletVerificationPort } from '../core/wallets.ts';
+import { CurrencyDirectory } from '../market/currencies.ts';
+import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import { type ArgumentSources, type ReadingFailure, readArguments } from './arguments.ts';
 import { ButtonCodec } from './buttons.ts';
 import { CollectionResolver } from './collections.ts';
+import type { MarketContext } from './command.ts';
 import {
   type Actor,
   type AlertStatus,
@@ -20,10 +24,7 @@ import {
   type Permission,
 } from './command.ts';
 import { type Completion, type CompletionRequest, completions } from './completions.ts';
-import { CurrencyDirectory } from './currencies.ts';
 import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from './errors.ts';
-import type { Links } from './links.ts';
-import type { MarketContext } from './market.ts';
 import { type ArgError, type Tokens, tokenize } from './options.ts';
 import { DEFAULT_CHAT_LIMIT, DEFAULT_USER_LIMIT, FloodGate, type RateLimitPolicy } from './rate-limit.ts';
 import { choiceReply, errorReply, isExpectedFailure } from './user-text.ts';
@@ -51,6 +52,8 @@ export interface EngineOptions {
   alerts?: () => AlertStatus;
   /** Digests for /digest. */
   digests?: DigestPort;
+  /** Wallet verification for /verify. */
+  verification?: WalletVerificationPort;
   /** Web pages of tokens, transactions and orders, for answers that link to them. */
   links?: Links;
   /** The market history and rarity index, for /collection, /token and /traits. */
@@ -311,6 +314,7 @@ export class CommandEngine {
       links: this.#options.links,
       market: this.#options.market,
       digests: this.#options.digests,
+      verification: this.#options.verification,
       bot: { commands: this.commands, startedAt: this.startedAt, alerts: this.#options.alerts },
     };
     return spec.run(context, values as never);

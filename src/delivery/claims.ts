@@ -1,12 +1,13 @@
 /**
  * Which process sends which chat's deliveries, when several share one database.
  *
- * A chat is sent to by the process that holds its claim (an advisory lock): it reads the chat's open
- * deliveries in recording order and hands them to its own dispatcher, so that a chat's alerts keep
- * their order and are never sent by two processes at once. A claim is tried when a delivery for the
- * chat is recorded (by this process, or announced by another) and by a sweep every `sweepMs`, which
- * also takes the chats of a process that died: its claims ended with its connection, and the
- * deliveries it was sending come back as `sending`, to be sent again under the same idempotency key.
+ * A chat is sent to by the process that holds its claim (a lease, store/pg/leases.ts): it reads the
+ * chat's open deliveries in recording order and hands them to its own dispatcher, so that a chat's
+ * alerts keep their order and are never sent by two processes at once. A claim is tried when a
+ * delivery for the chat is recorded (by this process, or announced by another) and by a sweep every
+ * `sweepMs`, which also takes the chats of a process that died (its claims ended with its connection)
+ * or froze (its claims expired): the deliveries it was sending come back as `sending`, to be sent
+ * again under the same idempotency key.
  * A claim idle for `releaseAfterIdleMs` is given back, so that chats spread over the processes.
  */
 import type { Logger } from 'pino';
@@ -14,7 +15,7 @@ import type { DeliveryRecord } from '../core/deliveries.ts';
 import { byDestination, type Destination, destinationKey } from '../core/types.ts';
 import type { DeliveryQueue } from './dispatcher.ts';
 
-export interface ChatLocks {
+export interface ChatLeases {
   tryLock(space: 'chat', key: string): Promise<boolean>;
   unlock(space: 'chat', key: string): Promise<void>;
   holds(space: 'chat', key: string): boolean;
@@ -27,7 +28,7 @@ export interface OpenDeliveries {
 }
 
 export interface ChatClaimsOptions {
-  locks: ChatLocks;
+  leases: ChatLeases;
   log: OpenDeliveries;
   /** This process's dispatcher. */
   dispatcher: DeliveryQueue & { isIdle(destination: Destination): boolean };
@@ -170,7 +171,7 @@ export class ChatClaims implements DeliveryQueue {
     if (this.#stopped) return;
     let claim = this.#claims.get(chatKey);
     if (!claim) {
-      if (!(await this.#o.locks.tryLock('chat', chatKey))) return;
+      if (!(await this.#o.leases.tryLock('chat', chatKey))) return;
       claim = { destination: destinationOf(chatKey), seq: 0, handed: new Set(), idleSince: undefined };
       this.#claims.set(chatKey, claim);
     }
@@ -210,7 +211,7 @@ export class ChatClaims implements DeliveryQueue {
       const turn = (this.#busy.get(chatKey) ?? Promise.resolve()).then(async () => {
         if (!this.#o.dispatcher.isIdle(claim.destination) || this.#claims.get(chatKey) !== claim) return;
         this.#claims.delete(chatKey);
-        await this.#o.locks.unlock('chat', chatKey);
+        await this.#o.leases.unlock('chat', chatKey);
       });
       this.#busy.set(chatKey, turn);
       await turn.catch((error: unknown) =>

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { type DeliveryRecord, JournalWriteError, type NewDelivery, payloadOf } from '../core/deliveries.ts';
+import { LeaseLostError, type SendFence } from '../core/lease.ts';
 import type { DeliveryLog } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
 import { type Destination, destinationKey } from '../core/types.ts';
@@ -30,6 +31,13 @@ export interface DispatcherOptions {
   onUnreachable?: (destination: Destination, reason: string) => void;
   /** Observes each outcome (metrics, tests). */
   onOutcome?: (outcome: 'sent' | 'retried' | 'failed' | 'edited', platform: string, count: number) => void;
+  /**
+   * Asked right before each send and edit (the send waits while it takes a late lease again): when
+   * it fails with {@link LeaseLostError} (this process no longer holds the lease that lets it send
+   * there), nothing is sent or written and the dispatcher stops; the deliveries stay recorded for the
+   * holder.
+   */
+  fence?: SendFence;
 }
 
 interface Lane {
@@ -41,6 +49,8 @@ interface Lane {
   running: boolean;
   nextAt: number;
   failures: number;
+  /** `markSent` writes under way for this lane. */
+  marking: number;
 }
 
 /** Waits `ms`, or less when `signal` aborts. */
@@ -101,7 +111,13 @@ export class Dispatcher implements DeliveryQueue {
   isIdle(destination: Destination): boolean {
     const lane = this.#lanes.get(destinationKey(destination));
     if (!lane) return true;
-    return !lane.running && lane.queue.length === 0 && lane.edits.length === 0 && lane.nextAt <= Date.now();
+    return (
+      !lane.running &&
+      lane.queue.length === 0 &&
+      lane.edits.length === 0 &&
+      lane.marking === 0 &&
+      lane.nextAt <= Date.now()
+    );
   }
 
   /**
@@ -161,7 +177,7 @@ export class Dispatcher implements DeliveryQueue {
     const key = destinationKey(destination);
     let lane = this.#lanes.get(key);
     if (!lane) {
-      lane = { destination, queue: [], sending: [], edits: [], running: false, nextAt: 0, failures: 0 };
+      lane = { destination, queue: [], sending: [], edits: [], running: false, nextAt: 0, failures: 0, marking: 0 };
       this.#lanes.set(key, lane);
     }
     return lane;
@@ -205,13 +221,34 @@ export class Dispatcher implements DeliveryQueue {
           logger.info('the delivery journal accepts writes again: the chats get their alerts');
         }
       } catch (error) {
+        if (error instanceof LeaseLostError) {
+          this.#fenced(lane, error);
+          return;
+        }
         lane.failures++;
         // A journal that cannot be written is no fault of the chat: the lane waits for the disk, and
         // nothing is counted against the deliveries.
         if (error instanceof JournalWriteError) this.#journalRefused(lane, error);
-        else await this.#failed(lane, error).catch((writeError: unknown) => this.#journalRefused(lane, writeError));
+        else
+          await this.#failed(lane, error).catch((writeError: unknown) =>
+            writeError instanceof LeaseLostError
+              ? this.#fenced(lane, writeError)
+              : this.#journalRefused(lane, writeError),
+          );
       }
     }
+  }
+
+  /** This process may not send any more: nothing more is sent or written (the lease's holder stops the process). */
+  #fenced(lane: Lane, error: LeaseLostError): void {
+    if (!this.#stopping) {
+      this.#options.logger.error(
+        { destination: destinationKey(lane.destination), err: error },
+        'not sending: this process no longer holds its lease; the deliveries stay recorded for the holder',
+      );
+    }
+    this.#stopping = true;
+    this.#stop.abort();
   }
 
   /** The delay before the next attempt after `failures` failures in a row, with jitter. */
@@ -300,6 +337,7 @@ export class Dispatcher implements DeliveryQueue {
     await Promise.all(
       records.filter((r) => !(r.state === 'sending' && r.sendKey === key)).map((r) => journal.markSending(r.id, key)),
     );
+    await this.#options.fence?.assertMaySend(lane.destination);
     const messageId = await sink.send(
       lane.destination.chatId,
       records.map((r) => decodePayload(payloadOf(r))),
@@ -327,7 +365,9 @@ export class Dispatcher implements DeliveryQueue {
         ),
     );
     this.#marking.add(marking);
+    lane.marking++;
     void marking.finally(() => {
+      lane.marking--;
       this.#marking.delete(marking);
       for (const resolve of this.#idle) resolve();
       this.#idle.clear();
@@ -365,6 +405,7 @@ export class Dispatcher implements DeliveryQueue {
     const replies = siblings.map((r) =>
       r.reorged ? renderReorged(decodePayload(payloadOf(r))) : decodePayload(payloadOf(r)),
     );
+    await this.#options.fence?.assertMaySend(lane.destination);
     await sink.edit(lane.destination.chatId, record.messageId, replies);
     await Promise.all(siblings.filter((s) => s.reorged).map((s) => journal.markEdited(s.id)));
     lane.edits = lane.edits.filter((e) => !siblings.some((s) => s.id === e));

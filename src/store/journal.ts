@@ -72,6 +72,7 @@ import {
   JournalWriteError,
   type NewDelivery,
 } from '../core/deliveries.ts';
+import { LeaseLostError, type WriteFence } from '../core/lease.ts';
 import type { DeliveryLog } from '../core/ports.ts';
 import type { JournalWriteFailure } from '../core/status.ts';
 import { ALERT_KINDS, type Destination, destinationKey } from '../core/types.ts';
@@ -88,6 +89,13 @@ export interface DeliveryJournalOptions {
   retentionMs?: number;
   /** Receives the failure of an automatic compaction (the journal keeps working uncompacted). */
   onCompactionError?: (error: Error) => void;
+  /**
+   * Asked right before every write to the file (appends, and the rename that ends a compaction);
+   * the write waits while it takes a late lease again. When it fails with {@link LeaseLostError}
+   * (this process no longer holds the data directory) the write is not made, its calls reject with
+   * that error, and so does every later one.
+   */
+  fence?: WriteFence;
 }
 
 const FORMAT_VERSION = 1;
@@ -316,6 +324,8 @@ export class DeliveryJournal implements DeliveryLog {
   readonly #compactAfterBytes: number;
   readonly #retentionMs: number;
   readonly #onCompactionError: ((error: Error) => void) | undefined;
+  readonly #fence: WriteFence | undefined;
+  #fenced: LeaseLostError | undefined;
   #records: Records;
   #handle: FileHandle;
   #bytes: number;
@@ -334,7 +344,7 @@ export class DeliveryJournal implements DeliveryLog {
     handle: FileHandle,
     records: Records,
     bytes: number,
-    options: Required<Omit<DeliveryJournalOptions, 'onCompactionError'>> & DeliveryJournalOptions,
+    options: Required<Omit<DeliveryJournalOptions, 'onCompactionError' | 'fence'>> & DeliveryJournalOptions,
   ) {
     this.file = file;
     this.#tempFile = `${file}.compact`;
@@ -346,6 +356,7 @@ export class DeliveryJournal implements DeliveryLog {
     this.#compactAfterBytes = options.compactAfterBytes;
     this.#retentionMs = options.retentionMs;
     this.#onCompactionError = options.onCompactionError;
+    this.#fence = options.fence;
     this.#compactAt = options.compactAfterBytes;
   }
 
@@ -675,9 +686,21 @@ export class DeliveryJournal implements DeliveryLog {
     });
   }
 
-  #refusal(): JournalError | undefined {
+  #refusal(): JournalError | LeaseLostError | undefined {
     if (this.#closed) return new JournalError(this.file, 'the journal is closed');
-    return this.#broken;
+    return this.#fenced ?? this.#broken;
+  }
+
+  /** Throws when this process may no longer write the journal (see {@link DeliveryJournalOptions.fence}). */
+  async #checkFence(): Promise<void> {
+    if (this.#fenced) throw this.#fenced;
+    try {
+      const retaking = this.#fence?.();
+      if (retaking) await retaking;
+    } catch (error) {
+      if (error instanceof LeaseLostError) this.#fenced = error;
+      throw error;
+    }
   }
 
   #kick(): void {
@@ -756,6 +779,7 @@ export class DeliveryJournal implements DeliveryLog {
       if (this.#bytes === 0) lines.unshift(HEADER_LINE);
       const data = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
       try {
+        await this.#checkFence();
         await this.#append(data, sync);
       } catch (error) {
         for (const { job } of accepted) job.reject(error);
@@ -922,12 +946,14 @@ export class DeliveryJournal implements DeliveryLog {
       if (this.#broken) throw this.#broken;
       compaction.bytes += await writeAll(temp, lines);
       if (this.#fsync) await temp.datasync();
+      await this.#checkFence();
       await rename(this.#tempFile, this.file);
       renamed = true;
     } catch (cause) {
       this.#compaction = undefined;
       await temp.close().catch(() => undefined);
       await rm(this.#tempFile, { force: true }).catch(() => undefined);
+      if (cause instanceof LeaseLostError) throw cause;
       throw new JournalWriteError(this.file, `could not be compacted (${message(cause)}); it was left as it was`, {
         cause,
       });

@@ -1,9 +1,10 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NO_CHAT_PLATFORM } from '../../src/main.ts';
 import { LOCK_FILE } from '../../src/store/lock.ts';
 import { type EntryPointRun, ROOT, runEntryPoint, spawnEntryPoint, waitUntil } from '../helpers/entry-point.ts';
 
@@ -109,6 +110,36 @@ describe('npm start with piped input', () => {
     expect(run.stdout).toBe('');
   });
 
+  it('GIVEN no chat platform and standard input /dev/null (docker run -d) THEN it says no chat platform is configured, naming the variables, and exits 78 instead of 0', async () => {
+    const detached = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    detached.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => detached.on('close', resolve));
+    expect(code).toBe(78);
+    expect(stderr).toContain(`floorwatch: ${NO_CHAT_PLATFORM}`);
+    expect(NO_CHAT_PLATFORM).toMatch(
+      /no chat platform is configured \(set DISCORD_TOKEN and DISCORD_APPLICATION_ID, or TELEGRAM_BOT_TOKEN\)/,
+    );
+    // The lock is released: the stop is the ordinary one.
+    expect(existsSync(join(dataDir, LOCK_FILE))).toBe(false);
+  }, 60_000);
+
+  it('GIVEN no chat platform and an empty pipe THEN the same, 78; piped commands still run and end with 0', async () => {
+    const empty = await runEntryPoint('', { FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' });
+    expect(empty.code).toBe(78);
+    expect(empty.stderr).toContain(NO_CHAT_PLATFORM);
+    const piped = await runEntryPoint('/help\n', { FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' });
+    expect(piped.code).toBe(0);
+    expect(piped.stdout).toContain('Floorwatch commands');
+    expect(piped.stderr).not.toContain('no chat platform');
+  }, 60_000);
+
   it('refuses to start on a corrupt state file and leaves it as it was', async () => {
     const file = join(dataDir, 'state.json');
     await writeFile(file, '{"version":2,"chats":');
@@ -155,6 +186,25 @@ describe('npm start on a terminal', () => {
 });
 
 describe('the built bot (what npm start and the Docker image run)', () => {
+  it("GIVEN npm start's script after a build THEN it answers from dist/ without building again, in one process", async () => {
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'ignore' });
+    const stamp = join(ROOT, 'dist', '.build-stamp');
+    const builtAt = statSync(stamp).mtimeMs;
+    const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+    const [command, ...args] = pkg.scripts.start.split(/\s+/);
+    expect(command).toBe('node');
+    const run = spawnSync(process.execPath, args, {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' },
+      input: '/help\n',
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('Floorwatch commands');
+    expect(statSync(stamp).mtimeMs).toBe(builtAt);
+  }, 90_000);
+
   it('GIVEN npm run build THEN node dist/src/main.js answers, loads every command and draws a digest chart in its worker thread', async () => {
     execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'ignore' });
     const child = spawn(process.execPath, ['dist/src/main.js'], {
@@ -182,4 +232,51 @@ describe('the built bot (what npm start and the Docker image run)', () => {
     expect(loaded).toBe(files.length);
     expect(stderr).not.toContain('"level":50');
   });
+});
+
+describe('npm start: verifying a wallet in the terminal chat', () => {
+  it('GIVEN the local platform WHEN a newcomer pastes the signature of the printed signing command THEN the wallet is verified (an EOA and a counterfactual contract wallet)', async () => {
+    const running = spawnEntryPoint({ FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' });
+    try {
+      running.child.stdin.write('/verify\n');
+      await waitUntil(() => running.stdout.includes('Test wallets of the local platform'), 30_000);
+      const wallets = [...running.stdout.matchAll(/^(\d)\. (0x[0-9a-f]{40}) (.+)$/gm)];
+      const eoa = wallets.find((w) => w[3] === 'EOA')?.[2];
+      const counterfactual = wallets.find((w) => w[3]?.includes('ERC-6492'))?.[2];
+      expect(eoa).toBeDefined();
+      expect(counterfactual).toBeDefined();
+      for (const [at, address] of [eoa, counterfactual].entries()) {
+        const before = running.stdout.length;
+        running.child.stdin.write(`/verify address ${address}\n`);
+        const printed = /(npm run --silent devnet -- sign --wallet \d '[^']*')/;
+        await waitUntil(() => printed.test(running.stdout.slice(before)), 30_000);
+        const command = printed.exec(running.stdout.slice(before))?.[1] ?? '';
+        // Run exactly as printed, by a shell, as a person pasting it would.
+        const signature = execFileSync('bash', ['-c', command], {
+          cwd: ROOT,
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'pipe'],
+        }).trim();
+        expect(signature).toMatch(/^0x[0-9a-f]+$/);
+        running.child.stdin.write(`/verify signature ${signature}\n`);
+        await waitUntil(
+          () => (running.stdout.match(/is verified for the terminal chat/g) ?? []).length === at + 1,
+          30_000,
+        );
+      }
+      running.child.stdin.write('/verify list\n');
+      await waitUntil(() => running.stdout.includes('Your wallets in the terminal chat'), 30_000);
+    } finally {
+      running.child.stdin.end();
+    }
+    const run = await running.exited;
+    expect(run.code).toBe(0);
+    const list = run.stdout.slice(run.stdout.indexOf('Your wallets in the terminal chat'));
+    expect(list).toContain(' EOA, verified ');
+    expect(list).toContain(' contract wallet, verified ');
+    // Stored in a file of its own; state.json knows nothing of wallets.
+    expect(await readFile(join(dataDir, 'wallets.jsonl'), 'utf8')).toContain('"kind":"contract"');
+    const state = await readFile(join(dataDir, 'state.json'), 'utf8').catch(() => '');
+    expect(state).not.toMatch(/0x[0-9a-f]{40}/);
+  }, 120_000);
 });

@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MarketHistory } from '../../src/alerts/market-history.ts';
-import { formatUsd } from '../../src/bot/format.ts';
 import type { DigestSettings } from '../../src/core/settings.ts';
 import { type ChartSeries, chartSvg, chartsInThread } from '../../src/digests/chart.ts';
 import { ChartPool } from '../../src/digests/chart-pool.ts';
 import { DigestService, type DigestServiceOptions } from '../../src/digests/digest-service.ts';
 import { DigestScheduler } from '../../src/digests/scheduler.ts';
 import { lastDue, zonedToInstant } from '../../src/digests/zoned-time.ts';
+import { formatUsd } from '../../src/market/format.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
 import { ADMIN, CONSOLE, GROUP } from '../helpers/bot-harness.ts';
 

@@ -5,13 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Enricher } from '../../src/alerts/enrich.ts';
 import { MarketHistory } from '../../src/alerts/market-history.ts';
 import { AlertPipeline } from '../../src/alerts/pipeline.ts';
+import type { MarketContext } from '../../src/bot/command.ts';
 import type { CommandEngine } from '../../src/bot/engine.ts';
-import { formatUsd } from '../../src/bot/format.ts';
-import { formatShare, type MarketContext, nextPage } from '../../src/bot/market.ts';
 import { RarityIndex } from '../../src/bot/rarity.ts';
 import type { Reply } from '../../src/core/reply.ts';
 import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
+import { formatShare, formatUsd } from '../../src/market/format.ts';
+import { nextPage } from '../../src/market/paging.ts';
 import type { CollectibleOrder, CollectiblesFilter } from '../../src/platform/types.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
 import { ADMIN, CONSOLE, type Harness, startHarness } from '../helpers/bot-harness.ts';
@@ -126,7 +127,7 @@ describe('/collection', () => {
       expect(field(reply, 'Floor')).toContain(`(${formatUsd(floor.usd)})`);
       const listed = await everything(moonCats.address, { includeEmpty: false });
       expect(field(reply, 'Listed')).toBe(listed.length.toLocaleString('en-US'));
-      const holders = /([\d,]+) holders in all/.exec(
+      const holders = /([\d,]+) holders? in all/.exec(
         h.text(await run(engine, `/holders devnet:${moonCats.address}`)),
       )?.[1];
       expect(field(reply, 'Holders')).toBe(holders);

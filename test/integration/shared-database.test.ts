@@ -45,6 +45,11 @@ async function processOn(url: string, onLost: (error: Error) => void = () => {})
   return shared;
 }
 
+/** Takes a lease for a process (the ingest of `devnet`, under which it records, by default). */
+async function lead(shared: SharedDatabase, space: 'ingest' | 'chat' = 'ingest', key = 'devnet'): Promise<void> {
+  expect(await shared.leases.tryLock(space, key)).toBe(true);
+}
+
 async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
@@ -73,7 +78,7 @@ async function deliveringProcess(
     ...dispatcherOptions,
   });
   const claims = new ChatClaims({
-    locks: shared.locks,
+    leases: shared.leases,
     log: shared.deliveries,
     dispatcher,
     logger: silent,
@@ -403,7 +408,11 @@ describe('the delivery log shared by several processes', () => {
     const notices: string[][] = [];
     await b.db.listen(DELIVERIES_CHANNEL, (payload) => notices.push(chatsOf(payload)));
 
+    // Two ingest leaders in turn record the same event.
+    await lead(a);
     const [fresh] = await a.deliveries.record([delivery(1)]);
+    await a.leases.unlock('ingest', 'devnet');
+    await lead(b);
     const again = await b.deliveries.record([delivery(1), delivery(2)]);
     expect(fresh?.id).toBe(deliveryId(delivery(1).eventId, CHAT));
     expect(again.map((r) => r.blockNumber)).toEqual([2]);
@@ -413,9 +422,12 @@ describe('the delivery log shared by several processes', () => {
     const open = await b.deliveries.openFor('discord:4242');
     expect(open.map((o) => o.record.blockNumber)).toEqual([1, 2]);
     const id = fresh?.id as string;
+    await lead(b, 'chat', 'discord:4242');
     await b.deliveries.markSending(id, id);
     await b.deliveries.markSent(id, 'm1');
     await expect(b.deliveries.markSent(id, 'm2')).rejects.toThrow(/is not being sent/);
+    await b.leases.unlock('ingest', 'devnet');
+    await lead(a);
     const edits = await a.deliveries.markReorged('devnet', delivery(1).txnHash);
     expect(edits.map((r) => [r.id, r.state, r.reorged])).toEqual([[id, 'sent', true]]);
     // The unsent one of a reorganised transaction is dropped, never sent.
@@ -439,6 +451,7 @@ describe('the delivery log shared by several processes', () => {
   it('GIVEN the log cannot be written THEN record rejects with a journal write error the pipeline keeps alerts for', async () => {
     const url = await postgres.freshDatabase();
     const a = await processOn(url);
+    await lead(a);
     await a.db.pool.query('ALTER TABLE deliveries RENAME TO deliveries_gone');
     await expect(a.deliveries.record([delivery(7)])).rejects.toMatchObject({ name: 'JournalWriteError' });
     expect(a.deliveries.writeFailure()?.failures).toBe(1);
@@ -454,25 +467,28 @@ describe('claims and leadership', () => {
     const sink = new RecordingSink('discord', 1);
     const first = await deliveringProcess(url, sink, { sweepMs: 100 }, { retryDelayMs: 10 });
     const second = await deliveringProcess(url, sink, { sweepMs: 100 }, { retryDelayMs: 10 });
+    // The ingest leader records; the holder of the chat's claim sends.
+    const ingest = await processOn(url);
+    await lead(ingest);
     await first.claims.start();
     await second.claims.start();
-    await first.shared.deliveries.record([delivery(1), delivery(2)]);
+    await ingest.deliveries.record([delivery(1), delivery(2)]);
     await sink.until(() => sink.sent.length === 2);
     // Exactly one of them holds the chat.
     const [holder, other] = first.claims.held().length ? [first, second] : [second, first];
     expect(holder.claims.held()).toEqual(['discord:4242']);
     expect(other.claims.held()).toEqual([]);
 
-    await other.shared.deliveries.record([delivery(3)]);
+    await ingest.deliveries.record([delivery(3)]);
     await sink.until(() => sink.sent.length === 3);
     // The holder "dies" mid-send: a delivery is marked sending (maybe posted), and its connections end.
     holder.claims.stop();
     await holder.dispatcher.stop();
     await holder.shared.close();
     opened.splice(opened.indexOf(holder.shared), 1);
-    const [fourth] = await other.shared.deliveries.record([delivery(4)]);
-    await other.shared.deliveries.markSending(fourth?.id as string, fourth?.id as string);
-    await other.shared.deliveries.record([delivery(5)]);
+    // As the holder does for a chat it holds and is idle for: recorded as sending, before the send.
+    await ingest.deliveries.record([{ ...delivery(4), sendingAlone: true }]);
+    await ingest.deliveries.record([delivery(5)]);
 
     await sink.until(() => sink.sent.length === 5, 10_000);
     expect(other.claims.held()).toEqual(['discord:4242']);
@@ -487,6 +503,7 @@ describe('claims and leadership', () => {
     const url = await postgres.freshDatabase();
     const sink = new RecordingSink('discord', 1);
     const { shared, dispatcher, claims } = await deliveringProcess(url, sink, { sweepMs: 60_000 }, {}, true);
+    await lead(shared);
     await claims.start();
     // The first delivery takes the claim (read from the database, as any chat's first work is).
     claims.enqueue(await shared.deliveries.record([delivery(1)]));
@@ -524,6 +541,7 @@ describe('claims and leadership', () => {
     // Two at once would be merged on a platform that merges: they are recorded as pending.
     const merging = new RecordingSink('discord', 10);
     const other = await deliveringProcess(await postgres.freshDatabase(), merging, { sweepMs: 60_000 }, {}, true);
+    await lead(other.shared);
     await other.claims.start();
     other.claims.enqueue(await other.shared.deliveries.record([delivery(3)]));
     await merging.until(() => merging.sent.length === 1);
@@ -540,6 +558,7 @@ describe('claims and leadership', () => {
     const url = await postgres.freshDatabase();
     const sink = new RecordingSink('discord', 1);
     const { shared, dispatcher, claims } = await deliveringProcess(url, sink, { sweepMs: 100 });
+    await lead(shared);
     await claims.start();
     // Another process's recording takes its sequence number first but commits last.
     const slow = new pg.Client({ connectionString: url });
@@ -575,6 +594,7 @@ describe('claims and leadership', () => {
       return started;
     };
     const a = await start();
+    await lead(a.shared);
     await a.shared.deliveries.record([delivery(1)]);
     await sink.until(() => sink.sent.length === 1);
     expect(a.claims.held()).toEqual(['discord:4242']);
@@ -598,7 +618,7 @@ describe('claims and leadership', () => {
     const lead = async (name: string) => {
       const shared = await processOn(url);
       const leadership = new Leadership({
-        locks: shared.locks,
+        leases: shared.leases,
         space: 'ingest',
         keys: () => ['devnet'],
         onAcquired: (key) => acquired.push(`${name}:${key}`),
@@ -619,7 +639,7 @@ describe('claims and leadership', () => {
     ]);
     const died = Date.now();
     a.leadership.stop();
-    await a.shared.locks.close();
+    await a.shared.leases.close();
     await eventually(() => acquired.length === 2, 10_000);
     expect(Date.now() - died).toBeLessThan(10_000);
     expect(acquired[1]).toMatch(/^(b|c):devnet$/);

@@ -8,11 +8,10 @@ import type { Bot } from 'grammy';
 import type { UserFromGetMe } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { CommandEngine } from '../../bot/engine.ts';
-import type { Config } from '../../config.ts';
 import type { AlertSink } from '../../delivery/sink.ts';
 import { ChatImages } from '../images/images.ts';
 import { OutcomeProbe } from '../outcome-probe.ts';
-import { apiAddress, createBot, describe, type Scrub, startError } from './bot.ts';
+import { apiAddress, createBot, describe, type Scrub, startError, type TelegramConfig } from './bot.ts';
 import { answerButton } from './callbacks.ts';
 import { answerMessage, menuOf } from './messages.ts';
 import { REPLACES_MARK, TelegramOutbox } from './outbox.ts';
@@ -23,11 +22,10 @@ import { TelegramSink } from './sink.ts';
 import { routeUpdates } from './updates.ts';
 import { receiveByWebhook } from './webhook.ts';
 
+export type { TelegramConfig } from './bot.ts';
 export { EXPIRED_BUTTON } from './callbacks.ts';
-export { menuOf } from './messages.ts';
+export { DEEP_LINK_GONE, menuOf } from './messages.ts';
 export { WEBHOOK_LISTENER_LIMITS, WEBHOOK_MAX_BODY } from './webhook.ts';
-
-export type TelegramConfig = NonNullable<Config['telegram']>;
 
 export interface TelegramAdapterOptions {
   /** The `telegram` section of the configuration. */
@@ -76,7 +74,10 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
   // One byte of the callback data is kept for the in-place mark.
   const codec = engine.buttonCodec(TELEGRAM_LIMITS.callbackData - REPLACES_MARK.length);
   const images = options.images ?? new ChatImages({ logger });
-  const outbox = new TelegramOutbox(bot.api, codec, logger, images);
+  // The bot's username makes deep links from groups into its private chat (known once introduced).
+  const outbox = new TelegramOutbox(bot.api, codec, logger, images, () =>
+    bot.isInited() ? bot.botInfo.username : undefined,
+  );
   const sink = new TelegramSink(
     outbox,
     options.groupIntervalMs === undefined ? {} : { groupIntervalMs: options.groupIntervalMs },

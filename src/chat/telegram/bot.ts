@@ -5,8 +5,20 @@
 import { Bot, GrammyError, HttpError } from 'grammy';
 import type { UserFromGetMe } from 'grammy/types';
 import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
-import type { TelegramConfig } from './adapter.ts';
 import { TELEGRAM_PACE } from './sink.ts';
+
+/** The Telegram settings the adapter runs with: main hands it the configuration's `telegram` section. */
+export interface TelegramConfig {
+  token: string;
+  /** Bot API base for a proxy or a test stand-in. */
+  apiRoot: string | undefined;
+  /** Webhook mode when set (the public https URL Telegram posts updates to); long polling otherwise. */
+  webhookUrl: string | undefined;
+  /** Checked on every webhook request (X-Telegram-Bot-Api-Secret-Token). */
+  webhookSecret: string | undefined;
+  /** Local port of the webhook listener (0: any free port, for tests). */
+  webhookPort: number;
+}
 
 /** Methods that post or change a message and count against Telegram's global limit. */
 const THROTTLED = /^(send|edit|copy|forward)/;

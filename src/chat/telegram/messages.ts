@@ -2,10 +2,13 @@ import type { Context } from 'grammy';
 import type { BotCommand } from 'grammy/types';
 import { isGroup } from '../../bot/command.ts';
 import type { CommandEngine } from '../../bot/engine.ts';
+import { parseStartPayload } from './deep-link.ts';
 import type { TelegramOutbox } from './outbox.ts';
 import type { ChatPeople } from './people.ts';
 
 const PRIVATE_HINT = 'I answer commands. Send /help to see them.';
+/** Answer to a deep link for a group the bot is not in (or that is gone). */
+export const DEEP_LINK_GONE = 'That link is for a group I am not in any more. Send /verify in the group again.';
 
 /** What answering a message needs. */
 export interface MessageHandling {
@@ -18,7 +21,8 @@ export interface MessageHandling {
 
 /**
  * Answers a text message: a command for this bot runs in the engine (after the rate limits), plain
- * text in a private chat gets a hint, talk in a group and commands for other bots get nothing.
+ * text in a private chat gets a hint, talk in a group and commands for other bots get nothing. A
+ * /start with a deep link's payload runs the command it carries for the group it names.
  */
 export async function answerMessage(
   ctx: Context,
@@ -42,11 +46,23 @@ export async function answerMessage(
     await outbox.send(chat.id, { lines: [PRIVATE_HINT] });
     return;
   }
-  // Telegram opens every private chat with /start.
-  const line = /^\s*\/start(@\w+)?\s*$/i.test(text) && !engine.find('start') ? '/help' : text;
+  // Telegram opens every private chat with /start; a deep link from a group adds its payload.
+  const start = /^\s*\/start(?:@\w+)?(?:\s+(\S+))?\s*$/i.exec(text);
+  let line = start && !engine.find('start') ? '/help' : text;
+  let invokedIn = chat;
+  const payload = isPrivate && start?.[1] ? parseStartPayload(start[1]) : undefined;
+  if (payload) {
+    const title = await people.groupTitle(payload.communityId);
+    if (title === undefined) {
+      await outbox.send(chat.id, { tone: 'warning', lines: [DEEP_LINK_GONE] });
+      return;
+    }
+    line = payload.commandLine;
+    invokedIn = { ...chat, community: { id: payload.communityId, name: title } };
+  }
   void ctx.replyWithChatAction('typing').catch(() => undefined);
   const actor = await people.actor(message.chat, message.from);
-  const reply = await engine.runLine(line, chat, actor);
+  const reply = await engine.runLine(line, invokedIn, actor);
   if (!reply) {
     if (isPrivate) await outbox.send(chat.id, { lines: [PRIVATE_HINT] });
     return;

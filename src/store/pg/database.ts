@@ -2,10 +2,15 @@
  * The shared PostgreSQL database (FLOORWATCH_DATABASE_URL): a connection pool for queries, one
  * listening connection for notifications between processes, and the schema migrations.
  *
- * Advisory locks are held on connections of their own (see coordination.ts), so the database must be
- * reached directly or through a session-mode pooler, not a transaction-mode one.
+ * Leases (leases.ts) are renewed on a connection of their own, and a lease whose holder's session ended
+ * is free: the database must be reached directly or through a session-mode pooler, not a
+ * transaction-mode one.
+ *
+ * Every connection notices a dead peer within seconds: see {@link connectionConfig}.
  */
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runner } from 'node-pg-migrate';
@@ -43,6 +48,48 @@ export interface DatabaseOptions {
 type NotificationHandler = (payload: string) => void;
 
 /**
+ * How a connection notices a dead peer, and how long work may take:
+ * - client side: TCP keepalive from 5 s of silence (Node sets only the first probe's delay; the
+ *   system's interval and count do the rest), connecting gives up after 5 s, and a query not answered
+ *   in 15 s fails (`query_timeout`: the server, or the way to it, is gone);
+ * - server side (startup parameters of each session): keepalive probes from 5 s of silence every 2 s,
+ *   the third unanswered one ends the session, and data left unacknowledged ends it after 10 s
+ *   (`tcp_user_timeout`, PostgreSQL 12 or later), so a client cut off is dropped in about 11 s; a
+ *   statement may run 10 s, wait 5 s for a lock, and a transaction may sit idle 10 s.
+ * The migrations run without the time limits (an index build may take longer).
+ */
+function connectionConfig(
+  url: string,
+  name: string,
+  limits: { queryTimeoutMs: number } | 'no time limits',
+): pg.ClientConfig {
+  const timed = limits !== 'no time limits';
+  return {
+    connectionString: url,
+    application_name: name,
+    connectionTimeoutMillis: 5_000,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 5_000,
+    options:
+      '-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3 -c tcp_user_timeout=10000',
+    ...(timed
+      ? {
+          query_timeout: limits.queryTimeoutMs,
+          statement_timeout: 10_000,
+          lock_timeout: 5_000,
+          idle_in_transaction_session_timeout: 10_000,
+        }
+      : {}),
+  };
+}
+
+/** How long a query of the pool may go unanswered. */
+const QUERY_TIMEOUT_MS = 15_000;
+
+/** How often the listening connection is asked a question, so that a dead one is noticed. */
+const LISTENER_PING_MS = 10_000;
+
+/**
  * A pool plus a listening connection that comes back by itself: after it was lost, every channel is
  * listened to again and the `onResync` callbacks run, since notifications sent meanwhile are gone.
  */
@@ -50,6 +97,8 @@ export class Database {
   readonly pool: pg.Pool;
   readonly url: string;
   readonly where: string;
+  /** This process, as the leases it holds name it: host, pid and a random part. */
+  readonly processName = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   readonly #logger: Logger;
   readonly #handlers = new Map<string, NotificationHandler[]>();
   readonly #resyncs: Array<() => void> = [];
@@ -57,16 +106,15 @@ export class Database {
   #listening: Promise<void> | undefined;
   #closed = false;
   #retryTimer: NodeJS.Timeout | undefined;
+  #pingTimer: NodeJS.Timeout | undefined;
 
   private constructor(url: string, options: DatabaseOptions) {
     this.url = url;
     this.where = describeDatabaseUrl(url);
     this.#logger = options.logger;
     this.pool = new pg.Pool({
-      connectionString: url,
+      ...connectionConfig(url, options.applicationName ?? 'floorwatch', { queryTimeoutMs: QUERY_TIMEOUT_MS }),
       max: options.poolSize ?? 10,
-      application_name: options.applicationName ?? 'floorwatch',
-      connectionTimeoutMillis: 10_000,
     });
     // An idle connection dropped by the server: the pool replaces it; nothing to do but say so.
     this.pool.on('error', (error) => this.#logger.warn({ err: redact(error) }, 'database connection lost'));
@@ -87,7 +135,10 @@ export class Database {
 
   /** Runs the migrations not yet run (node-pg-migrate takes its own lock: replicas may start together). */
   async migrate(): Promise<void> {
-    const client = await this.pool.connect();
+    // A connection of its own, without the statement time limit: an index build may take longer.
+    const client = new pg.Client(connectionConfig(this.url, 'floorwatch:migrate', 'no time limits'));
+    client.on('error', () => {});
+    await client.connect();
     try {
       await runner({
         dbClient: client,
@@ -100,13 +151,18 @@ export class Database {
         log: (message: string) => this.#logger.debug({ migration: message }, 'database migration'),
       });
     } finally {
-      client.release();
+      await client.end().catch(() => {});
     }
   }
 
-  /** A connection of its own (advisory locks live as long as it does). */
-  async dedicatedClient(name: string): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: this.url, application_name: `floorwatch:${name}` });
+  /**
+   * A connection of its own (for the leases, and for notifications), set up as the pool's are;
+   * `queryTimeoutMs` overrides how long a query may go unanswered.
+   */
+  async dedicatedClient(name: string, options: { queryTimeoutMs?: number } = {}): Promise<pg.Client> {
+    const client = new pg.Client(
+      connectionConfig(this.url, `floorwatch:${name}`, { queryTimeoutMs: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS }),
+    );
     await client.connect();
     return client;
   }
@@ -132,6 +188,7 @@ export class Database {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#retryTimer);
+    clearInterval(this.#pingTimer);
     const listener = this.#listener;
     this.#listener = undefined;
     await listener?.end().catch(() => {});
@@ -147,7 +204,7 @@ export class Database {
 
   async #connectListener(): Promise<void> {
     if (this.#listener || this.#closed) return;
-    const client = await this.dedicatedClient('listener');
+    const client = await this.dedicatedClient('listener', { queryTimeoutMs: 5_000 });
     client.on('notification', (message) => {
       for (const handler of this.#handlers.get(message.channel) ?? []) {
         try {
@@ -170,6 +227,18 @@ export class Database {
     client.on('end', () => lost());
     for (const channel of this.#handlers.keys()) await client.query(`LISTEN ${channel}`);
     this.#listener = client;
+    // An idle connection whose server is gone says nothing until TCP gives up (minutes): a question
+    // now and then finds out in seconds, and the connection is made again.
+    clearInterval(this.#pingTimer);
+    this.#pingTimer = setInterval(() => {
+      if (this.#listener !== client) return;
+      client.query('SELECT 1').catch((error: unknown) => {
+        if (this.#listener !== client) return;
+        lost(error instanceof Error ? error : new Error(String(error)));
+        void client.end().catch(() => {});
+      });
+    }, LISTENER_PING_MS);
+    this.#pingTimer.unref();
   }
 
   #retryListener(delayMs: number): void {

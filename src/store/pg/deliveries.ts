@@ -12,6 +12,11 @@
  * A write the database refuses or cannot take (connection lost, server down) rejects with
  * {@link JournalWriteError}, as a full disk does for the journal: the pipeline keeps the alerts in
  * memory and writes them again.
+ *
+ * Writes are fenced (leases.ts): a delivery is recorded under the lease of its network's ingest (or of
+ * the digests), and marked sending, sent, failed or edited under its chat's claim; the statement
+ * checks this process's token of that lease, so that a process that lost it (frozen, cut off) cannot
+ * write even in the moment before it notices. Such a write rejects with {@link LeaseLostError}.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -24,10 +29,12 @@ import {
   JournalWriteError,
   type NewDelivery,
 } from '../../core/deliveries.ts';
+import { LeaseLostError } from '../../core/lease.ts';
 import type { DeliveryLog } from '../../core/ports.ts';
 import type { JournalWriteFailure } from '../../core/status.ts';
 import { type AlertKind, type Destination, destinationKey } from '../../core/types.ts';
 import type { Database } from './database.ts';
+import { DIGESTS_LEASE_KEY, fenceClause, leaseName } from './leases.ts';
 
 export const DELIVERIES_CHANNEL = 'floorwatch_deliveries';
 
@@ -131,8 +138,30 @@ class GroupCommit<A, R> {
   }
 }
 
+/** The leases this process writes deliveries under (leases.ts's {@link Leases}). */
+export interface DeliveryFences {
+  /**
+   * This process's token of the lease, once it surely holds it (a late lease is taken again first);
+   * rejects with {@link LeaseLostError} when it does not hold it.
+   */
+  token(name: string): Promise<string>;
+  /** Renews now: after a fenced write was refused, tells whether the leases are still this process's. */
+  renew(): Promise<void>;
+}
+
+/** The lease a delivery is recorded under: the digests', or its network's ingest. */
+export function recordingLease(delivery: Pick<NewDelivery, 'kind' | 'network'>): string {
+  return delivery.kind === 'digest' ? leaseName('digests', DIGESTS_LEASE_KEY) : leaseName('ingest', delivery.network);
+}
+
+/** The lease a delivery is sent under: its chat's claim. */
+export function sendingLease(chatKey: string): string {
+  return leaseName('chat', chatKey);
+}
+
 export interface PgDeliveryLogOptions {
   logger: Logger;
+  fences: DeliveryFences;
   /** How often closed deliveries are deleted (default 10 minutes); 0 never. */
   cleanupEveryMs?: number;
 }
@@ -142,6 +171,7 @@ export class PgDeliveryLog implements DeliveryLog {
   readonly origin = randomUUID();
   readonly #db: Database;
   readonly #logger: Logger;
+  readonly #fences: DeliveryFences;
   readonly #records = new Map<string, DeliveryRecord>();
   readonly #byTxn = new Map<string, Set<string>>();
   #failure: JournalWriteFailure | undefined;
@@ -150,6 +180,7 @@ export class PgDeliveryLog implements DeliveryLog {
   constructor(db: Database, options: PgDeliveryLogOptions) {
     this.#db = db;
     this.#logger = options.logger;
+    this.#fences = options.fences;
     const every = options.cleanupEveryMs ?? 10 * 60_000;
     if (every > 0) {
       this.#cleanup = setInterval(() => void this.#removeClosed(), every);
@@ -161,6 +192,7 @@ export class PgDeliveryLog implements DeliveryLog {
     const texts = new Map<unknown, string>();
     const seen = new Set<string>();
     const rows: unknown[][] = [];
+    const names = new Set<string>();
     for (const d of deliveries) {
       const id = deliveryId(d.eventId, d.destination);
       if (seen.has(id)) continue;
@@ -175,6 +207,7 @@ export class PgDeliveryLog implements DeliveryLog {
         throw new TypeError(`delivery ${JSON.stringify(id)} has an invalid blockNumber`);
       if (d.usd !== undefined && !Number.isFinite(d.usd))
         throw new TypeError(`delivery ${JSON.stringify(id)} has an invalid usd`);
+      names.add(recordingLease(d));
       rows.push([
         id,
         d.eventId,
@@ -190,25 +223,43 @@ export class PgDeliveryLog implements DeliveryLog {
     }
     if (rows.length === 0) return [];
     const column = (i: number) => rows.map((r) => r[i]);
-    // One recording at a time: sequence numbers are taken in the statement, so two at once could
-    // commit out of order, and a chat's claim reading in between would see the later one first.
-    const turn = this.#recording.then(() => this.#insert(column));
-    this.#recording = turn.then(
-      () => undefined,
-      () => undefined,
-    );
-    const inserted = await turn;
+    const attempt = async () => {
+      const leases = new Map<string, string>();
+      for (const name of names) leases.set(name, await this.#fences.token(name));
+      // One recording at a time: sequence numbers are taken in the statement, so two at once could
+      // commit out of order, and a chat's claim reading in between would see the later one first.
+      const turn = this.#recording.then(() => this.#insert(column, leases));
+      this.#recording = turn.then(
+        () => undefined,
+        () => undefined,
+      );
+      const result = await turn;
+      return Number(result[0]?.fence_held ?? 0) === leases.size ? result : undefined;
+    };
+    let result = await attempt();
+    if (!result) {
+      // Refused: a lease was lost, or expired while this process was paused between its check and
+      // the statement and is taken again by now; the database says which.
+      await this.#confirm([...names]);
+      result = (await attempt()) ?? (await this.#refusedUnder([...names]));
+    }
+    const inserted = result.filter((row) => row.id !== null);
     // RETURNING gives no order: the sequence does.
     return inserted.sort((a, b) => Number(a.seq) - Number(b.seq)).map((row) => this.#keep(row));
   }
 
   #recording: Promise<void> = Promise.resolve();
 
-  #insert(column: (i: number) => unknown[]): Promise<Array<Row & { notified: unknown }>> {
-    // One statement (one round trip, its own transaction). The notifications go out on commit, one
-    // per chat: PostgreSQL sends identical ones of a transaction once.
-    return this.#run<Row & { notified: unknown }>(
-      `WITH inserted AS (
+  #insert(
+    column: (i: number) => unknown[],
+    leases: ReadonlyMap<string, string>,
+  ): Promise<Array<Row & { notified: unknown; fence_held: string }>> {
+    // One statement (one round trip, its own transaction), fenced by the leases the deliveries are
+    // recorded under: nothing is inserted unless this process still holds them all. The notifications
+    // go out on commit, one per chat: PostgreSQL sends identical ones of a transaction once.
+    return this.#run<Row & { notified: unknown; fence_held: string }>(
+      `WITH ${fenceClause(13, 14)},
+       inserted AS (
          INSERT INTO deliveries (id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload,
                                  state, attempts, send_key, created_at, updated_at)
          SELECT id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload,
@@ -217,13 +268,48 @@ export class PgDeliveryLog implements DeliveryLog {
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[],
                      $8::float8[], $9::text[], $12::boolean[])
               WITH ORDINALITY AS t(id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload, sending, n)
+         WHERE (SELECT count(*) FROM fence) = $15
          ORDER BY n
          ON CONFLICT (id) DO NOTHING
          RETURNING *)
-       SELECT *, pg_notify($10, json_build_object('chats', json_build_array(chat_key), 'origin', $11::text)::text) AS notified
-       FROM inserted`,
-      [...[0, 1, 2, 3, 4, 5, 6, 7, 8].map(column), DELIVERIES_CHANNEL, this.origin, column(9)],
+       SELECT (SELECT count(*) FROM fence) AS fence_held, i.*,
+              CASE WHEN i.id IS NOT NULL
+                THEN pg_notify($10, json_build_object('chats', json_build_array(i.chat_key), 'origin', $11::text)::text)
+              END AS notified
+       FROM (SELECT 1) AS one LEFT JOIN inserted i ON true`,
+      [
+        ...[0, 1, 2, 3, 4, 5, 6, 7, 8].map(column),
+        DELIVERIES_CHANNEL,
+        this.origin,
+        column(9),
+        [...leases.keys()],
+        [...leases.values()],
+        leases.size,
+      ],
     );
+  }
+
+  /**
+   * A fenced write was refused for `names`: the database is asked whether this process still holds
+   * them (the leases lost end the process) and the write rejects with {@link LeaseLostError}.
+   */
+  async #refusedUnder(names: readonly string[]): Promise<never> {
+    await this.#confirm(names);
+    throw new LeaseLostError(names.join(', '), 'the database refused a write fenced by it');
+  }
+
+  /** Asks the database whether this process still holds `names`: rejects when one was lost. */
+  async #confirm(names: readonly string[]): Promise<void> {
+    await this.#fences.renew();
+    for (const name of names) await this.#fences.token(name);
+  }
+
+  /** The claim's lease and this process's token of it, for a change of delivery `id`. */
+  async #chatFence(id: string): Promise<{ name: string; token: string }> {
+    const record = this.#records.get(id);
+    if (!record) throw new JournalError(this.#db.where, `delivery ${JSON.stringify(id)} is not known to this process`);
+    const name = sendingLease(destinationKey(record.destination));
+    return { name, token: await this.#fences.token(name) };
   }
 
   /** Group-committed: concurrent calls share one statement (see {@link GroupCommit}). */
@@ -235,32 +321,77 @@ export class PgDeliveryLog implements DeliveryLog {
     return this.#sent.call(id, messageId);
   }
 
-  readonly #sending = new GroupCommit<string | null, DeliveryRecord>(async (calls) =>
-    this.#byId(
+  readonly #sending = new GroupCommit<string | null, DeliveryRecord>((calls) =>
+    this.#fencedMarks(
       calls,
-      await this.#run<Row>(
-        `UPDATE deliveries d SET state = 'sending', attempts = d.attempts + 1, send_key = COALESCE(t.key, d.send_key),
+      (fenced) =>
+        `WITH ${fenceClause(3, 4)}
+         UPDATE deliveries d SET state = 'sending', attempts = d.attempts + 1, send_key = COALESCE(t.key, d.send_key),
                 updated_at = now()
          FROM unnest($1::text[], $2::text[]) AS t(id, key)
-         WHERE d.id = t.id AND d.state IN ('pending', 'sending') AND NOT d.reorged RETURNING d.*`,
-        [calls.map((c) => c.key), calls.map((c) => c.arg)],
-      ),
+         WHERE d.id = t.id AND d.state IN ('pending', 'sending') AND NOT d.reorged AND ${fenced} RETURNING d.*`,
       'cannot be sent (it is no longer pending)',
     ),
   );
 
-  readonly #sent = new GroupCommit<string, DeliveryRecord>(async (calls) =>
-    this.#byId(
+  readonly #sent = new GroupCommit<string, DeliveryRecord>((calls) =>
+    this.#fencedMarks(
       calls,
-      await this.#run<Row>(
-        `UPDATE deliveries d SET state = 'sent', message_id = t.message_id, updated_at = now()
+      (fenced) =>
+        `WITH ${fenceClause(3, 4)}
+         UPDATE deliveries d SET state = 'sent', message_id = t.message_id, updated_at = now()
          FROM unnest($1::text[], $2::text[]) AS t(id, message_id)
-         WHERE d.id = t.id AND d.state = 'sending' RETURNING d.*`,
-        [calls.map((c) => c.key), calls.map((c) => c.arg)],
-      ),
+         WHERE d.id = t.id AND d.state = 'sending' AND ${fenced} RETURNING d.*`,
       'is not being sent',
     ),
   );
+
+  /**
+   * A group of changes of deliveries, each fenced by its chat's claim: `sql` gets the condition that
+   * a row's chat lease is in `fence` ($3 and $4: the leases' names and tokens; $1 and $2: ids and args).
+   */
+  async #fencedMarks(
+    calls: ReadonlyArray<{ key: string; arg: string | null }>,
+    sql: (fenced: string) => string,
+    refusal: string,
+  ): Promise<Map<string, DeliveryRecord | Error>> {
+    const out = new Map<string, DeliveryRecord | Error>();
+    const leases = new Map<string, string>();
+    const leaseOf = new Map<string, string>();
+    const fencedCalls: Array<{ key: string; arg: string | null }> = [];
+    for (const call of calls) {
+      try {
+        const { name, token } = await this.#chatFence(call.key);
+        leases.set(name, token);
+        leaseOf.set(call.key, name);
+        fencedCalls.push(call);
+      } catch (error) {
+        out.set(call.key, error as Error);
+      }
+    }
+    if (fencedCalls.length === 0) return out;
+    // A lease name is `chat:` and the chat's key (leaseName).
+    const rows = await this.#run<Row>(sql(`'chat:' || d.chat_key IN (SELECT name FROM fence)`), [
+      fencedCalls.map((c) => c.key),
+      fencedCalls.map((c) => c.arg),
+      [...leases.keys()],
+      [...leases.values()],
+    ]);
+    for (const [key, value] of this.#byId(fencedCalls, rows, refusal)) out.set(key, value);
+    const refused = fencedCalls.filter((c) => out.get(c.key) instanceof JournalError);
+    if (refused.length > 0) {
+      // Refused for its state, or for a lease this process lost: the database says which.
+      await this.#fences.renew().catch(() => undefined);
+      for (const { key } of refused) {
+        try {
+          await this.#fences.token(leaseOf.get(key) ?? '');
+        } catch (error) {
+          out.set(key, error as Error);
+        }
+      }
+    }
+    return out;
+  }
 
   #byId(calls: ReadonlyArray<{ key: string }>, rows: Row[], refusal: string): Map<string, DeliveryRecord | Error> {
     const out = new Map<string, DeliveryRecord | Error>();
@@ -271,40 +402,59 @@ export class PgDeliveryLog implements DeliveryLog {
     return out;
   }
 
-  markFailed(id: string, error: string, options: { final?: boolean } = {}): Promise<DeliveryRecord> {
+  async markFailed(id: string, error: string, options: { final?: boolean } = {}): Promise<DeliveryRecord> {
+    const { name, token } = await this.#chatFence(id);
     return this.#change(
       id,
-      `UPDATE deliveries SET last_error = $2, updated_at = now(),
+      `WITH ${fenceClause(4, 5)}
+       UPDATE deliveries SET last_error = $2, updated_at = now(),
               state = CASE WHEN $3 THEN 'failed' WHEN reorged THEN 'dropped' ELSE 'pending' END
-       WHERE id = $1 AND state IN ('pending', 'sending') RETURNING *`,
-      [id, error, options.final === true],
+       WHERE id = $1 AND state IN ('pending', 'sending') AND EXISTS (SELECT 1 FROM fence) RETURNING *`,
+      [id, error, options.final === true, [name], [token]],
       'cannot fail (it is not pending)',
+      name,
     );
   }
 
-  markEdited(id: string): Promise<DeliveryRecord> {
+  async markEdited(id: string): Promise<DeliveryRecord> {
+    const { name, token } = await this.#chatFence(id);
     return this.#change(
       id,
-      `UPDATE deliveries SET edited_at = now(), updated_at = now()
-       WHERE id = $1 AND state = 'sent' AND reorged RETURNING *`,
-      [id],
+      `WITH ${fenceClause(2, 3)}
+       UPDATE deliveries SET edited_at = now(), updated_at = now()
+       WHERE id = $1 AND state = 'sent' AND reorged AND EXISTS (SELECT 1 FROM fence) RETURNING *`,
+      [id, [name], [token]],
       'is not a sent message of a reorganised transaction',
+      name,
     );
   }
 
   async markReorged(network: string, txnHash: string): Promise<DeliveryRecord[]> {
-    const rows = await this.#run<Row & { notified: unknown }>(
-      `WITH changed AS (
+    const lease = leaseName('ingest', network);
+    const attempt = async () => {
+      const rows = await this.#run<Row & { notified: unknown; fence_held: string }>(
+        `WITH ${fenceClause(5, 6)},
+       changed AS (
          UPDATE deliveries SET reorged = true, updated_at = now(),
                 state = CASE WHEN state = 'pending' THEN 'dropped' ELSE state END
-         WHERE network = $1 AND txn_hash = $2 AND NOT reorged RETURNING *)
-       SELECT *, CASE WHEN state = 'sent' AND edited_at IS NULL
-                 THEN pg_notify($3, json_build_object('chats', json_build_array(chat_key), 'origin', $4::text)::text)
-                 END AS notified
-       FROM changed`,
-      [network, txnHash, DELIVERIES_CHANNEL, this.origin],
-    );
+         WHERE network = $1 AND txn_hash = $2 AND NOT reorged AND EXISTS (SELECT 1 FROM fence) RETURNING *)
+       SELECT (SELECT count(*) FROM fence) AS fence_held, c.*,
+              CASE WHEN c.state = 'sent' AND c.edited_at IS NULL
+                THEN pg_notify($3, json_build_object('chats', json_build_array(c.chat_key), 'origin', $4::text)::text)
+              END AS notified
+       FROM (SELECT 1) AS one LEFT JOIN changed c ON true`,
+        [network, txnHash, DELIVERIES_CHANNEL, this.origin, [lease], [await this.#fences.token(lease)]],
+      );
+      return Number(rows[0]?.fence_held ?? 0) === 1 ? rows : undefined;
+    };
+    let rows = await attempt();
+    if (!rows) {
+      // As in record: lost, or taken again after a pause between the check and the statement.
+      await this.#confirm([lease]);
+      rows = (await attempt()) ?? (await this.#refusedUnder([lease]));
+    }
     return rows
+      .filter((row) => row.id !== null)
       .sort((a, b) => Number(a.seq) - Number(b.seq))
       .map((row) => this.#keep(row))
       .filter((r) => r.state === 'sent' && r.editedAt === undefined);
@@ -416,10 +566,15 @@ export class PgDeliveryLog implements DeliveryLog {
 
   // ---- internals ----
 
-  async #change(id: string, sql: string, values: unknown[], refusal: string): Promise<DeliveryRecord> {
+  async #change(id: string, sql: string, values: unknown[], refusal: string, lease: string): Promise<DeliveryRecord> {
     const rows = await this.#run<Row>(sql, values);
     const row = rows[0];
-    if (!row) throw new JournalError(this.#db.where, `delivery ${JSON.stringify(id)} ${refusal}`);
+    if (!row) {
+      // Refused for its state, or for a lease this process lost: the database says which.
+      await this.#fences.renew().catch(() => undefined);
+      await this.#fences.token(lease);
+      throw new JournalError(this.#db.where, `delivery ${JSON.stringify(id)} ${refusal}`);
+    }
     return this.#keep(row);
   }
 

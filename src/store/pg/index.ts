@@ -1,12 +1,13 @@
 import type { Logger } from 'pino';
+import type { LeaseLostError } from '../../core/lease.ts';
 import { Database } from './database.ts';
 import { DELIVERIES_CHANNEL, type DeliveryNotice, PgDeliveryLog } from './deliveries.ts';
-import { AdvisoryLocks } from './locks.ts';
+import { Leases } from './leases.ts';
 import { PgRulesRepository } from './rules.ts';
 
 export { PgCursorStore } from './cursors.ts';
 export { DatabaseError } from './database.ts';
-export { Leadership } from './locks.ts';
+export { DIGESTS_LEASE_KEY, Leadership, Leases } from './leases.ts';
 export { DELIVERIES_CHANNEL };
 
 /** Everything a process needs of the shared database. */
@@ -14,19 +15,20 @@ export interface SharedDatabase {
   db: Database;
   rules: PgRulesRepository;
   deliveries: PgDeliveryLog;
-  locks: AdvisoryLocks;
+  /** This process's leases (ingest, digests, chat claims); they fence its delivery writes. */
+  leases: Leases;
   close(): Promise<void>;
 }
 
 /**
- * Connects, migrates, reads the chat settings (rules are read when asked for), and takes the
- * connection for this process's locks.
- * `onLocksLost` is called once if that connection ends while the process runs: it must stop.
+ * Connects, migrates, reads the chat settings (rules are read when asked for), and opens the
+ * connection that takes and renews this process's leases.
+ * `onLeaseLost` is called once if a lease is lost while the process runs (see leases.ts): it must stop.
  */
 export async function openSharedDatabase(
   settings: { url: string; poolSize: number },
   logger: Logger,
-  onLocksLost: (error: Error) => void,
+  onLeaseLost: (error: LeaseLostError) => void,
 ): Promise<SharedDatabase> {
   const db = await Database.open(settings.url, {
     logger: logger.child({ component: 'database' }),
@@ -34,21 +36,21 @@ export async function openSharedDatabase(
   });
   try {
     const rules = await PgRulesRepository.open(db, { logger: logger.child({ component: 'rules' }) });
-    const deliveries = new PgDeliveryLog(db, { logger: logger.child({ component: 'deliveries' }) });
     let closing = false;
-    const locks = await AdvisoryLocks.open(db, logger, (error) => {
-      if (!closing) onLocksLost(error);
+    const leases = await Leases.open(db, logger.child({ component: 'leases' }), (error) => {
+      if (!closing) onLeaseLost(error);
     });
+    const deliveries = new PgDeliveryLog(db, { logger: logger.child({ component: 'deliveries' }), fences: leases });
     return {
       db,
       rules,
       deliveries,
-      locks,
+      leases,
       close: async () => {
         closing = true;
         await rules.flush();
         await deliveries.close();
-        await locks.close();
+        await leases.close();
         await db.close();
       },
     };
