@@ -41,7 +41,8 @@ USER node
 VOLUME ["/data"]
 # 9464: health and metrics (FLOORWATCH_HTTP_PORT). 8443: the Telegram webhook listener, in webhook
 # mode only (FLOORWATCH_TELEGRAM_WEBHOOK_PORT; publish it behind the TLS proxy Telegram posts to).
-EXPOSE 9464 8443
+# 8787: the wallet verification page, with FLOORWATCH_PUBLIC_URL and FLOORWATCH_WEB_HOST=0.0.0.0.
+EXPOSE 9464 8443 8787
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.FLOORWATCH_HTTP_PORT + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["/usr/bin/tini", "--"]
