@@ -18,12 +18,11 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import * as v from 'valibot';
-import { createLimitedServer, type ListenerLimits } from '../core/http-listener.ts';
+import { createLimitedServer, type ListenerLimits, listenOn } from '../core/http-listener.ts';
 import { INVISIBLE } from '../core/reply.ts';
 import { REFUSAL_TEXT } from './refusals.ts';
 import { LINK_TOKEN, type PageCaller, publicPrefix, type WalletVerification } from './verification.ts';
@@ -279,22 +278,9 @@ export async function startPageServer(options: PageServerOptions): Promise<PageS
       else res.destroy();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const bound = server.address() as AddressInfo;
-  logger.info({ host: options.host, port: bound.port }, 'verification page listening');
-  return {
-    address: { host: options.host, port: bound.port },
-    async close() {
-      server.closeIdleConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  const listener = await listenOn(server, options.host, options.port);
+  logger.info({ host: options.host, port: listener.address.port }, 'verification page listening');
+  return listener;
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
