@@ -116,7 +116,7 @@ export default defineCommand({
       footer: footerOf(collection),
       buttons: [
         [
-          { label: 'Refresh', action: ctx.commandLine, replaces: true },
+          { label: 'Refresh', action: ctx.typed.rerun(), replaces: true },
           { label: 'Floor', action: `/floor collection=${collection.network}:${collection.address}` },
           { label: 'Holders', action: `/holders collection=${collection.network}:${collection.address}` },
         ],

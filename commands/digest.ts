@@ -134,7 +134,7 @@ export default defineGroup({
       ],
       async run(ctx, { time, timezone: namedZone, days: namedDays, collections }) {
         // Collections given by name (collections=, or Discord's own field) are only collections.
-        const { timezone, days, rest } = ctx.namedKeys.has('collections')
+        const { timezone, days, rest } = ctx.typed.namedKeys.has('collections')
           ? { timezone: namedZone, days: namedDays, rest: collections ?? '' }
           : readLeading(collections ?? '', { timezone: namedZone, days: namedDays });
         const resolved = await resolveAll(ctx, rest);

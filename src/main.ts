@@ -479,10 +479,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       const discord = await startDiscord({
         config: config.discord,
         engine,
-        store,
         logger: logger.child({ component: 'discord' }),
-        networks: platform.networks.all.map((n) => n.name),
-        defaultNetwork,
         ...(images ? { images } : {}),
       });
       stops.push(() => discord.stop());
@@ -494,7 +491,6 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       const telegram = await startTelegram({
         config: config.telegram,
         engine,
-        store,
         logger: logger.child({ component: 'telegram' }),
         ...(images ? { images } : {}),
       });

@@ -40,7 +40,6 @@ beforeAll(async () => {
       userLimit: { capacity: 1_000, refillPerSecond: 1_000 },
       chatLimit: { capacity: 1_000, refillPerSecond: 1_000 },
     }),
-    store: h.store,
     logger: pino({ level: 'silent' }),
     deferAfterMs: 2_500,
   });

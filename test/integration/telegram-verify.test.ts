@@ -32,7 +32,6 @@ beforeAll(async () => {
   adapter = await startTelegram({
     config: { token: tg.token, apiRoot: tg.url, webhookUrl: undefined, webhookSecret: undefined, webhookPort: 0 },
     engine,
-    store: h.store,
     logger: pino({ level: 'silent' }),
     botInfo: tg.botInfo(),
   });
