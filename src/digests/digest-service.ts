@@ -106,14 +106,20 @@ function isoDay(at: Date): string {
 }
 
 /**
- * The days a digest covers, as the platform's analytics count them (UTC dates, first and last
- * included): the analytics filter asks for them, and every chart panel shares them as its axis.
+ * The days a digest of `count` days covers, as the platform's analytics count them: `count` UTC
+ * dates, the last one that of `end` (so far). The analytics filter asks for them, every chart panel
+ * shares them as its axis, and the digest's text names them.
  */
-function periodDays(start: Date, end: Date): string[] {
-  const days: string[] = [];
+export function periodDays(end: Date, count: number): string[] {
   const last = Date.parse(isoDay(end));
-  for (let at = Date.parse(isoDay(start)); at <= last; at += 86_400_000) days.push(isoDay(new Date(at)));
-  return days;
+  return Array.from({ length: count }, (_, i) => isoDay(new Date(last - (count - 1 - i) * 86_400_000)));
+}
+
+/** `2026-11-15 to 2026-11-21`, or `2026-11-21` for one day. */
+function daysText(days: readonly string[]): string {
+  const first = days[0] ?? '';
+  const last = days.at(-1) ?? first;
+  return first === last ? first : `${first} to ${last}`;
 }
 
 function change(now: number | undefined, before: number | undefined, unit: (n: number) => string): string {
@@ -196,15 +202,16 @@ export class DigestService {
   ): Promise<{ reply: Reply; market: Record<string, MarketSnapshot>; timing: Omit<DigestTiming, 'journalMs'> }> {
     const started = performance.now();
     const end = dueAt;
+    // Alerts are counted over whole days back from the due time, so that daily digests miss none.
     const start = new Date(end.getTime() - digest.days * 86_400_000);
-    const days = periodDays(start, end);
+    const days = periodDays(end, digest.days);
     const analytics = this.#analytics(digest, days, cache);
     // Each collection's floor is recorded as it is looked up, so the chart drawn after plots it.
     const markets = Promise.all(digest.collections.map((collection) => this.#market(collection, cache)));
     const [wallets, conversion] = await analytics;
     const looked = await markets;
     const recordedFrom = this.#recordedFrom();
-    const chart = this.#chart(digest, dueAt, days, [wallets, conversion], recordedFrom, cache);
+    const chart = this.#chart(digest, days, [wallets, conversion], recordedFrom, cache);
     const fields: ReplyField[] = [];
     const notes: string[] = [];
     if (this.#o.market && digest.collections.length > 0) {
@@ -215,7 +222,7 @@ export class DigestService {
         );
       }
     }
-    const expectedDays = digest.days;
+    const expectedDays = days.length;
     const describeSeries = (name: string, s: Series, format: (v: number) => string) => {
       if (s.error) {
         notes.push(`${name}: unavailable (${s.error}).`);
@@ -281,6 +288,7 @@ export class DigestService {
       tone: 'info',
       lines: [
         `The last ${digest.days === 1 ? '24 hours' : `${digest.days} days`}, to ${digest.hour.toString().padStart(2, '0')}:${digest.minute.toString().padStart(2, '0')} ${digest.timeZone}.`,
+        `Chart and analytics by UTC date: ${daysText(days)}${days.length === 1 ? '' : ` (${days.length} days)`}, the last one to ${dueAt.toISOString().slice(11, 16)} UTC.`,
         ...notes,
       ],
       fields,
@@ -298,13 +306,12 @@ export class DigestService {
   /** Starts drawing the chart of these series (once per distinct chart in a run). */
   #chart(
     digest: DigestSettings,
-    dueAt: Date,
     days: readonly string[],
     [wallets, conversion]: [Series, Series],
     recordedFrom: number | undefined,
     cache: DigestRunCache,
   ): Promise<Uint8Array | undefined> {
-    const title = `Project activity, ${digest.days} day${digest.days === 1 ? '' : 's'} to ${zonedDay(dueAt, digest.timeZone)}`;
+    const title = `Project activity, ${days.length} day${days.length === 1 ? '' : 's'}: ${daysText(days)} (UTC)`;
     const from = recordedFrom === undefined ? '' : isoDay(new Date(recordedFrom));
     const key = `${JSON.stringify(this.#filter(digest, days))}|${title}|${from}`;
     let pending = cache.charts.get(key);

@@ -13,6 +13,7 @@ import { DigestScheduler } from '../../src/digests/scheduler.ts';
 import { lastDue, zonedToInstant } from '../../src/digests/zoned-time.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
 import { ADMIN, CONSOLE, GROUP } from '../helpers/bot-harness.ts';
+import { svgTexts } from '../helpers/svg-text.ts';
 
 const silent = pino({ level: 'silent' });
 let h: AlertHarness;
@@ -145,7 +146,7 @@ describe('digest content and posting', () => {
     );
     const wallets = await h.platform.analytics.walletsTxnSentTotal({
       projectId: h.devnet.projectId,
-      startDate: new Date(due.getTime() - 7 * 86_400_000).toISOString().slice(0, 10),
+      startDate: new Date(due.getTime() - 6 * 86_400_000).toISOString().slice(0, 10),
       endDate: due.toISOString().slice(0, 10),
       collections: [moonCats?.address ?? '', gardens?.address ?? ''].sort(),
     });
@@ -398,7 +399,7 @@ describe('the floor a digest looks up, in its own chart', () => {
       // Every panel covers the days the analytics were asked for: one axis, its labels drawn once, at the bottom.
       const wallets = series.find((s) => s.name === 'Wallets that sent transactions')?.points ?? [];
       const days = wallets.map((p) => p.label);
-      expect(days).toEqual([new Date(due.getTime() - 86_400_000).toISOString().slice(0, 10), days.at(-1)]);
+      expect(days).toEqual([due.toISOString().slice(0, 10)]);
       for (const panel of series) expect(panel.axis).toEqual(days);
       for (const day of days) expect(svg.split(`>${day.slice(5)}</text>`)).toHaveLength(2);
     } finally {
@@ -488,7 +489,7 @@ describe('sales volume in the digest chart: what the bot recorded, no more', () 
       now,
       7,
     );
-    expect(axis).toHaveLength(8);
+    expect(axis).toHaveLength(7);
     const recorded = axis.filter((day) => day >= isoDay(since));
     expect(points.map((p) => p.label)).toEqual(recorded);
     expect(points).toContainEqual({ label: isoDay(now - DAY), value: 500 });
@@ -503,7 +504,7 @@ describe('sales volume in the digest chart: what the bot recorded, no more', () 
   it('GIVEN recording began three weeks ago WHEN a 30-day digest is built THEN its volume line begins where the record still holds sales (a week back), and the text says so', async () => {
     const now = Date.now();
     const { reply, axis, points } = await builtOnRecord(now - 21 * DAY, [], now, 30);
-    expect(axis).toHaveLength(31);
+    expect(axis).toHaveLength(30);
     expect(points[0]?.label).toBe(isoDay(now - 7 * DAY));
     expect(points.map((p) => p.label)).toEqual(axis.filter((day) => day >= isoDay(now - 7 * DAY)));
     expect(h.text(reply)).toContain(
@@ -516,6 +517,65 @@ describe('sales volume in the digest chart: what the bot recorded, no more', () 
     const { reply, axis, points } = await builtOnRecord(now - 6 * DAY, [], now, 3);
     expect(points.map((p) => p.label)).toEqual(axis);
     expect(h.text(reply)).not.toContain('Sales volume:');
+  });
+});
+
+describe('what a digest covers, and when, as a new user reads it', () => {
+  const DAY = 86_400_000;
+  const isoDay = (at: number) => new Date(at).toISOString().slice(0, 10);
+
+  it('GIVEN a 7-day digest at 09:00 Europe/Paris THEN the analytics, every chart panel, the chart axis and the text cover 7 UTC dates, the last that of the due time', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'floorwatch-digest-days-'));
+    const history = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
+    const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
+    if (!moonCats) throw new Error('no Moon Cats');
+    const drawn: Array<{ title: string; svg: string; series: readonly ChartSeries[] }> = [];
+    const service = digestService({
+      charts: {
+        render: async (title, series) => {
+          drawn.push({ title, svg: chartSvg(title, series), series });
+          return chartsInThread.render(title, series);
+        },
+      },
+      market: history,
+    });
+    try {
+      const due = lastDue(new Date(), 9, 0, 'Europe/Paris');
+      const week = Array.from({ length: 7 }, (_, i) => isoDay(due.getTime() - (6 - i) * DAY));
+      const { reply } = await service.build(
+        'console:seven-days',
+        {
+          hour: 9,
+          minute: 0,
+          timeZone: 'Europe/Paris',
+          days: 7,
+          collections: [{ network: 'devnet', address: moonCats.address, name: 'Moon Cats' }],
+          setAt: new Date(due.getTime() - DAY).toISOString(),
+        },
+        due,
+      );
+      const { title, svg, series } = drawn.at(-1) ?? { title: '', svg: '', series: [] };
+      // The platform was asked for these days: its series has one point a day.
+      const wallets = series.find((s) => s.name === 'Wallets that sent transactions');
+      expect(wallets?.points.map((p) => p.label)).toEqual(week);
+      for (const panel of series) expect(panel.axis).toEqual(week);
+      // The x axis of the drawn chart: a label per day, each day once.
+      const dayLabels = svgTexts(svg)
+        .filter((t) => /^\d{2}-\d{2}$/.test(t.text))
+        .map((t) => t.text);
+      expect(dayLabels).toEqual(week.map((day) => day.slice(5)));
+      expect(title).toBe(`Project activity, 7 days: ${week[0]} to ${week[6]} (UTC)`);
+      const text = h.text(reply);
+      expect(text).toContain('The last 7 days, to 09:00 Europe/Paris.');
+      expect(text).toContain(
+        `Chart and analytics by UTC date: ${week[0]} to ${week[6]} (7 days), the last one to ${due.toISOString().slice(11, 16)} UTC.`,
+      );
+      expect(text).not.toContain('days only');
+      expect(reply.title).toBe(`Daily digest · ${week[6]}`);
+    } finally {
+      await history.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
