@@ -15,7 +15,7 @@ import { PlatformError } from '../platform/errors.ts';
 import type { AnalyticsFilter, ChartPoint, Order } from '../platform/types.ts';
 import { dict, own } from '../records.ts';
 import { type ChartRenderer, type ChartSeries, chartsInThread } from './chart.ts';
-import { zonedDay } from './zoned-time.ts';
+import { lastDue, zonedClock, zonedDay } from './zoned-time.ts';
 
 /** Chats whose digests are built at the same time. */
 const DIGEST_CONCURRENCY = 4;
@@ -122,6 +122,10 @@ function daysText(days: readonly string[]): string {
   return first === last ? first : `${first} to ${last}`;
 }
 
+function capitalized(text: string): string {
+  return `${text.charAt(0).toUpperCase()}${text.slice(1)}`;
+}
+
 function change(now: number | undefined, before: number | undefined, unit: (n: number) => string): string {
   if (now === undefined || before === undefined || before === 0) return '';
   const delta = now - before;
@@ -193,7 +197,11 @@ export class DigestService {
     this.#o.logger.info({ chat: chatKey, due: dueAt }, 'digest posted');
   }
 
-  /** The digest of a chat as of `dueAt` (also what /digest preview shows). */
+  /**
+   * The digest of a chat for the period ending at `dueAt`. At a time its schedule falls due it is the
+   * daily digest; at any other time (/digest preview) it covers the period up to that moment and says
+   * it is a preview.
+   */
   async build(
     chatKey: string,
     digest: DigestSettings,
@@ -283,11 +291,17 @@ export class DigestService {
     const png = await chart;
     if (!png) notes.push('Chart: unavailable (it could not be drawn).');
     const day = zonedDay(dueAt, digest.timeZone);
+    const scheduled = lastDue(dueAt, digest.hour, digest.minute, digest.timeZone).getTime() === dueAt.getTime();
+    const span = digest.days === 1 ? 'the last 24 hours' : `the last ${digest.days} days`;
+    const clock = `${zonedClock(dueAt, digest.timeZone)} ${digest.timeZone}`;
+    const scheduledClock = `${String(digest.hour).padStart(2, '0')}:${String(digest.minute).padStart(2, '0')} ${digest.timeZone}`;
     const reply: Reply = {
-      title: `Daily digest · ${day}`,
+      title: `Daily digest · ${day}${scheduled ? '' : ' (preview)'}`,
       tone: 'info',
       lines: [
-        `The last ${digest.days === 1 ? '24 hours' : `${digest.days} days`}, to ${digest.hour.toString().padStart(2, '0')}:${digest.minute.toString().padStart(2, '0')} ${digest.timeZone}.`,
+        scheduled
+          ? `${capitalized(span)}, to ${clock}.`
+          : `Preview: ${span}, to now (${clock}). The daily digest covers the same span to ${scheduledClock}.`,
         `Chart and analytics by UTC date: ${daysText(days)}${days.length === 1 ? '' : ` (${days.length} days)`}, the last one to ${dueAt.toISOString().slice(11, 16)} UTC.`,
         ...notes,
       ],

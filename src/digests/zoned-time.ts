@@ -78,3 +78,9 @@ export function zonedDay(at: Date, timeZone: string): string {
   const p = zonedParts(at, timeZone);
   return `${p.year}-${String(p.month).padStart(2, '0')}-${String(p.day).padStart(2, '0')}`;
 }
+
+/** `HH:MM` of an instant in a zone (24-hour clock). */
+export function zonedClock(at: Date, timeZone: string): string {
+  const p = zonedParts(at, timeZone);
+  return `${String(p.hour).padStart(2, '0')}:${String(p.minute).padStart(2, '0')}`;
+}

@@ -577,6 +577,28 @@ describe('what a digest covers, and when, as a new user reads it', () => {
       await rm(dir, { recursive: true, force: true });
     }
   });
+  it('GIVEN a digest at 09:00 UTC WHEN previewed at 05:27 UTC through the engine THEN it says it covers the period up to now, not to 09:00', async () => {
+    const chat = { ...CONSOLE, id: 'preview-early' };
+    await h.run('/digest set 09:00 UTC moon cats', chat, ADMIN);
+    const at = new Date(`${isoDay(Date.now())}T05:27:00Z`);
+    // As the composition root wires the digest port, on a clock that reads 05:27.
+    const engine = h.engineWith({
+      digests: {
+        preview: async (chatKey, digest) => (await service.build(chatKey, digest, at)).reply,
+        nextRun: () => null,
+      },
+    });
+    const reply = await engine.runLine('/digest preview', chat, ADMIN);
+    if (!reply) throw new Error('no answer');
+    const text = h.text(reply);
+    expect(reply.title).toBe(`Daily digest · ${isoDay(at.getTime())} (preview)`);
+    expect(text).toContain(
+      'Preview: the last 24 hours, to now (05:27 UTC). The daily digest covers the same span to 09:00 UTC.',
+    );
+    expect(text).toContain(`Chart and analytics by UTC date: ${isoDay(at.getTime())}, the last one to 05:27 UTC.`);
+    expect(text).not.toContain('The last 24 hours, to 09:00 UTC.');
+    await h.run('/digest off', chat, ADMIN);
+  });
 });
 
 describe('/digest set reads its words by position', () => {
