@@ -10,7 +10,7 @@ import { type ChartSeries, chartSvg, chartsInThread } from '../../src/digests/ch
 import { ChartPool } from '../../src/digests/chart-pool.ts';
 import { DigestService, type DigestServiceOptions } from '../../src/digests/digest-service.ts';
 import { DigestScheduler } from '../../src/digests/scheduler.ts';
-import { lastDue, zonedToInstant } from '../../src/digests/zoned-time.ts';
+import { lastDue, zonedDay, zonedMoment, zonedToInstant } from '../../src/digests/zoned-time.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
 import { ADMIN, CONSOLE, GROUP } from '../helpers/bot-harness.ts';
 import { svgTexts } from '../helpers/svg-text.ts';
@@ -70,6 +70,16 @@ describe('digest schedules', () => {
     expect(lastDue(new Date('2026-11-21T23:59:00Z'), 9, 0, 'Asia/Tokyo').toISOString()).toBe(
       '2026-11-21T00:00:00.000Z',
     );
+  });
+
+  it('names an instant in the zone of a schedule, with UTC in brackets (and its date when it differs)', () => {
+    expect(zonedMoment(new Date('2026-11-22T08:00:00Z'), 'Europe/Paris')).toBe(
+      '2026-11-22 09:00 Europe/Paris (08:00 UTC)',
+    );
+    expect(zonedMoment(new Date('2026-11-21T20:00:00Z'), 'Pacific/Auckland')).toBe(
+      '2026-11-22 09:00 Pacific/Auckland (20:00 UTC on 2026-11-21)',
+    );
+    expect(zonedMoment(new Date('2026-11-22T09:00:00Z'), 'UTC')).toBe('2026-11-22 09:00 UTC');
   });
 
   it('GIVEN a digest at 09:00 Asia/Tokyo THEN it fires at 00:00 UTC', async () => {
@@ -598,6 +608,32 @@ describe('what a digest covers, and when, as a new user reads it', () => {
     expect(text).toContain(`Chart and analytics by UTC date: ${isoDay(at.getTime())}, the last one to 05:27 UTC.`);
     expect(text).not.toContain('The last 24 hours, to 09:00 UTC.');
     await h.run('/digest off', chat, ADMIN);
+  });
+  it('GIVEN a digest at 09:00 Europe/Paris WHEN shown THEN its next run is given in Paris time, with UTC in brackets', async () => {
+    const chat = { ...CONSOLE, id: 'next-in-paris' };
+    await h.run('/digest set 09:00 Europe/Paris', chat, ADMIN);
+    const scheduler = new DigestScheduler({ store: h.store, logger: silent, run: async () => {} });
+    scheduler.rebuild();
+    try {
+      const next = scheduler.nextRun(9, 0, 'Europe/Paris');
+      if (!next) throw new Error('not scheduled');
+      const engine = h.engineWith({
+        digests: {
+          preview: async () => ({}),
+          nextRun: (digest) => scheduler.nextRun(digest.hour, digest.minute, digest.timeZone),
+        },
+      });
+      const reply = await engine.runLine('/digest show', chat, ADMIN);
+      if (!reply) throw new Error('no answer');
+      const text = h.text(reply);
+      // Paris is one hour ahead of UTC in winter, two in summer: the next 09:00 there is 08:00 or 07:00 UTC.
+      const utc = next.toISOString().slice(11, 16);
+      expect(['07:00', '08:00']).toContain(utc);
+      expect(text).toContain(`Next: ${zonedDay(next, 'Europe/Paris')} 09:00 Europe/Paris (${utc} UTC).`);
+    } finally {
+      await scheduler.stop();
+      await h.run('/digest off', chat, ADMIN);
+    }
   });
 });
 
