@@ -219,14 +219,22 @@ export class DigestService {
     const [wallets, conversion] = await analytics;
     const looked = await markets;
     const recordedFrom = this.#recordedFrom();
-    const chart = this.#chart(digest, days, [wallets, conversion], recordedFrom, cache);
+    const marketPanels = this.#marketSeries(digest, days, recordedFrom);
+    const chart = this.#chart(digest, days, marketPanels.series, [wallets, conversion], cache);
     const fields: ReplyField[] = [];
     const notes: string[] = [];
     if (this.#o.market && digest.collections.length > 0) {
+      const began = recordedFrom === undefined ? '' : momentText(recordedFrom, dueAt.getTime());
       if (recordedFrom === undefined) notes.push('Sales volume: not recorded yet, so the chart draws none.');
-      else if (isoDay(new Date(recordedFrom)) > (days[0] ?? '')) {
+      else if (!marketPanels.sold) {
         notes.push(
-          `Sales volume: the bot's record of sales begins at ${momentText(recordedFrom, dueAt.getTime())}; the chart draws no day before.`,
+          recordedFrom > Date.parse(days[0] ?? '')
+            ? `Sales volume: no sale recorded since ${began} (when the bot's record of sales begins), so the chart leaves it out.`
+            : `Sales volume: no sale recorded ${days.length === 1 ? `on ${days[0]}` : 'in these days'}, so the chart leaves it out.`,
+        );
+      } else if (recordedFrom > Date.parse(days[0] ?? '')) {
+        notes.push(
+          `Sales volume: the bot's record of sales begins at ${began}; the chart draws no day before, and that day's sales from then only.`,
         );
       }
     }
@@ -321,17 +329,18 @@ export class DigestService {
   #chart(
     digest: DigestSettings,
     days: readonly string[],
+    market: readonly ChartSeries[],
     [wallets, conversion]: [Series, Series],
-    recordedFrom: number | undefined,
     cache: DigestRunCache,
   ): Promise<Uint8Array | undefined> {
     const title = `Project activity, ${days.length} day${days.length === 1 ? '' : 's'}: ${daysText(days)} (UTC)`;
-    const from = recordedFrom === undefined ? '' : isoDay(new Date(recordedFrom));
-    const key = `${JSON.stringify(this.#filter(digest, days))}|${title}|${from}`;
+    // The market panels differ between chats of a run only by what they plot.
+    const plotted = market.map((s) => [s.name, s.lines?.map((l) => [l.name, l.points])]);
+    const key = `${JSON.stringify(this.#filter(digest, days))}|${title}|${JSON.stringify(plotted)}`;
     let pending = cache.charts.get(key);
     if (!pending) {
       const series: ChartSeries[] = [
-        ...this.#marketSeries(digest, days, recordedFrom),
+        ...market,
         {
           name: 'Wallets that sent transactions',
           points: wallets.points ?? [],
@@ -363,40 +372,55 @@ export class DigestService {
 
   /**
    * Floor and sales volume of the digest's collections, a line each, over its days (what the bot
-   * recorded). The record sums a day's sales as 0 whether it saw none or was not recording, so the
-   * volume lines begin on the day the record does (`recordedFrom`): a day it did not see is no data.
+   * recorded), and whether any sale was recorded. The record sums a day's sales as 0 whether it saw
+   * none or was not recording, so a day's volume is drawn only when the bot recorded that day from its
+   * start (a 0 is then no sales) or saw sales on it: a day or part of a day it did not see is no data,
+   * never $0. Without any sale the volume panel is left out (a flat $0 says less than a sentence).
    */
-  #marketSeries(digest: DigestSettings, days: readonly string[], recordedFrom: number | undefined): ChartSeries[] {
+  #marketSeries(
+    digest: DigestSettings,
+    days: readonly string[],
+    recordedFrom: number | undefined,
+  ): { series: ChartSeries[]; sold: boolean } {
     const market = this.#o.market;
-    if (!market || digest.collections.length === 0) return [];
+    if (!market || digest.collections.length === 0) return { series: [], sold: false };
     const dayOf = (at: number) => isoDay(new Date(at));
-    const firstRecorded = recordedFrom === undefined ? undefined : dayOf(recordedFrom);
     const recorded = (points: readonly ChartPoint[]) =>
-      firstRecorded === undefined ? [] : points.filter((p) => p.label >= firstRecorded);
-    const lines = digest.collections.map((collection, i) => ({
-      name: collection.name ?? collection.address,
-      color: LINE_COLORS[i % LINE_COLORS.length] as string,
-      ...market.daily(collection.network, collection.address, days, dayOf),
-    }));
+      recordedFrom === undefined
+        ? []
+        : points.filter((p) => p.label >= dayOf(recordedFrom) && (p.value > 0 || recordedFrom <= Date.parse(p.label)));
+    const lines = digest.collections.map((collection, i) => {
+      const daily = market.daily(collection.network, collection.address, days, dayOf);
+      return {
+        name: collection.name ?? collection.address,
+        color: LINE_COLORS[i % LINE_COLORS.length] as string,
+        floor: daily.floor,
+        volume: recorded(daily.volume),
+      };
+    });
     const usd = (v: number) => formatUsd(v) ?? '$0';
-    return [
+    const sold = lines.some((l) => l.volume.some((p) => p.value > 0));
+    const series: ChartSeries[] = [
       {
         name: 'Floor (USD)',
         points: [],
         color: '#f2f4f8',
         format: usd,
-        lines: lines.map((l) => ({ ...l, points: l.floor })),
+        lines: lines.map((l) => ({ name: l.name, color: l.color, points: l.floor })),
         axis: days,
       },
-      {
+    ];
+    if (sold) {
+      series.push({
         name: 'Sales volume (USD)',
         points: [],
         color: '#f2f4f8',
         format: usd,
-        lines: lines.map((l) => ({ ...l, points: recorded(l.volume) })),
+        lines: lines.map((l) => ({ name: l.name, color: l.color, points: l.volume })),
         axis: days,
-      },
-    ];
+      });
+    }
+    return { series, sold };
   }
 
   #filter(digest: DigestSettings, days: readonly string[]): AnalyticsFilter {
