@@ -98,7 +98,64 @@ export interface Config {
    * files in the data directory, one process.
    */
   database: { url: string; poolSize: number } | undefined;
+  /** Wallet verification (see {@link parseVerificationConfig}). */
+  verification: VerificationConfig;
 }
+
+// ---- Wallet verification (holder roles): FLOORWATCH_PUBLIC_URL, FLOORWATCH_WEB_HOST, FLOORWATCH_WEB_PORT.
+
+/**
+ * The verification page: `publicUrl` (FLOORWATCH_PUBLIC_URL) is where people reach it, https (or
+ * http to this machine, for a local demo), optionally with a path prefix; undefined: no page, and
+ * /verify offers the terminal chat's paste path only. `web` is where its own listener binds
+ * (FLOORWATCH_WEB_HOST, default 127.0.0.1 behind a TLS proxy; FLOORWATCH_WEB_PORT, default 8787).
+ */
+export interface VerificationConfig {
+  publicUrl: URL | undefined;
+  web: { host: string; port: number };
+}
+
+/** Default port of the verification page's listener. */
+export const DEFAULT_WEB_PORT = 8787;
+
+/** Reads the wallet verification variables; problems are added to `problems`. */
+export function parseVerificationConfig(env: Env, problems: string[]): VerificationConfig {
+  const raw = value(env, 'FLOORWATCH_PUBLIC_URL');
+  let publicUrl: URL | undefined;
+  if (raw !== undefined) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(raw);
+    } catch {
+      problems.push(`FLOORWATCH_PUBLIC_URL is not a URL: "${raw.slice(0, 80)}".`);
+    }
+    if (parsed) {
+      const local = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(parsed.hostname);
+      if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && local)) {
+        problems.push(
+          'FLOORWATCH_PUBLIC_URL must be an https:// address (http only for localhost or 127.0.0.1, for a local demo), e.g. https://bot.example.',
+        );
+      } else if (parsed.username || parsed.password || parsed.search || parsed.hash) {
+        problems.push('FLOORWATCH_PUBLIC_URL must not carry credentials, a query or a fragment.');
+      } else {
+        publicUrl = parsed;
+      }
+    }
+  }
+  const port = integer(env, 'FLOORWATCH_WEB_PORT', problems, 0, 65_535);
+  const host = value(env, 'FLOORWATCH_WEB_HOST');
+  if (host !== undefined && !/^(?:[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*|[0-9A-Fa-f:.]{2,45})$/.test(host)) {
+    problems.push(`FLOORWATCH_WEB_HOST must be a host name or an IP address; got "${host.slice(0, 40)}".`);
+  }
+  if (raw === undefined && (port !== undefined || host !== undefined)) {
+    problems.push(
+      'FLOORWATCH_WEB_PORT or FLOORWATCH_WEB_HOST is set but FLOORWATCH_PUBLIC_URL is not: set the public address of the verification page.',
+    );
+  }
+  return { publicUrl, web: { host: host ?? '127.0.0.1', port: port ?? DEFAULT_WEB_PORT } };
+}
+
+// ---- End of wallet verification.
 
 /** Discord gateway shards of one process: `ids` (sorted, distinct, each below `count`) of `count` in all. */
 export interface DiscordShards {
@@ -422,6 +479,7 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
     );
   }
   const databasePool = integer(env, 'FLOORWATCH_DATABASE_POOL', problems, 2, 200) ?? 10;
+  const verification = parseVerificationConfig(env, problems);
 
   const config: Config = {
     platform: {
@@ -471,6 +529,7 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
     http: httpPort === undefined ? undefined : { host: httpHost ?? '127.0.0.1', port: httpPort },
     backfill: { rpcUrl, maxBlocks: backfillMaxBlocks },
     database: databaseUrl === undefined ? undefined : { url: databaseUrl, poolSize: databasePool },
+    verification,
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

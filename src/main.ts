@@ -12,7 +12,6 @@ import { Enricher } from './alerts/enrich.ts';
 import { MarketHistory } from './alerts/market-history.ts';
 import { AlertPipeline } from './alerts/pipeline.ts';
 import { CommandEngine } from './bot/engine.ts';
-import { Links, type LinkTemplates } from './bot/links.ts';
 import { RarityIndex } from './bot/rarity.ts';
 import { loadCommands } from './bot/registry.ts';
 import { ConsoleChat } from './chat/console/console-chat.ts';
@@ -21,6 +20,7 @@ import type { ChatImages } from './chat/images/images.ts';
 import { ChatStartError } from './chat/start-error.ts';
 import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
 import type { DeliveryLog, RulesRepository } from './core/ports.ts';
+import type { WalletStore } from './core/wallets.ts';
 import { ChatClaims } from './delivery/claims.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
 import type { AlertSink } from './delivery/sink.ts';
@@ -32,15 +32,20 @@ import { type HealthServer, startHealthServer } from './health/http.ts';
 import { BotMetrics } from './health/metrics.ts';
 import { checkReadiness } from './health/readiness.ts';
 import { createLogger } from './logger.ts';
+import { Links, type LinkTemplates } from './market/links.ts';
 import { PlatformClient } from './platform/client.ts';
 import { discoverPlatform, type PlatformDescription, PlatformDiscoveryError } from './platform/discovery.ts';
 import type { Network } from './platform/networks.ts';
+import { SignatureChecker } from './roles/siwe.ts';
+import { WalletVerification } from './roles/verification.ts';
+import { type PageServer, startPageServer } from './roles/web.ts';
 import { FileCursorStore } from './store/cursors.ts';
 import { DeliveryJournal } from './store/journal.ts';
 import { DataDirError, lockDataDir } from './store/lock.ts';
 import { DatabaseError } from './store/pg/errors.ts';
 import type { Leadership, SharedDatabase } from './store/pg/index.ts';
 import { StateStore, StoreFileError } from './store/state.ts';
+import { FileWalletStore } from './store/wallets.ts';
 
 export const VERSION = '0.1.0';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -63,6 +68,11 @@ export interface RunningBot {
   console: ConsoleChat | undefined;
   /** The health and metrics listener, when FLOORWATCH_HTTP_PORT is set. */
   http: HealthServer['address'] | undefined;
+  /** Verified wallets and verification links (the role rules read them). */
+  wallets: WalletStore;
+  verification: WalletVerification;
+  /** The verification page's listener, when FLOORWATCH_PUBLIC_URL is set. */
+  web: PageServer['address'] | undefined;
   /** Resolves when the bot has stopped by itself (end of piped input). */
   finished: Promise<void>;
   /** Stops everything, in reverse order of start. */
@@ -292,6 +302,21 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     }
     const deliveryQueue = claims ?? dispatcher;
 
+    // Begin wallet verification.
+    const wallets: WalletStore = shared
+      ? await (await import('./store/pg/wallets.ts')).PgWalletStore.open(
+          shared.db,
+          logger.child({ component: 'wallets' }),
+        )
+      : await FileWalletStore.open(join(config.dataDir, 'wallets.jsonl'));
+    stops.push(() => wallets.close());
+    const verification = await walletVerification(config, wallets, {
+      chainId: platform.networks.find(defaultNetwork)?.chainId ?? 1,
+      rpcUrl: (config.backfill.rpcUrl ?? devnet?.chainRpcUrl)?.replaceAll('{network}', defaultNetwork),
+      devnet,
+      logger: logger.child({ component: 'verify' }),
+    });
+    // End wallet verification.
     let digests: DigestService | undefined;
     let scheduler: DigestScheduler | undefined;
     const commands = await loadCommands(COMMANDS_DIR);
@@ -314,6 +339,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         rarity: new RarityIndex(platform, { logger: logger.child({ component: 'rarity' }) }),
       },
       nativeSymbols,
+      verification,
       digests: {
         preview: async (chatKey, digest) => {
           if (!digests) throw new Error('digests are not running');
@@ -519,6 +545,17 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       http = server;
       stops.push(() => server.close());
     }
+    let web: PageServer | undefined;
+    if (config.verification.publicUrl) {
+      const server = await startPageServer({
+        ...config.verification.web,
+        publicUrl: config.verification.publicUrl,
+        verification,
+        logger: logger.child({ component: 'verify-page' }),
+      });
+      web = server;
+      stops.push(() => server.close());
+    }
     logger.info({ commands: commands.length, dataDir: config.dataDir }, 'floorwatch started');
     return {
       config,
@@ -532,6 +569,9 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       devnet,
       console: consoleChat,
       http: http?.address,
+      wallets,
+      verification,
+      web: web?.address,
       finished,
       stop,
       onFatal: (listener) => {
@@ -543,6 +583,52 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     await stop();
     throw error;
   }
+}
+
+/**
+ * Wallet verification over `store`: signatures checked on the default network (contract wallets
+ * through its JSON-RPC), Telegram Mini App data checked with the bot's token, and with the local
+ * platform its test wallets and the command that signs with them.
+ */
+async function walletVerification(
+  config: Config,
+  store: WalletStore,
+  chain: { chainId: number; rpcUrl: string | undefined; devnet: Devnet | undefined; logger: Logger },
+): Promise<WalletVerification> {
+  const telegramToken = config.telegram?.token;
+  const { checkInitData } = await import('./chat/telegram/web-app.ts');
+  const testWallets = chain.devnet ? await import('./devnet/wallets.ts') : undefined;
+  return new WalletVerification({
+    store,
+    checker: new SignatureChecker(chain.rpcUrl),
+    logger: chain.logger,
+    publicUrl: config.verification.publicUrl,
+    chainId: chain.chainId,
+    ...(telegramToken
+      ? {
+          miniAppIdentity: (initData: string, now: Date) => {
+            const checked = checkInitData(initData, telegramToken, now);
+            return checked.ok ? { ok: true as const, person: `telegram:${checked.userId}` } : { ok: false as const };
+          },
+        }
+      : {}),
+    ...(testWallets
+      ? {
+          testWallets: testWallets.TEST_WALLETS.map(({ index, kind, address }) => ({ index, kind, address })),
+          signHint: (address: string, message: string) => {
+            const wallet = testWallets.testWallet(address);
+            return wallet
+              ? `npm run --silent devnet -- sign --wallet ${wallet.index} ${shellQuote(message)}`
+              : undefined;
+          },
+        }
+      : {}),
+  });
+}
+
+/** A text as one POSIX shell word (single quotes; a quote inside becomes '\''). */
+export function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 /** Links to the local platform's own pages: its marketplace's token pages and its explorer. */

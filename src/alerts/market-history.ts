@@ -45,16 +45,20 @@
  */
 import { type FileHandle, open, readFile, rename, rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import type { DailyMarket, FloorSample, MarketHistoryView, TokenSale, WindowActivity } from '../core/market.ts';
+import {
+  type DailyMarket,
+  type FloorSample,
+  MARKET_HISTORY_RETENTION_MS,
+  type MarketHistoryView,
+  type TokenSale,
+  type WindowActivity,
+} from '../core/market.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { ChartPoint, Order } from '../platform/types.ts';
 import type { ChainEvent } from './types.ts';
 
 const HOUR_MS = 60 * 60 * 1000;
-const DAY_MS = 24 * HOUR_MS;
 
-/** How long sales and floor samples are kept. */
-export const MARKET_HISTORY_RETENTION_MS = 7 * DAY_MS;
 /** Floor samples closer together than this are one: a week of samples stays small. */
 export const FLOOR_SAMPLE_INTERVAL_MS = 5 * 60 * 1000;
 /** Orders priced by one GetOrders call; the sales beyond wait for the next flush. */

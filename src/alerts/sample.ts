@@ -1,8 +1,11 @@
 import { formatUnits } from 'viem';
-import type { CommandContext } from '../bot/command.ts';
-import { byPriceAscending, byPriceDescending, displayAmount, marketplaceName, traitsOf } from '../bot/format.ts';
+import type { MarketHistoryView } from '../core/market.ts';
 import type { Reply } from '../core/reply.ts';
 import type { AlertKind, WatchRule } from '../core/types.ts';
+import type { CurrencyDirectory } from '../market/currencies.ts';
+import { byPriceAscending, byPriceDescending, displayAmount, marketplaceName, traitsOf } from '../market/format.ts';
+import type { Links } from '../market/links.ts';
+import type { PlatformClient } from '../platform/client.ts';
 import type { CollectiblesFilter, Order, TokenMetadata } from '../platform/types.ts';
 import { type AlertDetails, renderAlert } from './render.ts';
 import { type PriceInfo, passesFloor, passesPrice, passesTraits } from './rule-index.ts';
@@ -14,8 +17,14 @@ const CANDIDATES = 20;
 /** With a minimum price, further up the book: the cheapest orders are the ones it leaves out. */
 const CANDIDATES_WITH_MINIMUM = 100;
 
-/** What a sample needs of a command's context. */
-export type SampleContext = Pick<CommandContext, 'platform' | 'currencies' | 'links' | 'market' | 'now'>;
+/** What a sample reads: the market now, currency symbols, web pages, the recorded last sales, the clock. */
+export interface SampleContext {
+  platform: PlatformClient;
+  currencies: CurrencyDirectory;
+  links: Links | undefined;
+  market: { history?: MarketHistoryView | undefined } | undefined;
+  now: () => Date;
+}
 
 interface Candidate {
   metadata: TokenMetadata;

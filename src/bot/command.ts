@@ -1,14 +1,15 @@
 import type { Logger } from 'pino';
+import type { MarketHistoryView } from '../core/market.ts';
 import type { RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
-import type { DigestSettings } from '../core/settings.ts';
+import type { ChatSettings, DigestSettings } from '../core/settings.ts';
 import type { JournalBacklog, StreamHealth } from '../core/status.ts';
+import type { WalletVerificationPort } from '../core/wallets.ts';
+import type { CurrencyDirectory } from '../market/currencies.ts';
+import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
-import type { CollectionResolver } from './collections.ts';
-import type { CurrencyDirectory } from './currencies.ts';
-import type { Links } from './links.ts';
-import type { MarketContext } from './market.ts';
-import type { OptionSpec, OptionValues } from './options.ts';
+import type { CollectionRef, OptionSpec, OptionValues } from './options.ts';
+import type { RarityIndex } from './rarity.ts';
 
 /** Who may run a command. */
 export type Permission = 'everyone' | 'manage' | 'operator';
@@ -23,6 +24,12 @@ export interface ChatRef {
   /** Discord guild id, when in a server. */
   guildId?: string;
   kind: 'private' | 'group';
+  /**
+   * The community the command concerns (holder roles, wallet verification): the Discord server, the
+   * Telegram group, or the group a private chat was opened from with a deep link. `name` is the
+   * platform's (untrusted text).
+   */
+  community?: { id: string; name: string };
 }
 
 /**
@@ -52,6 +59,22 @@ export interface ResolvedCollection {
   /** ERC721, ERC1155, ... when known. */
   standard?: string;
   image?: string;
+}
+
+/** Finds the one collection a user means (CollectionResolver), for names a command reads itself (/digest's list). */
+export interface CollectionLookup {
+  resolve(ref: CollectionRef, network: string, settings: ChatSettings, option: string): Promise<ResolvedCollection>;
+}
+
+/**
+ * What market commands know beyond the platform's answers. Each part is absent where the bot runs
+ * without it (no alert pipeline: no history).
+ */
+export interface MarketContext {
+  /** The bot's own record of sales and floors, for /collection's 24 h and 7 d figures. */
+  history?: MarketHistoryView;
+  /** Trait shares and rarity ranks, computed per collection in the background (/token, /traits). */
+  rarity?: RarityIndex;
 }
 
 /** Value of an argument once parsed (collections are resolved before `run`). */
@@ -122,10 +145,12 @@ export interface CommandContext {
   alerts: (() => AlertStatus) | undefined;
   /** Digests, when they run. */
   digests: DigestPort | undefined;
+  /** Wallet verification (/verify), when the bot has a wallet store. */
+  verification: WalletVerificationPort | undefined;
   /** Whether the person who typed the command has a permission here. */
   may: (permission: Permission) => boolean;
   currencies: CurrencyDirectory;
-  collections: CollectionResolver;
+  collections: CollectionLookup;
   /** Web pages of tokens, transactions and orders (none when the bot has no templates). */
   links: Links | undefined;
   /** The bot's market history and rarity index, when it has them (/collection, /token, /traits). */

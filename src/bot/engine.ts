@@ -2,8 +2,12 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
+import type { WalletVerificationPort } from '../core/wallets.ts';
+import { CurrencyDirectory } from '../market/currencies.ts';
+import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import { CollectionResolver } from './collections.ts';
+import type { MarketContext } from './command.ts';
 import {
   type Actor,
   type AlertStatus,
@@ -17,10 +21,7 @@ import {
   type Permission,
   type ResolvedCollection,
 } from './command.ts';
-import { CurrencyDirectory } from './currencies.ts';
 import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from './errors.ts';
-import type { Links } from './links.ts';
-import type { MarketContext } from './market.ts';
 import {
   type ArgError,
   type CollectionRef,
@@ -56,6 +57,8 @@ export interface EngineOptions {
   alerts?: () => AlertStatus;
   /** Digests for /digest. */
   digests?: DigestPort;
+  /** Wallet verification for /verify. */
+  verification?: WalletVerificationPort;
   /** Web pages of tokens, transactions and orders, for answers that link to them. */
   links?: Links;
   /** The market history and rarity index, for /collection, /token and /traits. */
@@ -480,6 +483,7 @@ export class CommandEngine {
       commands: this.commands,
       alerts: this.#options.alerts,
       digests: this.#options.digests,
+      verification: this.#options.verification,
       may: (permission) => this.mayRun(permission, invocation.chat, invocation.actor),
       currencies: this.currencies,
       collections: this.resolver,

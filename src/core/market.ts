@@ -1,6 +1,9 @@
 import type { ChartPoint } from '../platform/types.ts';
 /** What commands and digests read of the bot's own record of each collection's market. */
 
+/** How long the record keeps sales and floor samples: a week. */
+export const MARKET_HISTORY_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
 /** The last recorded sale of one token. */
 export interface TokenSale {
   at: number;

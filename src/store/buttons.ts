@@ -32,14 +32,10 @@ import { basename, dirname, join } from 'node:path';
 import * as v from 'valibot';
 import type { WriteFence } from '../core/lease.ts';
 import type { StoredButton } from '../core/settings.ts';
-import { StoreFileError, StoreWriteError } from './errors.ts';
-import { storedButtonSchema } from './schema.ts';
+import { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
+import { BUTTON_TTL_MS, MAX_STORED_BUTTONS, storedButtonSchema } from './schema.ts';
 import { syncDirectory } from './sync-directory.ts';
 
-/** How long a stored button action works: buttons older than this answer "no longer works". */
-export const BUTTON_TTL_MS = 7 * 24 * 60 * 60 * 1000;
-/** Most stored button actions kept; beyond it the least recently saved go first. */
-export const MAX_STORED_BUTTONS = 10_000;
 /** A button saved again within this time of its last save needs no write: it stays valid for days. */
 const RESAVE_AFTER_MS = 60 * 60 * 1000;
 /** Lines of dropped buttons tolerated whatever the number kept, so that a small file is not rewritten often. */

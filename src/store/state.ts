@@ -10,21 +10,20 @@ import { createLogger } from '../logger.ts';
 import { type Dict, dict, own } from '../records.ts';
 import { ButtonFile, type ButtonFileOptions } from './buttons.ts';
 
-export { BUTTON_TTL_MS, MAX_STORED_BUTTONS } from './buttons.ts';
+export { BUTTON_TTL_MS, MAX_STORED_BUTTONS } from './schema.ts';
 
-import { StoreFileError, StoreWriteError } from './errors.ts';
+import { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
 import {
+  assertValidChat,
+  assertValidRule,
   type CheckedRules,
-  problemsOfChat,
-  problemsOfRule,
   RuleChecker,
-  type SchemaProblems,
   validateButtons,
   validateState,
 } from './schema.ts';
 import { syncDirectory } from './sync-directory.ts';
 
-export { StoreFileError, StoreWriteError } from './errors.ts';
+export { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
 
 /** The persisted state, version 1. */
 export interface StateV1 {
@@ -63,32 +62,6 @@ export const WRITE_COALESCE_MS = 25;
 
 const emptyState = (): State => ({ version: 3, chats: dict(), rules: [], nextRuleNumber: 1 });
 const emptyChat = (): ChatSettings => ({ aliases: dict() });
-
-/**
- * A change that would store what the state schema refuses (a rule whose collection is not an
- * address): nothing was changed. Commands check what they store first, so this names a defect, not
- * a user's mistake; it keeps a bad value out of the file, which would then refuse to be read.
- */
-export class InvalidChangeError extends Error {
-  override name = 'InvalidChangeError';
-  readonly problems: SchemaProblems;
-  constructor(what: string, problems: SchemaProblems) {
-    super(`${what} was not saved: ${problems.join('; ')}`);
-    this.problems = problems;
-  }
-}
-
-/** Throws {@link InvalidChangeError} when `rule` is not one the state schema reads back. */
-export function assertValidRule(rule: WatchRule): void {
-  const problems = problemsOfRule(rule);
-  if (problems) throw new InvalidChangeError(`rule ${rule.id}`, problems);
-}
-
-/** Throws {@link InvalidChangeError} when `settings` are not what the state schema reads back. */
-export function assertValidChat(chatKey: string, settings: ChatSettings): void {
-  const problems = problemsOfChat(settings);
-  if (problems) throw new InvalidChangeError(`the settings of ${chatKey}`, problems);
-}
 
 /** The buttons file beside a state file: `state.json` keeps its buttons in `state.buttons.jsonl`. */
 export function buttonsFileOf(stateFile: string): string {

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { UserFromGetMe } from 'grammy/types';
@@ -79,6 +80,10 @@ export class FakeTelegram {
   }
   /** Chat id -> user ids that are administrators (the first is the creator). */
   readonly admins = new Map<string, number[]>();
+  /** Group titles getChat answers (a group not listed is "Group", as in injected messages). */
+  readonly titles = new Map<string, string>();
+  /** Groups the bot is not in: getChat answers 400 "chat not found". */
+  readonly leftGroups = new Set<string>();
   /** Chats whose sends answer 403 "bot was blocked by the user". */
   readonly blocked = new Set<string>();
   webhook: { url: string; secret_token?: string } | undefined;
@@ -191,6 +196,33 @@ export class FakeTelegram {
   /** Resolves when every queued update has been POSTed to the webhook (or given up on). */
   async webhookIdle(): Promise<void> {
     while (this.#delivering) await this.#delivering;
+  }
+
+  /**
+   * Telegram's launch data for a Mini App opened by `userId` (`Telegram.WebApp.initData`), signed
+   * with the bot's token as Telegram signs it: the hex HMAC-SHA256, keyed with
+   * HMAC-SHA256("WebAppData", token), of the other fields as sorted `key=value` lines.
+   */
+  webAppInitData(userId: number, authDate = Math.floor(Date.now() / 1000)): string {
+    const fields = new URLSearchParams({
+      query_id: `AAH${userId}`,
+      user: JSON.stringify({ id: userId, first_name: `User ${userId}`, language_code: 'en' }),
+      auth_date: String(authDate),
+      signature: 'c2lnbmF0dXJl',
+    });
+    const check = [...fields]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([k, v]) => `${k}=${v}`)
+      .join('\n');
+    const secret = createHmac('sha256', 'WebAppData').update(this.token).digest();
+    fields.set('hash', createHmac('sha256', secret).update(check).digest('hex'));
+    return fields.toString();
+  }
+
+  /** The address a client opens for a web_app button: its URL with the launch data in the fragment, as Telegram passes it. */
+  webAppLaunchUrl(url: string, userId: number): string {
+    const launch = new URLSearchParams({ tgWebAppData: this.webAppInitData(userId), tgWebAppVersion: '8.0' });
+    return `${url}#${launch.toString()}`;
   }
 
   /** Calls of a method, in order. */
@@ -318,6 +350,12 @@ export class FakeTelegram {
       case 'sendChatAction':
       case 'answerCallbackQuery':
         return ok(true);
+      case 'getChat': {
+        if (!chatId || this.leftGroups.has(chatId)) return error(400, 'Bad Request: chat not found');
+        const id = Number(chatId);
+        if (id > 0) return ok({ id, type: 'private', first_name: `User ${id}` });
+        return ok({ id, type: 'supergroup', title: this.titles.get(chatId) ?? 'Group' });
+      }
       case 'getChatMember': {
         const admins = this.admins.get(chatId ?? '') ?? [];
         const user = { id: Number(p.user_id), is_bot: false, first_name: `User ${p.user_id}` };
@@ -330,6 +368,8 @@ export class FakeTelegram {
       case 'sendDocument': {
         if (!chatId) return error(400, 'Bad Request: chat_id is empty');
         if (chatId === '0') return error(400, 'Bad Request: chat not found');
+        const refusal = webAppRefusal(p.reply_markup, Number(chatId) > 0);
+        if (refusal) return error(400, refusal);
         const photo = method === 'sendPhoto' ? await this.#photo(p.photo) : undefined;
         if (typeof photo === 'string') return error(400, photo);
         const id = Number(chatId);
@@ -426,6 +466,28 @@ export class FakeTelegram {
     const known = [...this.messages.values()].some((m) => m.photo?.some((size) => size.file_id === text));
     return known ? { width: 512, height: 512 } : 'Bad Request: wrong file identifier/HTTP URL specified';
   }
+}
+
+/**
+ * Why the Bot API refuses a keyboard's web_app buttons: they are for private chats only
+ * (BUTTON_TYPE_INVALID elsewhere), and their URL must be https (BUTTON_URL_INVALID); like Telegram's
+ * test environment, this stand-in also takes plain http to this machine.
+ */
+function webAppRefusal(markup: unknown, privateChat: boolean): string | undefined {
+  const rows = (markup as { inline_keyboard?: unknown } | undefined)?.inline_keyboard;
+  if (!Array.isArray(rows)) return undefined;
+  for (const row of rows) {
+    for (const button of Array.isArray(row) ? row : []) {
+      const webApp = (button as { web_app?: { url?: unknown } }).web_app;
+      if (!webApp) continue;
+      if (!privateChat) return 'Bad Request: BUTTON_TYPE_INVALID';
+      const url = typeof webApp.url === 'string' ? webApp.url : '';
+      if (!/^https:\/\//.test(url) && !/^http:\/\/(127\.0\.0\.1|localhost)[:/]/.test(url)) {
+        return 'Bad Request: BUTTON_URL_INVALID';
+      }
+    }
+  }
+  return undefined;
 }
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);

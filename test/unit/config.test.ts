@@ -41,7 +41,7 @@ describe('loadConfig', () => {
       ['other', 778],
     ]);
     expect(config.platform.nativeSymbols).toEqual({ mynet: 'MYC' });
-    const { CurrencyDirectory, NATIVE_CURRENCY } = await import('../../src/bot/currencies.ts');
+    const { CurrencyDirectory, NATIVE_CURRENCY } = await import('../../src/market/currencies.ts');
     const { PlatformClient } = await import('../../src/platform/client.ts');
     const platform = new PlatformClient({
       endpoints: {

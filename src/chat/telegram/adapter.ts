@@ -9,7 +9,6 @@ import { ButtonCodec } from '../../bot/buttons.ts';
 import type { Actor, ChatRef } from '../../bot/command.ts';
 import { isGroup } from '../../bot/command.ts';
 import type { CommandEngine, Outcome } from '../../bot/engine.ts';
-import type { Config } from '../../config.ts';
 import { createLimitedServer, type ListenerLimits } from '../../core/http-listener.ts';
 import type { RulesRepository } from '../../core/ports.ts';
 import { plain, type Reply, truncate } from '../../core/reply.ts';
@@ -17,11 +16,23 @@ import type { AlertSink } from '../../delivery/sink.ts';
 import { ChatImages } from '../images/images.ts';
 import { OutcomeProbe } from '../outcome-probe.ts';
 import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
+import { parseStartPayload } from './deep-link.ts';
 import { REPLACES_MARK, type SentKind, TelegramOutbox } from './outbox.ts';
 import { TELEGRAM_LIMITS } from './render.ts';
 import { TELEGRAM_PACE, TelegramSink } from './sink.ts';
 
-export type TelegramConfig = NonNullable<Config['telegram']>;
+/** The Telegram settings the adapter runs with: main hands it the configuration's `telegram` section. */
+export interface TelegramConfig {
+  token: string;
+  /** Bot API base for a proxy or a test stand-in. */
+  apiRoot: string | undefined;
+  /** Webhook mode when set (the public https URL Telegram posts updates to); long polling otherwise. */
+  webhookUrl: string | undefined;
+  /** Checked on every webhook request (X-Telegram-Bot-Api-Secret-Token). */
+  webhookSecret: string | undefined;
+  /** Local port of the webhook listener (0: any free port, for tests). */
+  webhookPort: number;
+}
 
 export interface TelegramAdapterOptions {
   /** The `telegram` section of the configuration. */
@@ -53,6 +64,8 @@ export interface TelegramAdapter {
 /** Answer to a button whose stored action is gone. */
 export const EXPIRED_BUTTON = 'This button no longer works. Run the command again.';
 const PRIVATE_HINT = 'I answer commands. Send /help to see them.';
+/** Answer to a deep link for a group the bot is not in (or that is gone). */
+export const DEEP_LINK_GONE = 'That link is for a group I am not in any more. Send /verify in the group again.';
 /** Buttons that show another page or fresher numbers of the same answer: they edit it in place. */
 const ADMIN_CACHE_MS = 5 * 60_000;
 /** Methods that post or change a message and count against Telegram's global limit. */
@@ -132,7 +145,9 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
   const codec = new ButtonCodec(store, TELEGRAM_LIMITS.callbackData - REPLACES_MARK.length);
   const images = options.images ?? new ChatImages({ logger });
   const ownImages = options.images === undefined;
-  const outbox = new TelegramOutbox(bot.api, codec, logger, images);
+  const outbox = new TelegramOutbox(bot.api, codec, logger, images, () =>
+    bot.isInited() ? bot.botInfo.username : undefined,
+  );
   const probe = new OutcomeProbe(engine);
   const sink = new TelegramSink(
     outbox,
@@ -156,11 +171,31 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
       return false;
     }
   };
-  const chatRef = (chat: Chat): ChatRef => ({
-    platform: 'telegram',
-    id: String(chat.id),
-    kind: chat.type === 'private' ? 'private' : 'group',
-  });
+  const chatRef = (chat: Chat): ChatRef =>
+    chat.type === 'private'
+      ? { platform: 'telegram', id: String(chat.id), kind: 'private' }
+      : {
+          platform: 'telegram',
+          id: String(chat.id),
+          kind: 'group',
+          community: { id: String(chat.id), name: chat.title ?? 'this group' },
+        };
+  /** Group titles of deep links (they name the community a private chat was opened for). */
+  const groupTitles = new LRUCache<string, string>({ max: 5_000, ttl: ADMIN_CACHE_MS });
+  const groupTitle = async (groupId: string): Promise<string | undefined> => {
+    const cached = groupTitles.get(groupId);
+    if (cached !== undefined) return cached;
+    try {
+      const chat = await bot.api.getChat(groupId);
+      if (chat.type === 'private') return undefined;
+      const title = chat.title ?? 'this group';
+      groupTitles.set(groupId, title);
+      return title;
+    } catch (error) {
+      logger.debug({ err: describe(error, scrub) }, 'deep link to a group the bot cannot see');
+      return undefined;
+    }
+  };
   const actorOf = async (chat: Chat, user: User): Promise<Actor> => ({
     id: String(user.id),
     name: user.username ?? user.first_name,
@@ -203,11 +238,23 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
       await outbox.send(chat.id, { lines: [PRIVATE_HINT] });
       return;
     }
-    // Telegram opens every private chat with /start.
-    const line = /^\s*\/start(@\w+)?\s*$/i.test(text) && !engine.find('start') ? '/help' : text;
+    // Telegram opens every private chat with /start; a deep link from a group adds its payload.
+    const start = /^\s*\/start(?:@\w+)?(?:\s+(\S+))?\s*$/i.exec(text);
+    let line = start && !engine.find('start') ? '/help' : text;
+    let invokedIn = chat;
+    const payload = isPrivate && start?.[1] ? parseStartPayload(start[1]) : undefined;
+    if (payload) {
+      const title = await groupTitle(payload.communityId);
+      if (title === undefined) {
+        await outbox.send(chat.id, { tone: 'warning', lines: [DEEP_LINK_GONE] });
+        return;
+      }
+      line = payload.commandLine;
+      invokedIn = { ...chat, community: { id: payload.communityId, name: title } };
+    }
     void ctx.replyWithChatAction('typing').catch(() => undefined);
     const actor = await actorOf(message.chat, message.from);
-    const reply = await engine.runLine(line, chat, actor);
+    const reply = await engine.runLine(line, invokedIn, actor);
     if (!reply) {
       if (isPrivate) await outbox.send(chat.id, { lines: [PRIVATE_HINT] });
       return;
