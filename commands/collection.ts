@@ -30,14 +30,11 @@ function activityText(activity: WindowActivity, floorNow: number | undefined): s
   return parts.join(' · ');
 }
 
-function day(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
-}
-
 function historyFields(history: MarketHistoryView, network: string, address: string, now: number, floorNow?: number) {
   const fields: ReplyField[] = [];
   const notes: string[] = [];
   let partial = false;
+  let compared = false;
   for (const [label, windowMs] of WINDOWS) {
     const activity = history.activity(network, address, windowMs, now);
     let name = label;
@@ -51,12 +48,15 @@ function historyFields(history: MarketHistoryView, network: string, address: str
     }
     fields.push({ name, value: activityText(activity, floorNow) });
     const then = activity.floorThen;
+    if (then && floorNow !== undefined) compared = true;
     if (then && floorNow !== undefined && then.at > now - windowMs) {
       notes.push(
-        `${activity.complete ? label.toLowerCase() : 'since then'}: floor change from the first floor recorded, on ${day(then.at)}`,
+        `${activity.complete ? label.toLowerCase() : 'since then'}: floor change from the first floor recorded, at ${momentText(then.at, now)}`,
       );
     }
   }
+  // The floor looked up now is recorded after this answer: the next one has a floor to compare with.
+  if (floorNow !== undefined && !compared) notes.push('floor change: not enough history yet');
   return { fields, notes };
 }
 

@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { UserFromGetMe } from 'grammy/types';
+import type { MessageEntity, UserFromGetMe } from 'grammy/types';
+import { SaxesParser } from 'saxes';
 
 /** One request the stand-in received, with its parameters as the Bot API would read them. */
 export interface TelegramCall {
@@ -24,6 +25,12 @@ export interface StoredMessage {
   date: number;
   text?: string;
   caption?: string;
+  /**
+   * With parse_mode HTML, the text (or caption) as Telegram shows it, the HTML read, and its
+   * entities (code spans, bold, links...) with offsets into that text. `text` and `caption` keep the
+   * HTML as sent, which tests match messages by.
+   */
+  shown?: { text: string; entities: MessageEntity[] };
   photo?: Array<{ file_id: string; file_unique_id: string; width: number; height: number }>;
   document?: { file_id: string; file_unique_id: string; file_name: string };
   reply_markup?: unknown;
@@ -47,6 +54,76 @@ export interface WebhookDelivery {
   updateId: number;
   status: number;
   at: number;
+}
+
+/** The Bot API's length limits, counted on the text as shown (after the HTML is read), in UTF-16 units. */
+const TEXT_LIMIT = 4096;
+const CAPTION_LIMIT = 1024;
+
+/** The tags Telegram's HTML parse mode reads, and the entity each makes. */
+const HTML_TAGS: Record<string, MessageEntity['type']> = {
+  b: 'bold',
+  strong: 'bold',
+  i: 'italic',
+  em: 'italic',
+  u: 'underline',
+  ins: 'underline',
+  s: 'strikethrough',
+  strike: 'strikethrough',
+  del: 'strikethrough',
+  code: 'code',
+  pre: 'pre',
+  a: 'text_link',
+  'tg-spoiler': 'spoiler',
+  blockquote: 'blockquote',
+};
+
+/**
+ * A text with parse_mode HTML as Telegram reads it: the text shown and its entities, or the API's
+ * refusal (an unknown tag, an unclosed or misnested one, a bare `<` or `&`, an entity other than
+ * `&lt; &gt; &amp; &quot;` and numeric ones, a text past its limit). Read with an XML parser inside a
+ * root element: for the markup the bot writes, Telegram's reader is no less strict.
+ */
+function readHtml(html: string, limit: number): { text: string; entities: MessageEntity[] } | string {
+  const parser = new SaxesParser({ position: false });
+  let text = '';
+  const entities: MessageEntity[] = [];
+  const open: Array<{ entity: MessageEntity; offset: number }> = [];
+  let refusal: string | undefined;
+  parser.on('error', (error) => {
+    refusal ??= `Bad Request: can't parse entities: ${error.message}`;
+  });
+  parser.on('opentag', (tag) => {
+    if (tag.name === 'root') return;
+    const type = HTML_TAGS[tag.name];
+    if (!type) {
+      refusal ??= `Bad Request: can't parse entities: Unsupported start tag "${tag.name}"`;
+      return;
+    }
+    const href = tag.attributes.href;
+    const entity = { type, offset: text.length, length: 0, ...(type === 'text_link' ? { url: String(href) } : {}) };
+    open.push({ entity: entity as MessageEntity, offset: text.length });
+  });
+  parser.on('closetag', (tag) => {
+    if (tag.name === 'root') return;
+    const top = open.pop();
+    if (!top) return;
+    top.entity.length = text.length - top.offset;
+    if (top.entity.length > 0) entities.push(top.entity);
+  });
+  parser.on('text', (chunk) => {
+    text += chunk;
+  });
+  try {
+    parser.write(`<root>${html}</root>`).close();
+  } catch (error) {
+    refusal ??= `Bad Request: can't parse entities: ${(error as Error).message}`;
+  }
+  if (refusal) return refusal;
+  if (text.trim().length === 0) return 'Bad Request: message text is empty';
+  if (text.length > limit)
+    return limit === CAPTION_LIMIT ? 'Bad Request: message caption is too long' : 'Bad Request: message is too long';
+  return { text, entities: entities.sort((a, b) => a.offset - b.offset) };
 }
 
 const SEND_METHODS = new Set(['sendMessage', 'sendPhoto', 'sendDocument', 'editMessageText', 'editMessageCaption']);
@@ -382,9 +459,19 @@ export class FakeTelegram {
         if (method === 'sendMessage') {
           if (!p.text) return error(400, 'Bad Request: message text is empty');
           message.text = String(p.text);
+          if (p.parse_mode === 'HTML') {
+            const read = readHtml(message.text, TEXT_LIMIT);
+            if (typeof read === 'string') return error(400, read);
+            message.shown = read;
+          }
         } else if (photo) {
           message.photo = [{ file_id: `photo${message.message_id}`, file_unique_id: 'u', ...photo }];
           if (p.caption !== undefined) message.caption = String(p.caption);
+          if (p.caption !== undefined && p.parse_mode === 'HTML') {
+            const read = readHtml(String(p.caption), CAPTION_LIMIT);
+            if (typeof read === 'string') return error(400, read);
+            message.shown = read;
+          }
         } else {
           const file = p.document as UploadedFile | undefined;
           if (!file?.data) return error(400, 'Bad Request: there is no document in the request');
@@ -402,6 +489,9 @@ export class FakeTelegram {
         if (field === 'text' ? message.text === undefined : message.photo === undefined)
           return error(400, `Bad Request: there is no ${field} in the message to edit`);
         const next = String(p[field] ?? '');
+        const read =
+          p.parse_mode === 'HTML' ? readHtml(next, field === 'text' ? TEXT_LIMIT : CAPTION_LIMIT) : undefined;
+        if (typeof read === 'string') return error(400, read);
         const markup = p.reply_markup ?? undefined;
         if (message[field] === next && JSON.stringify(message.reply_markup) === JSON.stringify(markup))
           return error(
@@ -409,6 +499,7 @@ export class FakeTelegram {
             'Bad Request: message is not modified: specified new message content and reply markup are exactly the same',
           );
         message[field] = next;
+        if (read) message.shown = read;
         if (markup) message.reply_markup = markup;
         else delete message.reply_markup;
         return ok(message);
