@@ -121,7 +121,6 @@ beforeAll(async () => {
   telegram = await startTelegram({
     config: { token: tg.token, apiRoot: tg.url, webhookUrl: undefined, webhookSecret: undefined, webhookPort: 0 },
     engine,
-    store,
     logger: pino({ level: 'silent' }),
     botInfo: tg.botInfo(),
     groupIntervalMs: 50,
@@ -138,10 +137,7 @@ beforeAll(async () => {
       managePermission: 'ManageGuild',
     },
     engine,
-    store,
     logger: pino({ level: 'silent' }),
-    networks: client.networks.all.map((n) => n.name),
-    defaultNetwork: 'polygon',
     clientOptions: { rest: { retries: 1, timeout: 5_000 } },
     deferAfterMs: 2_500,
   });
