@@ -1,8 +1,11 @@
 // One run of stream-fresh: a fresh process that loads one reader, reads the whole stream once and exits. The
 // parent bundles this file with esbuild (as the bot's build bundles it) and runs the bundle with node.
 //
-//   node child.mjs --reader NAME --base http://127.0.0.1:PORT --logs N [--timeout-s 120] [--load-only]
+//   node child.mjs --reader NAME --base http://127.0.0.1:PORT --logs N [--warm-reads 0] [--timeout-s 120] [--load-only]
 //
+// --warm-reads N reads the stream N more times after the first, in the same process: the first read is the
+// fresh condition (nothing compiled, tiered up or loaded before it), the others the warm one (as stream-compare's
+// readers, but each reader alone in its process).
 // --load-only loads the reader and exits without reading (under callgrind, the reading's instructions are a
 // whole run's less a load-only run's). A run that takes longer than --timeout-s fails, whatever a reader makes of
 // the abort (ours ends its iterator quietly on an abort, as its contract says).
@@ -26,6 +29,10 @@ export interface FreshRun {
   readUs: number;
   /** Of {@link readUs}, the kernel's part. */
   readSystemUs: number;
+  /** CPU from exec to the end of the first read: a process that starts, reads the stream once and stops. */
+  freshUs: number;
+  /** CPU of each read after the first (--warm-reads), in order. */
+  warmReadUs: number[];
   /** CPU of the whole life of the process, until it exits. */
   wholeUs: number;
   readMs: number;
@@ -44,6 +51,7 @@ const name = option('reader') as ReaderName;
 if (!READER_NAMES.includes(name)) throw new Error(`no reader ${name}`);
 const base = option('base');
 const expected = Number(option('logs'));
+const warmReads = Number(process.argv.includes('--warm-reads') ? option('warm-reads') : 0);
 const timeoutMs = Number(process.argv.includes('--timeout-s') ? option('timeout-s') : 120) * 1000;
 const total = (usage: NodeJS.CpuUsage) => usage.user + usage.system;
 
@@ -56,17 +64,28 @@ let checksum = 0;
 let readUs = 0;
 let readSystemUs = 0;
 let readMs = 0;
-if (!process.argv.includes('--load-only')) {
+let freshUs = 0;
+const warmReadUs: number[] = [];
+
+/** One whole read of the stream: its CPU (user, system) and wall time; fails unless every log came. */
+async function readOnce(): Promise<{ used: NodeJS.CpuUsage; ms: number }> {
   const signal = AbortSignal.timeout(timeoutMs);
   const started = performance.now();
   const before = process.cpuUsage();
   ({ logs, checksum } = await reader.read(signal));
   const used = process.cpuUsage(before);
-  readMs = performance.now() - started;
-  readUs = total(used);
-  readSystemUs = used.system;
   if (signal.aborted) throw new Error(`${name} did not read the stream within ${timeoutMs / 1000} s`);
   if (logs !== expected) throw new Error(`${name} read ${logs} of ${expected} logs`);
+  return { used, ms: performance.now() - started };
+}
+
+if (!process.argv.includes('--load-only')) {
+  const first = await readOnce();
+  freshUs = total(process.cpuUsage());
+  readMs = first.ms;
+  readUs = total(first.used);
+  readSystemUs = first.used.system;
+  for (let i = 0; i < warmReads; i++) warmReadUs.push(total((await readOnce()).used));
 }
 await reader.close();
 const run: FreshRun = {
@@ -77,6 +96,8 @@ const run: FreshRun = {
   loadUs,
   readUs,
   readSystemUs,
+  freshUs,
+  warmReadUs,
   wholeUs: total(process.cpuUsage()),
   readMs,
   wholeMs: performance.now(),

@@ -1,5 +1,5 @@
 // stream-fresh: our SubscribeEvents reader against the official one (@0xsequence/indexer), each run in a fresh
-// process of its own, as a program that starts, reads a stream and exits runs them.
+// process of its own, as a program that starts, reads a stream and exits runs them, and warm, side by side.
 //
 // stream-compare runs the readers one after the other in one warm process; here every run is a new node process
 // (spawned with `npm start`'s node flags unless --node-flags says otherwise) that loads only its reader's
@@ -11,17 +11,22 @@
 // for its whole life and for the reading alone (from the request to the last log), per log. Runs are
 // interleaved (ours, official, bare, then the other way round) so that a change of the machine's load hits all
 // readers alike; each reader's samples are printed with their percentiles, and the ratios of the official
-// reader's CPU over ours per round. The bare reader (undici, lines split on bytes, decoded, JSON.parse'd, nothing
+// reader's CPU over ours per round.
+//
+// Both conditions in one run: after its first read (the fresh condition) each process reads the stream
+// --warm-reads more times (default 3), its code compiled, tiered up and its library loaded (the warm condition,
+// as in stream-compare, but each reader alone in its process). The table puts fresh and warm side by side, with
+// percentiles over all samples; `uptime` is printed before and after. The bare reader (undici, lines split on bytes, decoded, JSON.parse'd, nothing
 // else) is the floor of any reader that parses every line whole.
 //
 // --callgrind counts instructions instead (valgrind's callgrind, which counts them whatever the machine's load):
 // each run is a process under callgrind for its whole life, and one that only loads the reader and exits; the
-// reading's instructions are the difference. About 50 times slower: use --runs 1.
+// reading's instructions are the difference (no warm reads then). About 50 times slower: use --runs 1.
 //
-//   npx tsx bench/stream-fresh.ts [--logs 100000] [--runs 10] [--min-chunk 4096] [--max-chunk 131072] [--ascii]
+//   npx tsx bench/stream-fresh.ts [--logs 100000] [--runs 10] [--warm-reads 3] [--min-chunk 4096] [--max-chunk 131072] [--ascii]
 //                                 [--readers ours,official,bare,bare-http] [--node-flags "--max-semi-space-size=4"]
 //                                 [--callgrind]
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -56,6 +61,8 @@ function textArgument(name: string): string | undefined {
 
 const LOGS = argument('logs', 100_000, 1_000_000);
 const RUNS = argument('runs', 10, 100);
+/** Reads after the first in each process (the warm condition); none under callgrind. */
+const WARM_READS = CALLGRIND ? 0 : argument('warm-reads', 3, 100);
 const MIN_CHUNK = argument('min-chunk', 4 * 1024, 1 << 20);
 const MAX_CHUNK = argument('max-chunk', 128 * 1024, 1 << 20);
 const ASCII = process.argv.includes('--ascii');
@@ -110,6 +117,8 @@ function runChild(script: string, reader: ReaderName, base: string, loadOnly = f
     base,
     '--logs',
     String(LOGS),
+    '--warm-reads',
+    String(loadOnly ? 0 : WARM_READS),
     '--timeout-s',
     String(RUN_TIMEOUT_MS / 1000),
     ...(loadOnly ? ['--load-only'] : []),
@@ -158,6 +167,15 @@ const load = () =>
     .map((x) => x.toFixed(1))
     .join(' ');
 
+/** The machine's load as `uptime` says it (the load average of the last 1, 5 and 15 minutes). */
+const uptime = (): string => {
+  try {
+    return execFileSync('uptime', { encoding: 'utf8' }).trim();
+  } catch {
+    return `load average ${load()}`;
+  }
+};
+
 /** One fresh process's figures; instructions only under --callgrind. */
 interface Sample {
   run: FreshRun;
@@ -187,10 +205,12 @@ async function main(): Promise<void> {
   const of = (reader: ReaderName): Sample[] => samples.get(reader) ?? [];
   try {
     const { ready } = server;
+    console.log(`uptime: ${uptime()}`);
     console.log(
       `stream-fresh: ${LOGS.toLocaleString('en-US')} logs per process (${(ready.bytes / (1024 * 1024)).toFixed(1)} MB, ` +
         `lines ${ready.minLine}-${ready.maxLine} bytes, ${ready.multiByte} with multi-byte text), written in chunks of ` +
-        `${MIN_CHUNK}-${MAX_CHUNK} bytes; ${RUNS} fresh processes per reader, interleaved${CALLGRIND ? ', under callgrind' : ''}; ` +
+        `${MIN_CHUNK}-${MAX_CHUNK} bytes; ${RUNS} fresh processes per reader, interleaved, each reading it ${1 + WARM_READS} times` +
+        `${CALLGRIND ? ', under callgrind' : ''}; ` +
         `node ${process.version} ${NODE_FLAGS.join(' ') || '(no flags)'}; load ${load()}`,
     );
     for (let round = 0; round < RUNS; round++) {
@@ -206,76 +226,93 @@ async function main(): Promise<void> {
   }
 
   const fixed = (x: number) => x.toFixed(1);
-  const series = (label: string, unit: string, values: number[], digits = fixed) =>
-    `    ${label.padEnd(15)} p10 ${digits(percentile(values, 10))}, p50 ${digits(percentile(values, 50))}, ` +
-    `p90 ${digits(percentile(values, 90))} ${unit} (${values.map(digits).join(', ')})`;
   const p50 = (values: number[]) => percentile(values, 50);
+  const spread = (values: number[], digits = fixed) =>
+    `${digits(percentile(values, 10))} / ${digits(p50(values))} / ${digits(percentile(values, 90))}`;
   const thousands = (x: number) => Math.round(x).toLocaleString('en-US');
+  const runsOf = (reader: ReaderName) => of(reader).map((s) => s.run);
+  const freshWhole = (run: FreshRun) => run.freshUs / LOGS;
+  const freshRead = (run: FreshRun) => run.readUs / LOGS;
+  const warmReads = (run: FreshRun) => run.warmReadUs.map((us) => us / LOGS);
+  // Fresh and warm side by side: CPU per log, p10 / p50 / p90 over every sample.
+  const columns = ['fresh: start-up + 1st read', 'fresh: 1st read only', `warm: reads 2-${1 + WARM_READS}`];
+  console.log(`  CPU per log in µs (user + system), p10 / p50 / p90 over all samples`);
+  console.log(`    ${'reader'.padEnd(10)}${columns.map((c) => c.padEnd(29)).join('')}`);
   for (const reader of READERS) {
-    const runs = of(reader).map((s) => s.run);
-    console.log(`  ${reader}`);
-    console.log(
-      series(
-        'whole process:',
-        'µs/log',
-        runs.map((r) => r.wholeUs / LOGS),
-      ),
+    const runs = runsOf(reader);
+    const cells = [runs.map(freshWhole), runs.map(freshRead), runs.flatMap(warmReads)].map((values) =>
+      values.length === 0 ? '-' : `${spread(values)} (n=${values.length})`,
     );
-    console.log(
-      series(
-        'reading only:',
-        'µs/log',
-        runs.map((r) => r.readUs / LOGS),
-      ),
-    );
+    console.log(`    ${reader.padEnd(10)}${cells.map((c) => c.padEnd(29)).join('')}`);
+  }
+  console.log('  every sample, µs/log:');
+  for (const reader of READERS) {
+    const runs = runsOf(reader);
+    console.log(`    ${reader} fresh, start-up + 1st read: ${runs.map(freshWhole).map(fixed).join(', ')}`);
+    console.log(`    ${reader} fresh, 1st read only:       ${runs.map(freshRead).map(fixed).join(', ')}`);
+    if (WARM_READS > 0) {
+      console.log(
+        `    ${reader} warm (per process):        ${runs.map((r) => warmReads(r).map(fixed).join(' ')).join(', ')}`,
+      );
+    }
+  }
+  for (const reader of READERS) {
+    const runs = runsOf(reader);
     if (CALLGRIND) {
       const per = (pick: (s: Sample) => number | undefined) => of(reader).map((s) => (pick(s) ?? Number.NaN) / LOGS);
       console.log(
-        series(
-          'whole process:',
-          'instructions/log',
+        `  ${reader} instructions/log: whole process ${spread(
           per((s) => s.wholeInstructions),
           thousands,
-        ),
-      );
-      console.log(
-        series(
-          'reading only:',
-          'instructions/log',
+        )}, reading only ${spread(
           per((s) => s.readInstructions),
           thousands,
-        ),
+        )}`,
       );
     }
     console.log(
-      `    start-up: node p50 ${(p50(runs.map((r) => r.bootUs)) / 1000).toFixed(0)} ms, loading the reader p50 ` +
-        `${(p50(runs.map((r) => r.loadUs)) / 1000).toFixed(0)} ms CPU; reading: kernel p50 ` +
+      `  ${reader}: node start-up p50 ${(p50(runs.map((r) => r.bootUs)) / 1000).toFixed(0)} ms, loading the reader p50 ` +
+        `${(p50(runs.map((r) => r.loadUs)) / 1000).toFixed(0)} ms CPU; 1st read: kernel p50 ` +
         `${fixed(p50(runs.map((r) => r.readSystemUs / LOGS)))} µs/log, wall p50 ${p50(runs.map((r) => r.readMs)).toFixed(0)} ms; ` +
         `peak RSS p50 ${(p50(runs.map((r) => r.maxRssKb)) / 1024).toFixed(0)} MB`,
     );
   }
-  if (!READERS.includes('ours') || !READERS.includes('official')) return;
-  // Each round's processes ran one after the other, so their ratio is the least disturbed by a busy machine.
-  const ratios = (pick: (s: Sample) => number | undefined) =>
-    of('ours').map((ours, i) => {
+  if (!READERS.includes('ours') || !READERS.includes('official')) {
+    console.log(`uptime: ${uptime()}`);
+    return;
+  }
+  // Each round's processes ran one after the other, so their ratio is the least disturbed by a busy machine;
+  // warm reads are paired by their place in the round (the n-th warm read of each process).
+  const pairs = <T>(pick: (s: Sample) => T[]): Array<[T, T]> =>
+    of('ours').flatMap((ours, i) => {
       const official = of('official')[i];
-      return (official === undefined ? Number.NaN : (pick(official) ?? Number.NaN)) / (pick(ours) ?? Number.NaN);
+      if (official === undefined) return [];
+      const o = pick(ours);
+      const f = pick(official);
+      return o.map((value, j) => [value, f[j] as T] as [T, T]);
     });
+  const ratios = (pick: (s: Sample) => Array<number | undefined>) =>
+    pairs(pick).map(([ours, official]) => (official ?? Number.NaN) / (ours ?? Number.NaN));
   const range = (values: number[]) =>
-    `${p50(values).toFixed(2)}x (rounds ${Math.min(...values).toFixed(2)}-${Math.max(...values).toFixed(2)})`;
+    `${p50(values).toFixed(2)}x (p10 ${percentile(values, 10).toFixed(2)}, lowest ${Math.min(...values).toFixed(2)})`;
   const verdict = (values: number[]) => (p50(values) >= GOAL ? 'met' : `NOT met (${p50(values).toFixed(2)}x)`);
-  const whole = ratios((s) => s.run.wholeUs);
-  const reading = ratios((s) => s.run.readUs);
-  console.log(`  official over ours, CPU per log: whole process ${range(whole)}, reading only ${range(reading)}`);
+  const whole = ratios((s) => [s.run.freshUs]);
+  const reading = ratios((s) => [s.run.readUs]);
+  const warm = ratios((s) => s.run.warmReadUs);
   console.log(
-    `  goal ${GOAL}x (median of the rounds): whole process ${verdict(whole)}, reading only ${verdict(reading)}`,
+    `  official over ours, CPU per log: fresh start-up + 1st read ${range(whole)}, fresh 1st read ${range(reading)}` +
+      (warm.length > 0 ? `, warm ${range(warm)}` : ''),
+  );
+  console.log(
+    `  goal ${GOAL}x (median of the pairs): fresh start-up + 1st read ${verdict(whole)}, fresh 1st read ${verdict(reading)}` +
+      (warm.length > 0 ? `, warm ${verdict(warm)}` : ''),
   );
   if (CALLGRIND) {
-    const wholeIr = ratios((s) => s.wholeInstructions);
-    const readIr = ratios((s) => s.readInstructions);
+    const wholeIr = ratios((s) => [s.wholeInstructions]);
+    const readIr = ratios((s) => [s.readInstructions]);
     console.log(`  official over ours, instructions: whole process ${range(wholeIr)}, reading only ${range(readIr)}`);
   }
-  console.log(`  load at the end ${load()}`);
+  console.log(`uptime: ${uptime()}`);
 }
 
 await main();
