@@ -78,9 +78,9 @@ export async function officialReader(base: string): Promise<StreamReader> {
 }
 
 /**
- * The floor: the least a reader that hands out every line parsed whole can do over this HTTP client. One
- * undici request (undici is the HTTP client under both readers), lines found by a byte search, each decoded
- * and JSON.parse'd, nothing normalized, queued or kept, no heartbeat, no errors handled.
+ * The floor: the least a reader that hands out every line parsed whole can do over undici (the HTTP client
+ * under the official reader's fetch). One request, lines found by a byte search, each decoded and
+ * JSON.parse'd, nothing normalized, queued or kept, no heartbeat, no errors handled.
  */
 export async function bareReader(base: string): Promise<StreamReader> {
   const { Pool } = await import('undici');
@@ -125,7 +125,7 @@ export async function bareReader(base: string): Promise<StreamReader> {
   };
 }
 
-/** As {@link bareReader}, over node:http (Node's built-in HTTP client, whose parser is native) instead of undici. */
+/** As {@link bareReader}, over node:http (Node's built-in HTTP client, whose parser is native; ours streams over it). */
 export async function bareHttpReader(base: string): Promise<StreamReader> {
   const http = await import('node:http');
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });

@@ -13,9 +13,9 @@
 // A run is aborted after RUN_TIMEOUT_MS and no round starts after DEADLINE_MS.
 //
 // Each round also runs, on the same bytes, two bare readers: the floor of any reader that hands out every line
-// parsed whole (lines found by a byte search, each decoded and JSON.parse'd, nothing else), over undici (`bare`,
-// the HTTP client under ours; the official one's fetch is Node's own copy of it) and over Node's built-in
-// node:http (`bare-http`, whose HTTP parser is native). The official reader's CPU over a bare one's, per round,
+// parsed whole (lines found by a byte search, each decoded and JSON.parse'd, nothing else), over undici (`bare`;
+// the official one's fetch is Node's own copy of it) and over Node's built-in node:http (`bare-http`, whose HTTP
+// parser is native: the HTTP client under ours, whose streams go over node:http). The official reader's CPU over a bare one's, per round,
 // is about the most any such reader can reach against it on this machine; how much ours costs above the bare
 // one is printed too, and JSON.parse alone (each line decoded and parsed in this process, no socket).
 //

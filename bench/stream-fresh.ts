@@ -16,8 +16,10 @@
 // Both conditions in one run: after its first read (the fresh condition) each process reads the stream
 // --warm-reads more times (default 3), its code compiled, tiered up and its library loaded (the warm condition,
 // as in stream-compare, but each reader alone in its process). The table puts fresh and warm side by side, with
-// percentiles over all samples; `uptime` is printed before and after. The bare reader (undici, lines split on bytes, decoded, JSON.parse'd, nothing
-// else) is the floor of any reader that parses every line whole.
+// percentiles over all samples; `uptime` is printed before and after.
+//
+// The bare readers (lines split on bytes, decoded, JSON.parse'd, nothing else; `bare` over undici, `bare-http`
+// over node:http, the HTTP client under ours) are the floor of any reader that parses every line whole.
 //
 // --callgrind counts instructions instead (valgrind's callgrind, which counts them whatever the machine's load):
 // each run is a process under callgrind for its whole life, and one that only loads the reader and exits; the
