@@ -13,6 +13,7 @@ import { ADDR, createTestClient, endpointsFor, NETWORKS } from '../../helpers/pl
 import { RpcTestServer, reply } from '../../helpers/rpc-test-server.ts';
 
 const LISTINGS = '/mk/polygon/rpc/Marketplace/ListListingsForCollectible';
+const EVENTS = '/idx/polygon/rpc/Indexer/SubscribeEvents';
 /** Far above every timeout configured here, far below the test timeout. */
 const SLOW = 5_000;
 
@@ -62,6 +63,25 @@ describe('timeouts', () => {
     expect((error as PlatformTimeoutError).timeoutMs).toBe(150);
     expect((error as Error).message).toContain('waiting for response headers');
     expect((error as PlatformTimeoutError).operation).toBe('Marketplace/ListListingsForCollectible');
+    expect(ms).toBeLessThan(SLOW / 2);
+  });
+
+  it('GIVEN a stream whose server never sends headers WHEN the header timeout is 150 ms THEN the stream ends with a PlatformTimeoutError quickly', async () => {
+    server.route(EVENTS, reply.hang());
+    const client = makeClient({ timeouts: { headersMs: 150 } });
+    const states: string[] = [];
+    const events = client.indexer.subscribeEvents(
+      { network: 'polygon', filter: { contractAddresses: [ADDR.collection] } },
+      { reconnect: false, onState: (state) => states.push(state.kind) },
+    );
+
+    const { error, ms } = await timed(events.next());
+
+    expect(error).toBeInstanceOf(PlatformTimeoutError);
+    expect((error as PlatformTimeoutError).timeoutMs).toBe(150);
+    expect((error as Error).message).toContain('waiting for response headers');
+    expect((error as PlatformTimeoutError).operation).toBe('Indexer/SubscribeEvents');
+    expect(states).toEqual(['connecting', 'disconnected']);
     expect(ms).toBeLessThan(SLOW / 2);
   });
 
