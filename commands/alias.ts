@@ -24,6 +24,7 @@ export default defineGroup({
           type: 'text',
           description: 'The short name, one word (letters, digits, - and _)',
           required: true,
+          oneWord: true,
         },
         {
           name: 'collection',

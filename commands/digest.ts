@@ -1,6 +1,7 @@
 import { type CommandContext, defineCommand, defineGroup, type ResolvedCollection } from '../src/bot/command.ts';
 import { ArgumentError, UserError } from '../src/bot/errors.ts';
 import { looksLike, type OptionSpec, parseCollection, parseInteger, parseTimeZone } from '../src/bot/options.ts';
+import { zonesForAbbreviation } from '../src/bot/time-zones.ts';
 import { oneLine, type Rich } from '../src/core/reply.ts';
 import type { CollectionKey, DigestSettings } from '../src/core/settings.ts';
 import { zonedMoment } from '../src/digests/zoned-time.ts';
@@ -33,12 +34,17 @@ interface Leading {
 
 /**
  * A word the time zone is read from by position: an IANA name (`Europe/Paris`, reported if it is
- * none), `UTC` or `GMT`. Other single words the time zone database knows are abbreviations and old
+ * none), `UTC` or `GMT`, or an abbreviation in capitals (`PST`, refused with the zone to use). Other single words the time zone database knows are abbreviations and old
  * country names (`gb`, `nz`, `wet`, `eire`, `Japan`) that could begin a collection's name: those are
  * taken as `timezone=` only.
  */
 function readsAsTimeZone(word: string): boolean {
-  return /^(utc|gmt)$/i.test(word) || looksLike(TIMEZONE, word, { networks: [] });
+  return (
+    /^(utc|gmt)$/i.test(word) ||
+    looksLike(TIMEZONE, word, { networks: [] }) ||
+    // `PST` in capitals is meant as a zone (and refused with the zone to use); `art` may begin a name.
+    (word === word.toUpperCase() && zonesForAbbreviation(word) !== undefined)
+  );
 }
 
 /**

@@ -29,7 +29,7 @@ const fail = <E>(error: E): { ok: false; error: E } => ({ ok: false, error });
 
 /** Why a collection was not found: no match, or several to choose from (`error` says which). */
 export type LookupFailure =
-  | { code: 'unknown_collection'; error: UserError }
+  | { code: 'unknown_collection'; error: UserError; similar?: AmbiguousCollectionError | undefined }
   | { code: 'ambiguous_collection'; error: AmbiguousCollectionError };
 
 /** What reading a command's arguments needs besides its words. */
@@ -50,7 +50,7 @@ export interface ArgumentSources {
 export type ReadingFailure =
   | { code: 'invalid_argument'; error: ArgError }
   | { code: 'no_collection' }
-  | { code: 'unknown_collection'; error: UserError }
+  | { code: 'unknown_collection'; error: UserError; similar?: AmbiguousCollectionError | undefined }
   | { code: 'ambiguous_collection'; error: AmbiguousCollectionError; typed: TypedWords };
 
 /** A command's arguments, parsed and resolved, and the words they were read from. */
@@ -184,7 +184,7 @@ async function reread(
   const ctx = contextOf(sources);
   const assigned = assignWords(spec, tokens, ctx);
   const nameWords = assigned.ok ? assigned.value.nameWords : undefined;
-  if (!nameWords) return fail(failure);
+  if (!nameWords) return fail(closeNames(failure, tokens, undefined));
   const searched = failure.error.params.network;
   const network = searched === undefined ? sources.defaultNetwork : String(searched);
   for (const { ref, reading } of shorterNames(spec, nameWords, ctx)) {
@@ -194,6 +194,54 @@ async function reread(
     if (explained && !explained.ok && explained.error.code === 'invalid_argument') return explained;
     break;
   }
+  const oneWord = await wordsMeantForOneWordOption(spec, tokens, nameWords, network, sources);
+  if (oneWord) return invalid(oneWord);
   if (!sources.chat.collection && readsWithoutName(spec, nameWords, ctx)) return fail({ code: 'no_collection' });
-  return fail(failure);
+  return fail(closeNames(failure, tokens, nameWords));
+}
+
+/** Most first words of a name tried as words of the one-word option before it. */
+const MAX_WORDS_MOVED = 3;
+
+/**
+ * `/alias set moon cats moon cats`: the option before the name takes one word (`moon`), and the
+ * name (`cats moon cats`) matches nothing but does without its first words. Those words were meant
+ * for the one-word option: the refusal says it is one word.
+ */
+async function wordsMeantForOneWordOption(
+  spec: CommandSpec,
+  tokens: Tokens,
+  nameWords: { option: string; at: number; words: readonly string[] },
+  network: string,
+  sources: ArgumentSources,
+): Promise<ArgError | undefined> {
+  const at = spec.options.findIndex((o) => o.name === nameWords.option);
+  const before = spec.options[at - 1];
+  const typed = tokens.positional[nameWords.at - 1];
+  if (!before?.oneWord || typed === undefined) return undefined;
+  for (let moved = 1; moved <= Math.min(MAX_WORDS_MOVED, nameWords.words.length - 1); moved++) {
+    const text = nameWords.words.slice(moved).join(' ');
+    if (await sources.probe({ kind: 'name', text }, network).catch(() => false)) {
+      return { code: 'one_word', option: before.name, input: [typed, ...nameWords.words.slice(0, moved)].join(' ') };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * A name that matched nothing, when no other reading explains it: the collections with names close
+ * to it as a choice ("did you mean"), else the failure as it is.
+ */
+function closeNames(
+  failure: Extract<ReadingFailure, { code: 'unknown_collection' }>,
+  tokens: Tokens,
+  nameWords: { at: number; words: readonly string[] } | undefined,
+): ReadingFailure {
+  if (!failure.similar) return failure;
+  const typed: TypedWords = {
+    positional: tokens.positional,
+    named: tokens.named,
+    ...(nameWords ? { nameAt: nameWords.at, nameLength: nameWords.words.length } : {}),
+  };
+  return { code: 'ambiguous_collection', error: failure.similar, typed };
 }

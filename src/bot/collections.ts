@@ -5,8 +5,9 @@ import type { PlatformClient } from '../platform/client.ts';
 import type { ContractInfo } from '../platform/types.ts';
 import { own } from '../records.ts';
 import type { CollectionLookup, ResolvedCollection } from './command.ts';
-import { AmbiguousCollectionError, UserError } from './errors.ts';
+import { AmbiguousCollectionError, UnknownCollectionError } from './errors.ts';
 import type { CollectionRef } from './options.ts';
+import { nameCloseness, searchesFor } from './similar-names.ts';
 
 /** How many candidates an ambiguous name offers. */
 export const MAX_CANDIDATES = 5;
@@ -34,6 +35,12 @@ export class CollectionResolver implements CollectionLookup {
     if (ref.kind === 'address') {
       const on = ref.network ?? network;
       const known = (await this.#lookup(ref.address, on)).find((c) => c.address.toLowerCase() === ref.address);
+      if (!known && ref.network === undefined) {
+        // Not known here but known on another network: say where, as for a name (the same address on
+        // two networks is two contracts, so it is offered, never taken).
+        const elsewhere = await this.#addressElsewhere(ref.address, on);
+        if (elsewhere.length > 0) throw new AmbiguousCollectionError(ref.address, elsewhere, option, on);
+      }
       return describe(known, on, ref.address);
     }
     const text = nameText(ref.text);
@@ -47,11 +54,14 @@ export class CollectionResolver implements CollectionLookup {
         // `mainnet:moon cats` with no network of that name: most likely a network this bot does not follow.
         const prefix = ref.network === undefined ? /^([A-Za-z0-9-]+):\S/.exec(ref.text)?.[1] : undefined;
         const networks = this.#platform.networks.all.map((n) => n.name).join(', ');
-        throw new UserError('unknown_collection', {
-          query: ref.text,
-          network,
-          ...(prefix ? { prefix, networks } : {}),
-        });
+        if (prefix) throw new UnknownCollectionError({ query: ref.text, network, prefix, networks });
+        const close = await this.#close(text, network);
+        if (close.taken) return close.taken;
+        const similar =
+          close.candidates.length > 0
+            ? new AmbiguousCollectionError(ref.text, close.candidates, option, undefined, { similar: true })
+            : undefined;
+        throw new UnknownCollectionError({ query: ref.text, network }, similar);
       }
       throw new AmbiguousCollectionError(ref.text, elsewhere, option, network);
     }
@@ -92,6 +102,51 @@ export class CollectionResolver implements CollectionLookup {
     return (exact.length > 0 ? exact : found)
       .slice(0, MAX_CANDIDATES)
       .map((c) => describe(c.info, c.network, c.info.address));
+  }
+
+  /**
+   * The collections of `network` whose names are close to `text`, which matched nothing as typed
+   * (see {@link nameCloseness}), closest first; `taken` when one alone is the same name with other
+   * spaces or punctuation, or its first words (`mooncats`, `render gremlins`). A search that fails
+   * is left out: this only improves on "no collection matches".
+   */
+  async #close(
+    text: string,
+    network: string,
+  ): Promise<{ taken?: ResolvedCollection; candidates: ResolvedCollection[] }> {
+    const settled = await Promise.allSettled(searchesFor(text).map((query) => this.#lookup(query, network)));
+    const seen = new Map<string, { info: ContractInfo; closeness: number }>();
+    for (const result of settled) {
+      if (result.status !== 'fulfilled') continue;
+      for (const info of result.value) {
+        const closeness = nameCloseness(text, info.name);
+        if (closeness !== undefined) seen.set(info.address.toLowerCase(), { info, closeness });
+      }
+    }
+    const ranked = [...seen.values()].sort((a, b) => a.closeness - b.closeness);
+    const [best, second] = ranked;
+    if (best && best.closeness <= 1 && (!second || second.closeness > best.closeness)) {
+      return { taken: describe(best.info, network, best.info.address), candidates: [] };
+    }
+    return {
+      candidates: ranked.slice(0, MAX_CANDIDATES).map((c) => describe(c.info, network, c.info.address)),
+    };
+  }
+
+  /** The configured networks other than `network` whose metadata knows a collection at `address`. */
+  async #addressElsewhere(address: string, network: string): Promise<ResolvedCollection[]> {
+    const others = this.#platform.networks.all.map((n) => n.name).filter((name) => name !== network);
+    const settled = await Promise.allSettled(
+      others.map(async (name) => ({
+        name,
+        info: (await this.#lookup(address, name)).find((c) => c.address.toLowerCase() === address),
+      })),
+    );
+    return settled.flatMap((result) =>
+      result.status === 'fulfilled' && result.value.info
+        ? [describe(result.value.info, result.value.name, result.value.info.address)]
+        : [],
+    );
   }
 
   /** Collections whose name starts with or contains `text`, for autocomplete. */

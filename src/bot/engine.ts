@@ -24,9 +24,16 @@ import {
   type Permission,
 } from './command.ts';
 import { type Completion, type CompletionRequest, completions } from './completions.ts';
-import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from './errors.ts';
+import {
+  AmbiguousCollectionError,
+  ArgumentError,
+  permissionError,
+  UnknownCollectionError,
+  UserError,
+} from './errors.ts';
 import { type ArgError, type Tokens, tokenize } from './options.ts';
 import { DEFAULT_CHAT_LIMIT, DEFAULT_USER_LIMIT, FloodGate, type RateLimitPolicy } from './rate-limit.ts';
+import { closestWords } from './similar-names.ts';
 import { choiceReply, errorReply, isExpectedFailure } from './user-text.ts';
 import { choiceLines, commandLine, withoutFirstWord } from './words.ts';
 
@@ -258,7 +265,16 @@ export class CommandEngine {
 
   #select(invocation: Invocation): { spec: CommandSpec; label: string; args: Tokens } {
     const command = this.find(invocation.command);
-    if (!command) throw new UserError('unknown_command', { command: invocation.command });
+    if (!command) {
+      const close = closestWords(
+        invocation.command,
+        this.commands.map((c) => c.name),
+      );
+      throw new UserError('unknown_command', {
+        command: invocation.command,
+        suggestions: close.join(' ') || undefined,
+      });
+    }
     if (!this.mayRun(command.permission, invocation.chat, invocation.actor)) {
       throw permissionError(command.permission ?? 'everyone', { command: `/${command.name}` });
     }
@@ -274,8 +290,10 @@ export class CommandEngine {
     }
     const sub = command.subcommands.find((s) => s.name === subName?.toLowerCase());
     if (!sub) {
+      const names = command.subcommands.map((s) => s.name);
       throw new UserError('unknown_subcommand', {
         command: command.name,
+        suggestion: subName ? closestWords(subName, names, 1)[0] : undefined,
         allowed: command.subcommands.map((s) => s.name).join(', '),
         // The first subcommand's own example runs as shown; `/watch add` alone would not.
         example: command.subcommands.find((s) => s.example)?.example,
@@ -333,8 +351,8 @@ export class CommandEngine {
             if (error instanceof AmbiguousCollectionError) {
               return { ok: false, error: { code: 'ambiguous_collection', error } };
             }
-            if (error instanceof UserError && error.code === 'unknown_collection') {
-              return { ok: false, error: { code: 'unknown_collection', error } };
+            if (error instanceof UnknownCollectionError) {
+              return { ok: false, error: { code: 'unknown_collection', error, similar: error.similar } };
             }
             throw error;
           },

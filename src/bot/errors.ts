@@ -70,16 +70,40 @@ export class AmbiguousCollectionError extends Error {
   typed:
     | { positional: readonly string[]; named: ReadonlyMap<string, string>; nameAt?: number; nameLength?: number }
     | undefined;
-  constructor(query: string, candidates: readonly ResolvedCollection[], option: string, searched?: string) {
+  /** Set when nothing is called that and the candidates are names close to it ("did you mean"). */
+  readonly similar: boolean;
+  constructor(
+    query: string,
+    candidates: readonly ResolvedCollection[],
+    option: string,
+    searched?: string,
+    options: { similar?: boolean } = {},
+  ) {
     super(
-      searched === undefined
-        ? `"${query}" matches ${candidates.length} collections`
-        : `"${query}" matches nothing on ${searched} but ${candidates.length} collections on other networks`,
+      options.similar
+        ? `"${query}" matches nothing; ${candidates.length} collections have names close to it`
+        : searched === undefined
+          ? `"${query}" matches ${candidates.length} collections`
+          : `"${query}" matches nothing on ${searched} but ${candidates.length} collections on other networks`,
     );
+    this.similar = options.similar ?? false;
     this.query = query;
     this.candidates = candidates;
     this.option = option;
     this.searched = searched;
+  }
+}
+
+/**
+ * No collection is called what was typed (code `unknown_collection`). `similar` offers the
+ * collections whose names are close to it, for when no other reading of the words explains the
+ * miss: it is not thrown itself, as a closer reading (`/holders moon cats 3 extra`) may stand.
+ */
+export class UnknownCollectionError extends UserError {
+  readonly similar: AmbiguousCollectionError | undefined;
+  constructor(params: Record<string, string | number | undefined>, similar?: AmbiguousCollectionError) {
+    super('unknown_collection', params);
+    this.similar = similar;
   }
 }
 

@@ -6,6 +6,7 @@
 
 import { isAddress } from 'viem/utils';
 import { truncate } from '../core/reply.ts';
+import { zonesForAbbreviation } from './time-zones.ts';
 
 export type OptionType =
   | 'text'
@@ -42,6 +43,12 @@ export interface OptionSpec {
   namedOnly?: boolean;
   /** Offer completions (Discord autocomplete). */
   autocomplete?: boolean;
+  /**
+   * For a `text` option just before a collection: one word (an alias). When the collection's name
+   * matches nothing but does without its first words, those words were meant for this option, and
+   * the answer says it is one word.
+   */
+  oneWord?: boolean;
 }
 
 /** A collection as the user named it; resolved against aliases and search by the engine. */
@@ -100,6 +107,7 @@ export type ArgErrorCode =
   | 'unknown_option'
   | 'invalid_trait'
   | 'repeated_option'
+  | 'one_word'
   | 'unbalanced_quotes';
 
 export interface ArgError {
@@ -306,6 +314,9 @@ export function parseTimeOfDay(input: string, option = 'time'): Parsed<TimeOfDay
 /** An IANA time zone name (`Europe/Paris`, `Asia/Tokyo`, `UTC`), returned in its canonical form. */
 export function parseTimeZone(input: string, option = 'timezone'): Parsed<string> {
   const text = input.trim();
+  // An abbreviation names an offset, not a place (see time-zones.ts): refused, with the zones it may mean.
+  const meant = zonesForAbbreviation(text);
+  if (meant) return fail({ code: 'invalid_time_zone', option, input: shown(text), allowed: [...meant] });
   if (!text || text.length > 64 || !/^[A-Za-z0-9_+\-/]+$/.test(text)) {
     return fail({ code: 'invalid_time_zone', option, input: shown(text) });
   }

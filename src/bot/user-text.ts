@@ -85,6 +85,9 @@ export function describeArgError(error: ArgError): string {
     case 'invalid_time':
       return `${quote(error.input)} is not a time of day: use 24-hour HH:MM such as 09:00, or 9am.`;
     case 'invalid_time_zone':
+      if (error.allowed && error.allowed.length > 0) {
+        return `${quote(error.input)} is not a time zone the bot reads: an abbreviation does not say when daylight saving starts. Use the place's IANA name, such as ${error.allowed.join(' or ')}.`;
+      }
       return `${quote(error.input)} is not a time zone: use an IANA name such as Europe/Paris, America/New_York or UTC.`;
     case 'unknown_network':
       return `Unknown network ${quote(error.input)}. Known networks: ${(error.allowed ?? []).join(', ')}.`;
@@ -103,6 +106,10 @@ export function describeArgError(error: ArgError): string {
     case 'repeated_option': {
       const [first, second] = error.allowed ?? [];
       return `${echo(option)} is given twice (${quote(first)} and ${quote(second)}): give it once${option === 'tokens' || option === 'wallets' || option === 'ignore' ? `, with the values separated by commas (${echo(option)}=1,2,3)` : ''}.`;
+    }
+    case 'one_word': {
+      const words = String(error.input ?? '').split(' ');
+      return `${option} is one word; ${quote(error.input)} is ${words.length}. Join them (${echo(words.join('').toLowerCase())}) or pick another.`;
     }
     case 'unbalanced_quotes':
       return 'A quote is not closed: close it ("moon cats") or leave the quotes out.';
@@ -149,6 +156,11 @@ function describePermission(error: UserError, context: AnswerContext): string {
  */
 export function describeChoice(error: AmbiguousCollectionError): string {
   const only = error.candidates.length === 1 ? error.candidates[0] : undefined;
+  if (error.similar) {
+    return only
+      ? `No collection is called ${quote(error.query)}. Did you mean ${echo(only.name)}?`
+      : `No collection is called ${quote(error.query)}. Did you mean one of these?`;
+  }
   if (error.searched === undefined) {
     return `${quote(error.query)} matches ${error.candidates.length} collections. Choose one:`;
   }
@@ -164,7 +176,7 @@ export function choiceReply(error: AmbiguousCollectionError, lines: readonly str
   return {
     tone: 'warning',
     ephemeral: true,
-    title: error.searched === undefined ? 'Which collection?' : 'On another network',
+    title: error.similar ? 'Did you mean?' : error.searched === undefined ? 'Which collection?' : 'On another network',
     lines: [describeChoice(error)],
     buttons: error.candidates.map((c, i) => [
       {
@@ -179,8 +191,16 @@ function describeUserError(error: UserError, context: AnswerContext): string {
   const p = error.params;
   switch (error.code) {
     case 'unknown_command':
+      if (typeof p.suggestions === 'string') {
+        const names = p.suggestions.split(' ').map((name) => `/${name}`);
+        const last = names.pop();
+        return `Unknown command ${quote(p.command)}. Did you mean ${names.length ? `${names.join(', ')} or ${last}` : last}? Type /help for the list.`;
+      }
       return `Unknown command ${quote(p.command)}. Type /help for the list.`;
     case 'unknown_subcommand':
+      if (typeof p.suggestion === 'string') {
+        return `Did you mean /${p.command} ${p.suggestion}? /${p.command} needs one of: ${p.allowed}.`;
+      }
       return `/${p.command} needs one of: ${p.allowed}. Example: ${p.example ?? `/${p.command} ${String(p.allowed).split(', ')[0]}`}`;
     case 'unknown_collection': {
       const unmatched = `No collection matches ${quote(p.query)} on ${echo(p.network)}`;

@@ -56,6 +56,7 @@ const KNOWN_CODES = new Set(
     unknown_option: true,
     invalid_trait: true,
     repeated_option: true,
+    one_word: true,
     unbalanced_quotes: true,
   } satisfies Record<ArgErrorCode, true>),
 );
