@@ -12,11 +12,13 @@ import type { CommandEngine, Outcome } from '../../bot/engine.ts';
 import { createLimitedServer, type ListenerLimits } from '../../core/http-listener.ts';
 import type { RulesRepository } from '../../core/ports.ts';
 import { plain, type Reply, truncate } from '../../core/reply.ts';
+import type { JoinRequest } from '../../core/roles.ts';
 import type { AlertSink } from '../../delivery/sink.ts';
 import { ChatImages } from '../images/images.ts';
 import { OutcomeProbe } from '../outcome-probe.ts';
 import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
 import { parseStartPayload } from './deep-link.ts';
+import { TelegramGate } from './gate.ts';
 import { REPLACES_MARK, type SentKind, TelegramOutbox } from './outbox.ts';
 import { TELEGRAM_LIMITS } from './render.ts';
 import { TELEGRAM_PACE, TelegramSink } from './sink.ts';
@@ -49,10 +51,14 @@ export interface TelegramAdapterOptions {
   images?: ChatImages;
   /** Address the webhook listener binds to (default: all interfaces, for a load balancer in front). */
   webhookHost?: string;
+  /** Answers join requests of gated groups (holder roles); without it they are left to the admins. */
+  joinRequests?: (request: JoinRequest) => Promise<unknown>;
 }
 
 export interface TelegramAdapter {
   sink: AlertSink;
+  /** Approves, declines and removes members of gated groups for holder roles. */
+  membership: TelegramGate;
   bot: Bot;
   /** True while updates arrive: polling runs, or the webhook listener is up (health checks). */
   ready(): boolean;
@@ -70,7 +76,7 @@ export const DEEP_LINK_GONE = 'That link is for a group I am not in any more. Se
 const ADMIN_CACHE_MS = 5 * 60_000;
 /** Methods that post or change a message and count against Telegram's global limit. */
 const THROTTLED = /^(send|edit|copy|forward)/;
-const ALLOWED_UPDATES = ['message', 'callback_query'] as const;
+const ALLOWED_UPDATES = ['message', 'callback_query', 'chat_join_request'] as const;
 const DEFAULT_API_ROOT = 'https://api.telegram.org';
 
 /** A simple token bucket: `take` resolves when a token is free. */
@@ -154,6 +160,11 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
     options.groupIntervalMs === undefined ? {} : { groupIntervalMs: options.groupIntervalMs },
   );
   const admins = new LRUCache<string, boolean>({ max: 5_000, ttl: ADMIN_CACHE_MS });
+  const membership = new TelegramGate({
+    api: bot.api,
+    send: (chatId, reply) => outbox.send(chatId, reply),
+    botUsername: () => (bot.isInited() ? bot.botInfo.username : undefined),
+  });
   const inflight = new Set<Promise<void>>();
 
   const canManage = async (chat: Chat, user: User): Promise<boolean> => {
@@ -214,6 +225,19 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
   });
   bot.on('callback_query:data', (ctx) => {
     track(onButton(ctx));
+  });
+  bot.on('chat_join_request', (ctx) => {
+    const request = ctx.chatJoinRequest;
+    const answer = options.joinRequests;
+    if (!answer || request.from.is_bot) return;
+    track(
+      answer({
+        community: `telegram:${request.chat.id}`,
+        person: `telegram:${request.from.id}`,
+        userChatId: String(request.user_chat_id),
+        name: request.from.username ?? request.from.first_name,
+      }).then(() => undefined),
+    );
   });
   bot.catch((error) => {
     logger.error({ update: error.ctx.update.update_id, err: describe(error.error, scrub) }, 'telegram handler failed');
@@ -351,6 +375,7 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
     logger.info({ bot: bot.botInfo.username, port }, 'telegram webhook listening');
     return {
       sink,
+      membership,
       bot,
       webhook: { url: config.webhookUrl, port },
       ready: () => server.listening,
@@ -387,6 +412,7 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
   logger.info({ bot: bot.botInfo.username }, 'telegram long polling');
   return {
     sink,
+    membership,
     bot,
     ready: () => bot.isRunning(),
     async stop() {
