@@ -100,6 +100,12 @@ export interface Config {
   database: { url: string; poolSize: number } | undefined;
   /** Wallet verification (see {@link parseVerificationConfig}). */
   verification: VerificationConfig;
+  /**
+   * Holder roles: `graceHours` (FLOORWATCH_GATE_GRACE_HOURS, default 24) a member of a gated Telegram
+   * group who stopped holding keeps their place; `recheckHours` (FLOORWATCH_ROLES_RECHECK_HOURS,
+   * default 6; 0: at start only) between two full re-checks of every verified member.
+   */
+  roles: { graceHours: number; recheckHours: number };
 }
 
 // ---- Wallet verification (holder roles): FLOORWATCH_PUBLIC_URL, FLOORWATCH_WEB_HOST, FLOORWATCH_WEB_PORT.
@@ -530,6 +536,10 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
     backfill: { rpcUrl, maxBlocks: backfillMaxBlocks },
     database: databaseUrl === undefined ? undefined : { url: databaseUrl, poolSize: databasePool },
     verification,
+    roles: {
+      graceHours: integer(env, 'FLOORWATCH_GATE_GRACE_HOURS', problems, 0, 24 * 90) ?? 24,
+      recheckHours: integer(env, 'FLOORWATCH_ROLES_RECHECK_HOURS', problems, 0, 24 * 30) ?? 6,
+    },
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
