@@ -18,7 +18,7 @@ function hours(ms: number): string {
 export default defineCommand({
   name: 'gate',
   description: 'Let only holders of a collection into this Telegram group (an invite link that asks)',
-  example: '/gate moon-cats min=2',
+  example: '/gate <collection…> min=2',
   permission: 'manageRoles',
   acceptsTraits: true,
   options: [

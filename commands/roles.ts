@@ -94,7 +94,7 @@ function ruleId(typed: string): string {
 const addRole = defineCommand({
   name: 'add',
   description: 'Give a role to members whose verified wallets hold a collection',
-  example: '/roles add @Holders moon-cats min=2',
+  example: '/roles add @Holders… moon cats min=2',
   acceptsTraits: true,
   options: [
     { name: 'role', type: 'role', description: 'The role to give', required: true },
@@ -183,7 +183,7 @@ const listRoles = defineCommand({
 const removeRole = defineCommand({
   name: 'remove',
   description: 'Remove a holder role rule',
-  example: '/roles remove h3',
+  example: '/roles remove h…',
   options: [{ name: 'rule', type: 'text', description: 'Rule id, e.g. h3', required: true }],
   async run(ctx, { rule }) {
     const { key, roles } = communityOf(ctx);

@@ -77,6 +77,8 @@ export interface RunningBot {
   verification: WalletVerification;
   /** The verification page's listener, when FLOORWATCH_PUBLIC_URL is set. */
   web: PageServer['address'] | undefined;
+  /** Holder roles: rules, grants and their sync (its counters, for benchmarks and tests). */
+  roles: RoleSync;
   /** Resolves when the bot has stopped by itself (end of piped input). */
   finished: Promise<void>;
   /** Stops everything, in reverse order of start. */
@@ -589,6 +591,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       wallets,
       verification,
       web: web?.address,
+      roles: holderRoles.sync,
       finished,
       stop,
       onFatal: (listener) => {

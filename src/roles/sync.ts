@@ -134,6 +134,11 @@ export class RoleSync implements HolderRolesPort {
     this.#concurrency = options.concurrency ?? 8;
   }
 
+  /** Platform calls made to read holdings (balance pages and metadata), for benchmarks and metrics. */
+  get platformCalls(): number {
+    return this.#options.holdings.calls;
+  }
+
   /** A chat platform's adapter, once it runs: its communities are kept in sync from then on. */
   useSink(sink: MembershipSink): void {
     this.#sinks.set(sink.platform, sink);
