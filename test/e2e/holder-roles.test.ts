@@ -357,6 +357,14 @@ describe.each(MODES)('holder roles on $name', (mode) => {
       const link = tg.inviteLinks.at(-1);
       expect(link?.creates_join_request).toBe(true);
       expect(String(answer.params.text)).toContain(link?.invite_link);
+      // Without the admin rights to make invite links, it says which rights it needs.
+      tg.withoutRights.add(String(GROUP));
+      tg.injectText(GROUP, GROUP_ADMIN, '/gate');
+      const unable = await tg.nextCall('sendMessage', (c) =>
+        String(c.params.text ?? '').includes('Invite users via link'),
+      );
+      expect(String(unable.params.text)).toContain('Ban users');
+      tg.withoutRights.delete(String(GROUP));
       tg.injectText(GROUP, OUTSIDER, `/gate ${moonCats}`);
       const refused = await tg.nextCall('sendMessage', (c) =>
         String(c.params.text ?? '').includes('group administrator'),
