@@ -3,9 +3,9 @@ import { UserError } from '../src/bot/errors.ts';
 import { traitConditions } from '../src/bot/market-commands.ts';
 import { echo } from '../src/bot/user-text.ts';
 import { link, oneLine, type Rich } from '../src/core/reply.ts';
-import { GROUP_MEMBERSHIP, MAX_ROLE_RULES, MembershipError } from '../src/core/roles.ts';
+import { GROUP_MEMBERSHIP, MembershipError } from '../src/core/roles.ts';
 import { requirementText } from '../src/roles/rules.ts';
-import { communityOf, describeRoleRule } from './roles.ts';
+import { addRoleRule, communityOf, describeRoleRule } from './roles.ts';
 
 const USAGE = '/gate <collection> [min=N] [trait=value ...]';
 const NAME_LENGTH = 100;
@@ -38,7 +38,7 @@ export default defineCommand({
         name: filter.name,
         value,
       }));
-      const rule = await roles.addRule({
+      const rule = await addRoleRule(roles, {
         community: key,
         target: GROUP_MEMBERSHIP,
         targetName: 'group',
@@ -50,11 +50,6 @@ export default defineCommand({
         createdBy: `${ctx.chat.platform}:${ctx.actor.id}`,
         createdAt: ctx.now().toISOString(),
       });
-      if (!rule) {
-        throw new UserError('not_found', {
-          what: `This group already has ${MAX_ROLE_RULES} gate rules; remove one first (/roles list shows them).`,
-        });
-      }
       lines.push('Gate rule added:', describeRoleRule(rule));
     }
     const rules = await roles.rulesOf(key);

@@ -86,6 +86,31 @@ function list(text: string | undefined): string[] {
     .filter(Boolean);
 }
 
+/** What a rule asks for, whatever the order its lists were written in: two rules with one identity are one too many. */
+function ruleIdentity(rule: Omit<RoleRule, 'id'>): string {
+  return JSON.stringify([
+    rule.target,
+    rule.network,
+    rule.collection,
+    rule.minBalance,
+    [...(rule.tokenIds ?? [])].sort(),
+    (rule.traits ?? []).map((t) => `${t.name.toLowerCase()}=${t.value.toLowerCase()}`).sort(),
+  ]);
+}
+
+/** Adds a rule unless the community has the same one, or has as many as it may. */
+export async function addRoleRule(roles: HolderRolesPort, wanted: Omit<RoleRule, 'id'>): Promise<RoleRule> {
+  const same = (await roles.rulesOf(wanted.community)).find((r) => ruleIdentity(r) === ruleIdentity(wanted));
+  if (same) throw new UserError('not_found', { what: `Rule ${same.id} already asks for exactly this.` });
+  const rule = await roles.addRule(wanted);
+  if (!rule) {
+    throw new UserError('not_found', {
+      what: `This community already has ${MAX_ROLE_RULES} holder rules; remove one first (/roles list shows them).`,
+    });
+  }
+  return rule;
+}
+
 /** `h3`, `H3` or `3` as the store has it. */
 function ruleId(typed: string): string {
   return /^h/i.test(typed) ? typed.toLowerCase() : `h${typed}`;
@@ -124,7 +149,7 @@ const addRole = defineCommand({
     const check = await roles.checkTarget(key, role);
     if (!check) throw new UserError('not_configured', { what: 'Discord is not connected to this bot process.' });
     if (!check.ok) throw new UserError('not_found', { what: targetProblem(check, role) });
-    const rule = await roles.addRule({
+    const rule = await addRoleRule(roles, {
       community: key,
       target: role,
       targetName: oneLine(check.name, NAME_LENGTH),
@@ -137,11 +162,6 @@ const addRole = defineCommand({
       createdBy: `${ctx.chat.platform}:${ctx.actor.id}`,
       createdAt: ctx.now().toISOString(),
     });
-    if (!rule) {
-      throw new UserError('not_found', {
-        what: `This server already has ${MAX_ROLE_RULES} role rules; remove one first (/roles list shows them).`,
-      });
-    }
     return {
       tone: 'success',
       title: 'Holder role added',

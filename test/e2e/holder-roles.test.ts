@@ -280,6 +280,14 @@ describe.each(MODES)('holder roles on $name', (mode) => {
         ...mod(3),
       });
       expect(textOf(added)).toContain('Holder role added');
+      const again = await interact({
+        kind: 'command',
+        name: 'roles',
+        subcommand: 'add',
+        options: { role: HOLDERS, collection: moonCats },
+        ...mod(3),
+      });
+      expect(textOf(again)).toMatch(/Rule h\d+ already asks for exactly this/);
       // The streams follow the rule's collection before tokens move.
       await tg.waitFor(
         () => (running.all.some((b) => b.pipeline.health().some((s) => s.contracts >= 2)) ? true : undefined),
