@@ -102,6 +102,12 @@ export interface Config {
   database: { url: string; poolSize: number } | undefined;
   /** Wallet verification: the page people sign on, and its listener. */
   verification: VerificationConfig;
+  /**
+   * Holder roles: `graceHours` (FLOORWATCH_GATE_GRACE_HOURS, default 24) a member of a gated Telegram
+   * group who stopped holding keeps their place; `recheckHours` (FLOORWATCH_ROLES_RECHECK_HOURS,
+   * default 6; 0: at start only) between two full re-checks of every verified member.
+   */
+  roles: { graceHours: number; recheckHours: number };
 }
 
 /**
@@ -406,6 +412,8 @@ const VARIABLES = {
   ...variable('FLOORWATCH_PUBLIC_URL', publicUrl),
   ...variable('FLOORWATCH_WEB_HOST', hostName),
   ...variable('FLOORWATCH_WEB_PORT', wholeNumber(0, 65_535)),
+  ...variable('FLOORWATCH_GATE_GRACE_HOURS', wholeNumber(0, 24 * 90)),
+  ...variable('FLOORWATCH_ROLES_RECHECK_HOURS', wholeNumber(0, 24 * 30)),
 };
 
 type Values = { [K in keyof typeof VARIABLES]?: NonNullable<v.InferOutput<(typeof VARIABLES)[K]>>['value'] };
@@ -649,6 +657,10 @@ function configOf(values: Values, cwd: string): Config {
     verification: {
       publicUrl: values.FLOORWATCH_PUBLIC_URL,
       web: { host: values.FLOORWATCH_WEB_HOST ?? '127.0.0.1', port: values.FLOORWATCH_WEB_PORT ?? DEFAULT_WEB_PORT },
+    },
+    roles: {
+      graceHours: values.FLOORWATCH_GATE_GRACE_HOURS ?? 24,
+      recheckHours: values.FLOORWATCH_ROLES_RECHECK_HOURS ?? 6,
     },
   };
 }

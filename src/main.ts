@@ -20,6 +20,7 @@ import type { ChatImages } from './chat/images/images.ts';
 import { ChatStartError } from './chat/start-error.ts';
 import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
 import type { DeliveryLog, RulesRepository } from './core/ports.ts';
+import type { RoleStore } from './core/roles.ts';
 import type { WalletStore } from './core/wallets.ts';
 import { ChatClaims } from './delivery/claims.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
@@ -36,7 +37,9 @@ import { Links, type LinkTemplates } from './market/links.ts';
 import { PlatformClient } from './platform/client.ts';
 import { discoverPlatform, type PlatformDescription, PlatformDiscoveryError } from './platform/discovery.ts';
 import type { Network } from './platform/networks.ts';
+import { HoldingsReader } from './roles/holdings.ts';
 import { SignatureChecker } from './roles/siwe.ts';
+import { RoleSync } from './roles/sync.ts';
 import { WalletVerification } from './roles/verification.ts';
 import { type PageServer, startPageServer } from './roles/web.ts';
 import { FileCursorStore } from './store/cursors.ts';
@@ -44,6 +47,7 @@ import { DeliveryJournal } from './store/journal.ts';
 import { DataDirError, lockDataDir } from './store/lock.ts';
 import { DatabaseError } from './store/pg/errors.ts';
 import type { Leadership, SharedDatabase } from './store/pg/index.ts';
+import { FileRoleStore } from './store/roles.ts';
 import { StateStore, StoreFileError } from './store/state.ts';
 import { FileWalletStore } from './store/wallets.ts';
 
@@ -73,6 +77,8 @@ export interface RunningBot {
   verification: WalletVerification;
   /** The verification page's listener, when FLOORWATCH_PUBLIC_URL is set. */
   web: PageServer['address'] | undefined;
+  /** Holder roles: rules, grants and their sync (its counters, for benchmarks and tests). */
+  roles: RoleSync;
   /** Resolves when the bot has stopped by itself (end of piped input). */
   finished: Promise<void>;
   /** Stops everything, in reverse order of start. */
@@ -317,6 +323,11 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       logger: logger.child({ component: 'verify' }),
     });
     // End wallet verification.
+    // Begin holder roles: rules and grants (files, or the shared database), kept in sync from the
+    // verified wallets, the streams (followers below) and a full re-check run by one process.
+    const holderRoles = await startHolderRoles(config, { platform, wallets, shared, logger });
+    stops.push(() => holderRoles.close());
+    // End holder roles.
     let digests: DigestService | undefined;
     let scheduler: DigestScheduler | undefined;
     const commands = await loadCommands(COMMANDS_DIR);
@@ -340,6 +351,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       },
       nativeSymbols,
       verification,
+      roles: holderRoles.sync,
       digests: {
         preview: async (chatKey, digest) => {
           if (!digests) throw new Error('digests are not running');
@@ -403,6 +415,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       marketplaceContracts,
       relistWindowMs: config.relistWindowHours * 60 * 60 * 1000,
       market: marketHistory,
+      followers: [holderRoles.sync],
     });
     pipeline = alertPipeline;
     // Closed after the digest scheduler has stopped (stops run in reverse), so a run in progress keeps its charts.
@@ -483,6 +496,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         ...(images ? { images } : {}),
       });
       stops.push(() => discord.stop());
+      holderRoles.sync.useSink(discord.membership);
       sinks.set('discord', discord.sink);
       chats.push({ platform: 'discord', ready: discord.ready });
     }
@@ -493,8 +507,10 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         engine,
         logger: logger.child({ component: 'telegram' }),
         ...(images ? { images } : {}),
+        joinRequests: (request) => holderRoles.sync.joinRequest(request),
       });
       stops.push(() => telegram.stop());
+      holderRoles.sync.useSink(telegram.membership);
       sinks.set('telegram', telegram.sink);
       chats.push({ platform: 'telegram', ready: telegram.ready });
     }
@@ -503,6 +519,9 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     stops.push(() => alertPipeline.stop());
     if (ingest) await ingest.start();
     if (claims) await claims.start();
+    // After the adapters (its re-check needs their sinks), before the streams (its collections join them).
+    stops.push(() => holderRoles.stop());
+    await holderRoles.start();
     void alertPipeline
       .start()
       .catch((error: unknown) => logger.error({ err: error }, 'alert pipeline failed to start'));
@@ -568,6 +587,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       wallets,
       verification,
       web: web?.address,
+      roles: holderRoles.sync,
       finished,
       stop,
       onFatal: (listener) => {
@@ -580,6 +600,59 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     throw error;
   }
 }
+
+/**
+ * Holder roles: the role store of the storage mode, the sync over the verified wallets and the
+ * platform's balances, and with a shared database the `roles` lease, whose holder runs the full
+ * re-check and the sweeps. `start` once the chat adapters have handed their membership sinks to
+ * `sync`.
+ */
+async function startHolderRoles(
+  config: Config,
+  deps: { platform: PlatformClient; wallets: WalletStore; shared: SharedDatabase | undefined; logger: Logger },
+): Promise<{ sync: RoleSync; start: () => Promise<void>; stop: () => Promise<void>; close: () => Promise<void> }> {
+  const logger = deps.logger.child({ component: 'roles' });
+  const shared = deps.shared;
+  const pg = shared ? await import('./store/pg/index.ts') : undefined;
+  const store: RoleStore = shared
+    ? await (await import('./store/pg/roles.ts')).PgRoleStore.open(shared.db, logger)
+    : await FileRoleStore.open(join(config.dataDir, 'roles.jsonl'));
+  let leader: Leadership | undefined;
+  const sync = new RoleSync({
+    wallets: deps.wallets,
+    store,
+    holdings: new HoldingsReader(deps.platform, { logger }),
+    logger,
+    graceMs: config.roles.graceHours * 3_600_000,
+    recheckEveryMs: config.roles.recheckHours * 3_600_000,
+    ...(shared ? { leads: () => leader?.leads(ROLES_LEASE_KEY) ?? false } : {}),
+  });
+  if (shared && pg) {
+    leader = new pg.Leadership({
+      leases: shared.leases,
+      space: 'roles',
+      keys: () => [ROLES_LEASE_KEY],
+      onAcquired: () => sync.recheckAll(),
+      logger: deps.logger.child({ component: 'leadership' }),
+    });
+  }
+  return {
+    sync,
+    async start() {
+      await sync.start();
+      await leader?.start();
+    },
+    /** Before the chat adapters stop: changes under way finish while their sinks still work. */
+    async stop() {
+      leader?.stop();
+      await sync.stop();
+    },
+    close: () => store.close(),
+  };
+}
+
+/** The one lease of the `roles` space: its holder runs the full re-check and the sweeps. */
+const ROLES_LEASE_KEY = 'all';
 
 /**
  * Wallet verification over `store`: signatures checked on the default network (contract wallets

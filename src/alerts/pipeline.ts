@@ -14,7 +14,7 @@ import type { MarketRecorder } from './market-history.ts';
 import { alertsFor } from './render.ts';
 import { admitsTokens, type MatchingRule, matchDestinations, RuleIndex } from './rule-index.ts';
 import { NetworkStreams, type StreamOptionsForAlerts } from './streams.ts';
-import type { ChainEvent } from './types.ts';
+import type { ChainEvent, CollectionFollower } from './types.ts';
 
 export interface AlertPipelineOptions {
   platform: PlatformClient;
@@ -55,6 +55,8 @@ export interface AlertPipelineOptions {
    * floors enrichment looks up and the reorgs, and gives sale alerts the token's last sale.
    */
   market?: MarketRecorder;
+  /** Services that follow collections through the same streams (holder roles); see {@link CollectionFollower}. */
+  followers?: readonly CollectionFollower[];
 }
 
 /**
@@ -64,6 +66,9 @@ export interface AlertPipelineOptions {
  * ({@link PipelineCounters.dropped}); a recorded one is never dropped for lack of room.
  */
 export const MAX_UNRECORDED_DELIVERIES = 10_000;
+
+/** The events after which who holds what has changed. */
+const MOVES_TOKENS: ReadonlySet<ChainEvent['kind']> = new Set(['mint', 'burn', 'transfer', 'sale']);
 
 /**
  * Alerts whose journal write failed ({@link JournalWriteError}: disk full, file size limit, I/O
@@ -170,7 +175,9 @@ export class AlertPipeline {
   #heldChanges: RulesChange[] | undefined;
   readonly #networks = new Map<string, NetworkState>();
   /** What each network's streams were last planned from: planning again from the same is skipped. */
-  readonly #plannedFrom = new Map<string, { index: RuleIndex; version: number; ingested: boolean }>();
+  readonly #plannedFrom = new Map<string, { index: RuleIndex; version: number; ingested: boolean; followed: number }>();
+  /** Moves when a follower's collections change. */
+  #followedVersion = 0;
   #replanTimer: NodeJS.Timeout | undefined;
   #planning: Promise<void> = Promise.resolve();
   #stopped = false;
@@ -210,6 +217,12 @@ export class AlertPipeline {
     dispatcher.enqueue(unfinished);
     dispatcher.enqueueEdits(edits);
     store.onRulesChanged((change) => this.#rulesChanged(change));
+    for (const follower of this.#options.followers ?? []) {
+      follower.onCollectionsChanged(() => {
+        this.#followedVersion++;
+        this.#schedulePlan();
+      });
+    }
     await this.#refreshIndex();
     await this.#plan();
     this.#options.backfill?.started();
@@ -354,6 +367,11 @@ export class AlertPipeline {
         this.#reloadIndex().catch(() => {});
       }
     } else if (this.#indexed) applyChange(this.#index, change);
+    this.#schedulePlan();
+  }
+
+  /** Plans the streams again once changes stop arriving for a moment. */
+  #schedulePlan(): void {
     clearTimeout(this.#replanTimer);
     this.#replanTimer = setTimeout(() => {
       this.#planning = this.#planning
@@ -379,7 +397,8 @@ export class AlertPipeline {
   async #plan(): Promise<void> {
     if (this.#stopped) return;
     const index = this.#index;
-    const networks = new Set([...index.networks(), ...this.#networks.keys()]);
+    const followed = (this.#options.followers ?? []).flatMap((f) => f.networks());
+    const networks = new Set([...index.networks(), ...followed, ...this.#networks.keys()]);
     const plans: Promise<void>[] = [];
     for (const network of networks) {
       if (!this.#options.platform.networks.find(network)) {
@@ -409,10 +428,16 @@ export class AlertPipeline {
     const ingested = this.#options.ingests?.(network) ?? true;
     const version = index.collectionsVersion(network);
     const last = this.#plannedFrom.get(network);
-    if (last?.index === index && last.version === version && last.ingested === ingested) return Promise.resolve();
-    this.#plannedFrom.set(network, { index, version, ingested });
-    const marketplaces = this.#options.marketplaceContracts?.[network] ?? [];
-    const filter: EventFilter = { contractAddresses: ingested ? index.packedCollections(network, marketplaces) : [] };
+    const followed = this.#followedVersion;
+    if (last?.index === index && last.version === version && last.ingested === ingested && last.followed === followed) {
+      return Promise.resolve();
+    }
+    this.#plannedFrom.set(network, { index, version, ingested, followed });
+    const more = [
+      ...(this.#options.marketplaceContracts?.[network] ?? []),
+      ...(this.#options.followers ?? []).flatMap((f) => f.collections(network)),
+    ];
+    const filter: EventFilter = { contractAddresses: ingested ? index.packedCollections(network, more) : [] };
     return this.#state(network)
       .streams.plan(filter)
       .catch((error: unknown) => {
@@ -448,7 +473,9 @@ export class AlertPipeline {
             size: created.streams.contractCount(),
             lists: (size) => created.streams.contractLists(size),
             has: (address) =>
-              this.#index.watches(network, address) || this.#marketplaces.get(network)?.has(address) === true,
+              this.#index.watches(network, address) ||
+              this.#marketplaces.get(network)?.has(address) === true ||
+              this.#followed(network, address),
           }),
           gap: (from, to) => created.streams.reportGap(from, to),
         }),
@@ -502,13 +529,14 @@ export class AlertPipeline {
     const marketplaces = this.#marketplaces.get(network);
     const { events, skipped } = classifyTransaction(logs, {
       network,
-      isCollection: (address) => this.#index.watches(network, address),
+      isCollection: (address) => this.#index.watches(network, address) || this.#followed(network, address),
       ...(marketplaces ? { isMarketplace: (address: string) => marketplaces.has(address) } : {}),
     });
     for (const bad of skipped) this.#options.logger.warn({ network, ...bad }, 'skipped a log');
     const market = this.#options.market;
     for (const event of events) {
       this.counters.events++;
+      this.#handOver(event);
       let rules = this.#index.candidates(event);
       const lastSale = rules.length > 0 ? this.#lastSale(event) : undefined;
       if (market && event.kind === 'sale') market.sale(event);
@@ -537,6 +565,20 @@ export class AlertPipeline {
           slot.enriched = lastSale ? { ...enriched, details: { ...enriched.details, lastSale } } : enriched;
           this.#drain(state);
         });
+    }
+  }
+
+  #followed(network: string, collection: string): boolean {
+    return (this.#options.followers ?? []).some((f) => f.watches(network, collection));
+  }
+
+  /** Tokens that changed hands go to the followers of their collection, with the wallets involved. */
+  #handOver(event: ChainEvent): void {
+    if (!MOVES_TOKENS.has(event.kind)) return;
+    for (const follower of this.#options.followers ?? []) {
+      if (!follower.watches(event.network, event.collection)) continue;
+      const accounts = [event.from, event.to, ...event.accounts].filter((a): a is string => a !== undefined);
+      follower.tokensMoved({ network: event.network, collection: event.collection, accounts: [...new Set(accounts)] });
     }
   }
 

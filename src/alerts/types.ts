@@ -45,3 +45,19 @@ export interface ChainEvent {
   /** Uids of the logs the event was built from. */
   logUids: string[];
 }
+
+/**
+ * Another service that follows collections through the alert streams (holder roles): its
+ * collections join the streams' plan, and every mint, burn, transfer and sale of one of them is
+ * handed to it with the wallets involved. It never sees a rule; the alert path never sees its work.
+ */
+export interface CollectionFollower {
+  /** The collections (lower-case) it follows on a network. */
+  collections(network: string): readonly string[];
+  networks(): readonly string[];
+  watches(network: string, collection: string): boolean;
+  /** Called when its collections change: the streams are planned again. */
+  onCollectionsChanged(listener: () => void): void;
+  /** Tokens of a followed collection moved (`accounts`: every wallet involved, lower-case). */
+  tokensMoved(moved: { network: string; collection: string; accounts: readonly string[] }): void;
+}

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { MarketHistoryView } from '../core/market.ts';
 import type { RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
+import type { HolderRolesPort } from '../core/roles.ts';
 import type { ChatSettings, DigestSettings } from '../core/settings.ts';
 import type { JournalBacklog, StreamHealth } from '../core/status.ts';
 import type { WalletVerificationPort } from '../core/wallets.ts';
@@ -11,8 +12,11 @@ import type { PlatformClient } from '../platform/client.ts';
 import type { CollectionRef, OptionSpec, OptionValues } from './options.ts';
 import type { RarityIndex } from './rarity.ts';
 
-/** Who may run a command. */
-export type Permission = 'everyone' | 'manage' | 'operator';
+/**
+ * Who may run a command. `manageRoles`: who may give the server's roles (Discord's Manage Roles; a
+ * Telegram group's administrators), in a community only.
+ */
+export type Permission = 'everyone' | 'manage' | 'manageRoles' | 'operator';
 
 export type ChatPlatform = 'console' | 'discord' | 'telegram';
 
@@ -44,6 +48,8 @@ export interface Actor {
   id: string;
   name?: string;
   canManage: boolean;
+  /** Whether this person may give the community's roles (Discord: Manage Roles); `canManage` when unset. */
+  canManageRoles?: boolean;
   /**
    * Where roles exist (a Discord server): whether this person may make the bot ping a role. A rule's
    * mention pings with the bot's permissions, so it is held to the person's own.
@@ -167,6 +173,8 @@ export interface CommandContext {
   digests: DigestPort | undefined;
   /** Wallet verification (/verify), when the bot has a wallet store. */
   verification: WalletVerificationPort | undefined;
+  /** Holder roles (/roles, /gate), when they run. */
+  roles: HolderRolesPort | undefined;
   bot: BotInfo;
 }
 

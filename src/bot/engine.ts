@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
+import type { HolderRolesPort } from '../core/roles.ts';
 import type { ChatSettings } from '../core/settings.ts';
 import type { WalletVerificationPort } from '../core/wallets.ts';
 import { CurrencyDirectory } from '../market/currencies.ts';
@@ -61,6 +62,8 @@ export interface EngineOptions {
   digests?: DigestPort;
   /** Wallet verification for /verify. */
   verification?: WalletVerificationPort;
+  /** Holder roles for /roles and /gate. */
+  roles?: HolderRolesPort;
   /** Web pages of tokens, transactions and orders, for answers that link to them. */
   links?: Links;
   /** The market history and rarity index, for /collection, /token and /traits. */
@@ -151,6 +154,8 @@ export class CommandEngine {
     if (!permission || permission === 'everyone') return true;
     if (this.isOperator(chat, actor)) return true;
     if (permission === 'manage') return actor.canManage || chat.kind === 'private';
+    // Roles belong to a community: a private chat gives no right over any.
+    if (permission === 'manageRoles') return chat.kind === 'group' && (actor.canManageRoles ?? actor.canManage);
     return false;
   }
 
@@ -333,6 +338,7 @@ export class CommandEngine {
       market: this.#options.market,
       digests: this.#options.digests,
       verification: this.#options.verification,
+      roles: this.#options.roles,
       bot: { commands: this.commands, startedAt: this.startedAt, alerts: this.#options.alerts },
     };
     return spec.run(context, values as never);

@@ -147,6 +147,15 @@ function describePermission(error: UserError, context: AnswerContext): string {
     return `Only the bot's operators may ${what ? `run ${what}` : 'do this'}.`;
   }
   const subject = typeof action === 'string' ? action : (what ?? 'This');
+  if (needed === 'manageRoles') {
+    const who =
+      context.platform === 'telegram'
+        ? 'a group administrator'
+        : context.platform === 'discord'
+          ? 'the Manage Roles permission'
+          : 'a community: Discord, the Manage Roles permission; Telegram, a group administrator';
+    return `${subject} needs ${who}, in the server or group whose roles it changes.`;
+  }
   return `${subject} needs a chat admin (${chatAdmin(context)}).`;
 }
 

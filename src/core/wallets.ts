@@ -25,6 +25,12 @@ export interface VerifiedWallet {
   verifiedAt: string;
 }
 
+/** A person's wallets in one community, oldest first. */
+export interface PersonWallets {
+  person: string;
+  wallets: VerifiedWallet[];
+}
+
 /**
  * A change of the verified wallets. `linked` with `previousPerson`: the wallet moved from that
  * person to `wallet.person` (re-linked by its new owner), so the previous person's grants that came
@@ -48,8 +54,14 @@ export interface WalletRegistry {
    * two wallets it concerns).
    */
   byAddress(address: string): Promise<VerifiedWallet[]>;
-  /** Every wallet of a community, a page at a time (the scheduled full re-check). */
+  /** Every wallet of a community, a page at a time. */
   walletsIn(community: string): AsyncIterable<readonly VerifiedWallet[]>;
+  /**
+   * The people of a community with their wallets, by person key in code-point order: at most
+   * `limit` people after `after` (the full re-check of holder roles reads them so, and resumes after
+   * the last person it finished).
+   */
+  peopleIn(community: string, after: string | undefined, limit: number): Promise<PersonWallets[]>;
   /** Removes a person's wallet from a community; the removed wallet, or undefined when it was not theirs. */
   removeWallet(community: string, person: string, address: string): Promise<VerifiedWallet | undefined>;
   onWalletsChanged(listener: (change: WalletChange) => void): void;

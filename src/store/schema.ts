@@ -279,3 +279,55 @@ function describeIssue(issue: v.BaseIssue<unknown>, prefix = ''): string {
   const expected = issue.expected && !/^expected/.test(issue.message) ? `expected ${issue.expected}` : issue.message;
   return `${path || 'the top level'}: ${expected}${found}`;
 }
+
+// ---- Holder roles (core/roles.ts): the records both role stores check when they read them.
+
+const keySchema = v.pipe(v.string(), v.regex(/^[a-z]+:[^\s]{1,100}$/, 'expected platform:id'));
+const bounded = (max: number) => v.pipe(v.string(), v.maxLength(max));
+
+export const roleRuleSchema = v.object({
+  id: v.pipe(v.string(), v.regex(/^h\d{1,15}$/, 'expected a rule id like h3')),
+  community: keySchema,
+  target: v.pipe(bounded(100), v.minLength(1)),
+  targetName: bounded(200),
+  network: v.pipe(bounded(60), v.minLength(1)),
+  collection: address,
+  collectionName: bounded(300),
+  minBalance: int(1, 1_000_000_000),
+  tokenIds: v.exactOptional(v.pipe(v.array(v.pipe(v.string(), v.regex(/^\d{1,78}$/))), v.maxLength(100))),
+  traits: v.exactOptional(v.pipe(v.array(v.object({ name: bounded(200), value: bounded(200) })), v.maxLength(10))),
+  createdBy: bounded(120),
+  createdAt: isoTime,
+});
+
+export const grantFailureSchema = v.object({
+  reason: v.picklist([
+    'role_above_bot',
+    'managed_role',
+    'unknown_role',
+    'missing_permission',
+    'not_member',
+    'unavailable',
+  ]),
+  at: isoTime,
+  permanent: v.boolean(),
+});
+
+export const roleGrantSchema = v.object({
+  community: keySchema,
+  target: v.pipe(bounded(100), v.minLength(1)),
+  person: keySchema,
+  state: v.picklist(['granted', 'lapsed', 'revoked']),
+  since: isoTime,
+  lapsedAt: v.exactOptional(isoTime),
+  pending: v.exactOptional(v.object({ action: v.picklist(['grant', 'revoke']), since: isoTime, token: bounded(100) })),
+  failure: v.exactOptional(grantFailureSchema),
+  recheck: v.exactOptional(v.boolean()),
+});
+
+export const recheckProgressSchema = v.object({
+  startedAt: isoTime,
+  communities: v.array(keySchema),
+  after: v.exactOptional(keySchema),
+  people: int(0, Number.MAX_SAFE_INTEGER),
+});

@@ -28,9 +28,6 @@
  * Anything else that cannot be read throws {@link StoreFileError} naming the file and the line,
  * and leaves the file untouched. One process at a time may use the file (the data directory's lock).
  */
-import { isUtf8 } from 'node:buffer';
-import { type FileHandle, open, rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
 import * as v from 'valibot';
 import { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
 import type {
@@ -38,15 +35,22 @@ import type {
   Challenge,
   CompleteOutcome,
   NewVerifyLink,
+  PersonWallets,
   VerifiedWallet,
   VerifyLink,
   WalletChange,
   WalletStore,
 } from '../core/wallets.ts';
-import { syncDirectory } from './sync-directory.ts';
+import {
+  appendDurably,
+  headerLine,
+  type JsonlFormat,
+  message,
+  readJsonl,
+  rewriteAtomically,
+  truncateTo,
+} from './jsonl-file.ts';
 
-const FORMAT_VERSION = 1;
-const HEADER_LINE = `${JSON.stringify({ op: 'wallets', v: FORMAT_VERSION })}\n`;
 /** Lines beyond twice the live records tolerated before a rewrite. */
 const MIN_DEAD_LINES = 1_000;
 /** Links are kept this long after they expired (a late page load says "expired", not "unknown"). */
@@ -98,6 +102,7 @@ const lineSchema = v.variant('k', [
   v.object({ k: v.literal('drop'), community: key, address }),
 ]);
 type Line = v.InferOutput<typeof lineSchema>;
+const FORMAT: JsonlFormat<Line> = { op: 'wallets', version: 1, schema: lineSchema, record: 'a wallet record' };
 
 const walletKey = (community: string, walletAddress: string) => `${community}\n${walletAddress}`;
 
@@ -127,7 +132,7 @@ export class FileWalletStore implements WalletStore {
   /** Opens (or creates) the file; throws {@link StoreFileError} when it cannot be read. */
   static async open(file: string, now: Date = new Date()): Promise<FileWalletStore> {
     const store = new FileWalletStore(file);
-    const read = await readLines(file);
+    const read = await readJsonl(file, FORMAT);
     for (const line of read.lines) store.#apply(line);
     store.#lines = read.lines.length;
     store.#dropExpired(now);
@@ -158,6 +163,20 @@ export class FileWalletStore implements WalletStore {
   async *walletsIn(community: string): AsyncIterable<readonly VerifiedWallet[]> {
     const all = [...this.#wallets.values()].filter((w) => w.community === community);
     for (let at = 0; at < all.length; at += PAGE_SIZE) yield all.slice(at, at + PAGE_SIZE);
+  }
+
+  async peopleIn(community: string, after: string | undefined, limit: number): Promise<PersonWallets[]> {
+    const byPerson = new Map<string, VerifiedWallet[]>();
+    for (const wallet of this.#wallets.values()) {
+      if (wallet.community !== community || (after !== undefined && wallet.person <= after)) continue;
+      const list = byPerson.get(wallet.person);
+      if (list) list.push(wallet);
+      else byPerson.set(wallet.person, [wallet]);
+    }
+    return [...byPerson.keys()]
+      .sort(byCodePoint)
+      .slice(0, limit)
+      .map((person) => ({ person, wallets: byPerson.get(person) ?? [] }));
   }
 
   removeWallet(community: string, person: string, walletAddress: string): Promise<VerifiedWallet | undefined> {
@@ -348,7 +367,7 @@ export class FileWalletStore implements WalletStore {
   }
 
   async #rewrite(): Promise<void> {
-    let body = HEADER_LINE;
+    let body = headerLine(FORMAT);
     let count = 0;
     for (const wallet of this.#wallets.values()) {
       body += `${JSON.stringify({ k: 'wallet', wallet })}\n`;
@@ -358,23 +377,14 @@ export class FileWalletStore implements WalletStore {
       body += `${JSON.stringify({ k: 'link', link })}\n`;
       count++;
     }
-    const temp = join(dirname(this.file), `.${basename(this.file)}.tmp`);
-    let handle: FileHandle | undefined;
-    try {
-      handle = await open(temp, 'w');
-      await handle.writeFile(body, 'utf8');
-      await handle.sync();
-      await handle.close();
-      handle = undefined;
-      await rename(temp, this.file);
-    } catch (error) {
-      await handle?.close().catch(() => undefined);
-      await rm(temp, { force: true }).catch(() => undefined);
-      throw error;
-    }
-    await syncDirectory(dirname(this.file));
+    await rewriteAtomically(this.file, body);
     this.#lines = count;
   }
+}
+
+/** Code-unit order: for keys (ASCII) the order of PostgreSQL's `COLLATE "C"`, as the PostgreSQL store sorts people. */
+function byCodePoint(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 function restore<K, V>(target: Map<K, V>, saved: ReadonlyMap<K, V>): void {
@@ -386,107 +396,3 @@ function restore<K, V>(target: Map<K, V>, saved: ReadonlyMap<K, V>): void {
 function usable(link: VerifyLink, now: Date): boolean {
   return link.usedAt === undefined && Date.parse(link.expiresAt) > now.getTime();
 }
-
-/** Appends `text` and makes it durable; on failure the file is cut back to where it was. */
-async function appendDurably(file: string, body: string): Promise<void> {
-  const handle = await open(file, 'a');
-  let fileSize: number | undefined;
-  try {
-    fileSize = (await handle.stat()).size;
-    await handle.writeFile(body, 'utf8');
-    await handle.datasync();
-  } catch (error) {
-    if (fileSize !== undefined) await handle.truncate(fileSize).catch(() => undefined);
-    throw error;
-  } finally {
-    await handle.close();
-  }
-}
-
-async function truncateTo(file: string, length: number): Promise<void> {
-  const handle = await open(file, 'r+');
-  try {
-    await handle.truncate(length);
-    await handle.datasync();
-  } finally {
-    await handle.close();
-  }
-}
-
-interface ReadLines {
-  exists: boolean;
-  lines: Line[];
-  size: number;
-  validBytes: number;
-}
-
-async function readLines(file: string): Promise<ReadLines> {
-  let handle: FileHandle;
-  try {
-    handle = await open(file, 'r');
-  } catch (cause) {
-    if ((cause as NodeJS.ErrnoException).code === 'ENOENT') return { exists: false, lines: [], size: 0, validBytes: 0 };
-    throw new StoreFileError(file, `cannot be read (${message(cause)})`, { cause });
-  }
-  let data: Buffer;
-  try {
-    if ((await handle.stat()).isDirectory()) throw new StoreFileError(file, 'is a directory');
-    data = await handle.readFile();
-  } catch (cause) {
-    if (cause instanceof StoreFileError) throw cause;
-    throw new StoreFileError(file, `cannot be read (${message(cause)})`, { cause });
-  } finally {
-    await handle.close();
-  }
-  const lines: Line[] = [];
-  let start = 0;
-  let lineNumber = 0;
-  let validBytes = 0;
-  while (start < data.length) {
-    lineNumber += 1;
-    const newline = data.indexOf(0x0a, start);
-    if (newline === -1) break;
-    const bytes = data.subarray(start, newline);
-    let value: unknown;
-    try {
-      if (!isUtf8(bytes)) throw new Error('not UTF-8');
-      value = JSON.parse(bytes.toString('utf8'));
-    } catch (cause) {
-      if (newline + 1 === data.length) break;
-      throw new StoreFileError(file, `line ${lineNumber} is not valid JSON (${message(cause)})`, { cause });
-    }
-    if (lineNumber === 1) checkHeader(file, value);
-    else {
-      const parsed = v.safeParse(lineSchema, value);
-      if (!parsed.success) {
-        const issue = parsed.issues[0];
-        const path = issue?.path?.map((item) => String(item.key)).join('.') ?? 'the line';
-        throw new StoreFileError(file, `line ${lineNumber} is not a wallet record (${path}: ${issue?.message})`);
-      }
-      lines.push(parsed.output);
-    }
-    start = newline + 1;
-    validBytes = start;
-  }
-  if (validBytes === 0) return { exists: false, lines: [], size: data.length, validBytes };
-  return { exists: true, lines, size: data.length, validBytes };
-}
-
-function checkHeader(file: string, value: unknown): void {
-  const header = value as { op?: unknown; v?: unknown } | null;
-  if (typeof header !== 'object' || header === null || Array.isArray(header) || header.op !== 'wallets') {
-    throw new StoreFileError(file, 'line 1 is not a wallets file header (is this the right file?)');
-  }
-  const version = header.v;
-  if (typeof version !== 'number' || !Number.isInteger(version) || version < 1) {
-    throw new StoreFileError(file, `line 1 has no valid version (found ${JSON.stringify(version)})`);
-  }
-  if (version > FORMAT_VERSION) {
-    throw new StoreFileError(
-      file,
-      `was written by a newer Floorwatch (wallets version ${version}; this one reads up to ${FORMAT_VERSION})`,
-    );
-  }
-}
-
-const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));

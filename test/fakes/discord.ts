@@ -13,9 +13,31 @@ export interface FakeGuild {
   id: string;
   name: string;
   channels: string[];
-  /** Roles besides @everyone (whose id is the guild's), as GUILD_CREATE lists them. */
-  roles?: Array<{ id: string; name: string; mentionable: boolean }>;
+  /**
+   * Roles besides @everyone (whose id is the guild's), as GUILD_CREATE lists them. `position`
+   * defaults to the place in the list (the first is 1, just above @everyone); `permissions` is a
+   * bitfield string (default "0"); `managed` roles belong to an integration.
+   */
+  roles?: FakeRole[];
+  /** The roles the bot's member has (its highest one decides which roles it may give). */
+  botRoles?: string[];
+  /** Permissions of @everyone (default "0"). */
+  everyonePermissions?: string;
+  /** User ids of the members (role changes of anyone else answer 404 Unknown Member). */
+  members?: string[];
 }
+
+export interface FakeRole {
+  id: string;
+  name: string;
+  mentionable: boolean;
+  position?: number;
+  permissions?: string;
+  managed?: boolean;
+}
+
+/** Discord's permission bits the stand-in checks. */
+export const PERMISSIONS = { administrator: 1n << 3n, manageRoles: 1n << 28n } as const;
 
 export interface FakeDiscordOptions {
   token?: string;
@@ -201,6 +223,8 @@ export class FakeDiscord {
   readonly messages = new Map<string, FakeMessage[]>();
   /** Channels that answer 404 Unknown Channel. */
   readonly unknownChannels = new Set<string>();
+  /** The roles of each member, by guild id then user id (what the role routes changed). */
+  readonly memberRoles = new Map<string, Map<string, Set<string>>>();
   /** Gateway connections that identified. */
   identified = 0;
   /** The `shard` of every IDENTIFY, in order (`[0, 1]` when the client sent none). */
@@ -522,18 +546,7 @@ export class FakeDiscord {
       large: false,
       joined_at: new Date(0).toISOString(),
       features: [],
-      roles: [
-        { id: guild.id, name: '@everyone', permissions: '0', position: 0, color: 0, hoist: false, mentionable: false },
-        ...(guild.roles ?? []).map((role, i) => ({
-          ...role,
-          permissions: '0',
-          position: i + 1,
-          color: 0,
-          hoist: false,
-          managed: false,
-          flags: 0,
-        })),
-      ],
+      roles: this.rolesOf(guild),
       emojis: [],
       stickers: [],
       channels: guild.channels.map((id, position) => ({
@@ -552,6 +565,52 @@ export class FakeDiscord {
       guild_scheduled_events: [],
       soundboard_sounds: [],
     };
+  }
+
+  /** A guild's roles as the API shows them, @everyone first. */
+  rolesOf(guild: FakeGuild): Array<Record<string, unknown> & { id: string; name: string; position: number }> {
+    return [
+      {
+        id: guild.id,
+        name: '@everyone',
+        permissions: guild.everyonePermissions ?? '0',
+        position: 0,
+        color: 0,
+        hoist: false,
+        managed: false,
+        mentionable: false,
+        flags: 0,
+      },
+      ...(guild.roles ?? []).map((role, i) => ({
+        ...role,
+        permissions: role.permissions ?? '0',
+        position: role.position ?? i + 1,
+        color: 0,
+        hoist: false,
+        managed: role.managed ?? false,
+        flags: 0,
+      })),
+    ];
+  }
+
+  /** The role ids a member of a guild has now. */
+  rolesOfMember(guildId: string, userId: string): string[] {
+    return [...(this.memberRoles.get(guildId)?.get(userId) ?? [])];
+  }
+
+  /**
+   * Whether the bot may give `roleId` in `guild`, as Discord decides: Manage Roles (or Administrator)
+   * from its roles, the role not managed, and strictly below the bot's highest role.
+   */
+  #mayGive(guild: FakeGuild, roleId: string): boolean {
+    const roles = this.rolesOf(guild);
+    const role = roles.find((r) => r.id === roleId);
+    const mine = roles.filter((r) => r.id === guild.id || (guild.botRoles ?? []).includes(r.id));
+    const bits = mine.reduce((sum, r) => sum | BigInt(String(r.permissions)), 0n);
+    if ((bits & (PERMISSIONS.manageRoles | PERMISSIONS.administrator)) === 0n) return false;
+    if (!role || role.managed === true) return false;
+    const top = mine.reduce((a, b) => (b.position > a.position ? b : a));
+    return top.position > role.position;
   }
 
   #send(ws: WebSocket, t: string, d: unknown): void {
@@ -698,6 +757,36 @@ export class FakeDiscord {
     if (method === 'POST' && /^\/webhooks\/(\d+)\/([^/]+)$/.test(route)) {
       const message = this.#message(this.channelId, { ...(body ?? {}), flags: Number(body?.flags ?? 0) });
       return answer(200, this.#withFiles(message, body, files, []));
+    }
+    const guildRoute = /^\/guilds\/(\d+)\/(roles|members\/(\d+)(?:\/roles\/(\d+))?)$/.exec(route);
+    if (guildRoute) {
+      const guild = this.guilds.find((g) => g.id === guildRoute[1]);
+      if (!guild) return answer(404, { message: 'Unknown Guild', code: 10004 });
+      if (guildRoute[2] === 'roles' && method === 'GET') return answer(200, this.rolesOf(guild));
+      const userId = guildRoute[3] ?? '';
+      const roleId = guildRoute[4];
+      const isBot = userId === this.botUser.id;
+      if (!isBot && !(guild.members ?? []).includes(userId))
+        return answer(404, { message: 'Unknown Member', code: 10007 });
+      if (roleId === undefined && method === 'GET') {
+        const roles = isBot ? (guild.botRoles ?? []) : this.rolesOfMember(guild.id, userId);
+        const user = isBot
+          ? this.botUser
+          : { id: userId, username: `user${userId.slice(-4)}`, discriminator: '0', avatar: null, global_name: null };
+        return answer(200, { user, roles, joined_at: new Date(0).toISOString(), deaf: false, mute: false, flags: 0 });
+      }
+      if (roleId !== undefined && (method === 'PUT' || method === 'DELETE')) {
+        if (!this.rolesOf(guild).some((r) => r.id === roleId))
+          return answer(404, { message: 'Unknown Role', code: 10011 });
+        if (!this.#mayGive(guild, roleId)) return answer(403, { message: 'Missing Permissions', code: 50013 });
+        const byUser = this.memberRoles.get(guild.id) ?? new Map<string, Set<string>>();
+        this.memberRoles.set(guild.id, byUser);
+        const roles = byUser.get(userId) ?? new Set<string>();
+        byUser.set(userId, roles);
+        if (method === 'PUT') roles.add(roleId);
+        else roles.delete(roleId);
+        return answer(204);
+      }
     }
     const channel = /^\/channels\/(\d+)\/messages(?:\/(\d+))?$/.exec(route);
     if (channel) {

@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { MessageEntity, UserFromGetMe } from 'grammy/types';
@@ -163,6 +163,16 @@ export class FakeTelegram {
   readonly leftGroups = new Set<string>();
   /** Chats whose sends answer 403 "bot was blocked by the user". */
   readonly blocked = new Set<string>();
+  /** Members of each group by chat id (join requests approved add to it; removals take away). */
+  readonly members = new Map<string, Set<number>>();
+  /** Pending join requests of each group by chat id. */
+  readonly joinRequests = new Map<string, Set<number>>();
+  /** Groups where the bot is no administrator with the rights to invite and ban (its calls are refused). */
+  readonly withoutRights = new Set<string>();
+  /** Invite links made, in order. */
+  readonly inviteLinks: Array<{ chatId: string; invite_link: string; creates_join_request: boolean }> = [];
+  /** Every ban and unban, in order (`until` of bans in seconds since the epoch). */
+  readonly restrictions: Array<{ chatId: string; userId: number; kind: 'ban' | 'unban'; until?: number }> = [];
   webhook: { url: string; secret_token?: string } | undefined;
   /** Every POST of an update to the webhook, in order. */
   readonly webhookDeliveries: WebhookDelivery[] = [];
@@ -226,6 +236,42 @@ export class FakeTelegram {
         : {}),
     };
     return { update_id: this.#nextUpdate++, message };
+  }
+
+  /**
+   * Queues a `chat_join_request`: the person opened an invite link that asks (the request stays
+   * pending until the bot approves or declines it).
+   */
+  injectJoinRequest(chatId: number, userId: number, inviteLink?: string) {
+    const pending = this.joinRequests.get(String(chatId)) ?? new Set<number>();
+    pending.add(userId);
+    this.joinRequests.set(String(chatId), pending);
+    const link = this.inviteLinks.find((l) => l.invite_link === inviteLink);
+    return this.#push({
+      update_id: this.#nextUpdate++,
+      chat_join_request: {
+        chat: { id: chatId, type: 'supergroup', title: this.titles.get(String(chatId)) ?? 'Group' },
+        from: { id: userId, is_bot: false, first_name: `User ${userId}` },
+        user_chat_id: userId,
+        date: Math.floor(Date.now() / 1000),
+        ...(link
+          ? {
+              invite_link: {
+                invite_link: link.invite_link,
+                creator: this.bot,
+                creates_join_request: true,
+                is_primary: false,
+                is_revoked: false,
+              },
+            }
+          : {}),
+      },
+    });
+  }
+
+  /** Whether a user is a member of a group now. */
+  isMember(chatId: number | string, userId: number): boolean {
+    return this.members.get(String(chatId))?.has(userId) === true;
   }
 
   /** Queues a button press on a message the bot sent. */
@@ -439,6 +485,60 @@ export class FakeTelegram {
         const at = admins.indexOf(Number(p.user_id));
         const status = at === 0 ? 'creator' : at > 0 ? 'administrator' : 'member';
         return ok({ status, user, ...(status === 'administrator' ? { can_be_edited: false } : {}) });
+      }
+      case 'createChatInviteLink': {
+        if (!chatId) return error(400, 'Bad Request: chat_id is empty');
+        if (this.withoutRights.has(chatId))
+          return error(400, 'Bad Request: not enough rights to manage chat invite link');
+        const joinRequest = p.creates_join_request === true || p.creates_join_request === 'true';
+        const invite_link = `https://t.me/+fake${randomBytes(8).toString('hex')}`;
+        this.inviteLinks.push({ chatId, invite_link, creates_join_request: joinRequest });
+        return ok({
+          invite_link,
+          creator: this.bot,
+          creates_join_request: joinRequest,
+          is_primary: false,
+          is_revoked: false,
+          ...(p.name === undefined ? {} : { name: String(p.name) }),
+        });
+      }
+      case 'approveChatJoinRequest':
+      case 'declineChatJoinRequest': {
+        if (!chatId) return error(400, 'Bad Request: chat_id is empty');
+        if (this.withoutRights.has(chatId)) return error(400, 'Bad Request: not enough rights');
+        const userId = Number(p.user_id);
+        const pending = this.joinRequests.get(chatId);
+        if (!pending?.has(userId)) {
+          if (this.isMember(chatId, userId)) return error(400, 'Bad Request: USER_ALREADY_PARTICIPANT');
+          return error(400, 'Bad Request: HIDE_REQUESTER_MISSING');
+        }
+        pending.delete(userId);
+        if (method === 'approveChatJoinRequest') {
+          const members = this.members.get(chatId) ?? new Set<number>();
+          members.add(userId);
+          this.members.set(chatId, members);
+        }
+        return ok(true);
+      }
+      case 'banChatMember': {
+        if (!chatId) return error(400, 'Bad Request: chat_id is empty');
+        const userId = Number(p.user_id);
+        const admins = this.admins.get(chatId) ?? [];
+        if (admins[0] === userId) return error(400, "Bad Request: can't remove chat owner");
+        if (admins.includes(userId)) return error(400, 'Bad Request: user is an administrator of the chat');
+        if (this.withoutRights.has(chatId))
+          return error(400, 'Bad Request: not enough rights to restrict/unrestrict chat member');
+        this.members.get(chatId)?.delete(userId);
+        const until = p.until_date === undefined ? undefined : Number(p.until_date);
+        this.restrictions.push({ chatId, userId, kind: 'ban', ...(until === undefined ? {} : { until }) });
+        return ok(true);
+      }
+      case 'unbanChatMember': {
+        if (!chatId) return error(400, 'Bad Request: chat_id is empty');
+        if (this.withoutRights.has(chatId))
+          return error(400, 'Bad Request: not enough rights to restrict/unrestrict chat member');
+        this.restrictions.push({ chatId, userId: Number(p.user_id), kind: 'unban' });
+        return ok(true);
       }
       case 'sendMessage':
       case 'sendPhoto':

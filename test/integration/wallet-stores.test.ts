@@ -203,6 +203,32 @@ describe.each(adapters)('wallet store on $name', (adapter) => {
     expect(await store.walletsOf('discord:100', 'discord:7')).toHaveLength(1);
   });
 
+  it('GIVEN people with several wallets THEN peopleIn gives each once with all their wallets, in key order, page by page', async () => {
+    const { store } = await adapter.open();
+    const verify = async (person: string, address: string, community = 'discord:300') => {
+      const link = newLink({ person, community });
+      await store.createLink(link);
+      await store.completeLink(link.id, { address, kind: 'eoa' }, NOW);
+    };
+    const address = (n: number) => `0x${n.toString(16).padStart(40, '0')}`;
+    // Keys that sort differently as numbers and as text: discord:10 comes before discord:9.
+    await verify('discord:9', address(1));
+    await verify('discord:10', address(2));
+    await verify('discord:9', address(3));
+    await verify('discord:2', address(4));
+    await verify('discord:10', address(5), 'discord:301');
+    const first = await store.peopleIn('discord:300', undefined, 2);
+    expect(first.map((p) => [p.person, p.wallets.map((w) => w.address)])).toEqual([
+      ['discord:10', [address(2)]],
+      ['discord:2', [address(4)]],
+    ]);
+    const rest = await store.peopleIn('discord:300', 'discord:2', 2);
+    expect(rest.map((p) => [p.person, p.wallets.map((w) => w.address)])).toEqual([
+      ['discord:9', [address(1), address(3)]],
+    ]);
+    expect(await store.peopleIn('discord:300', 'discord:9', 2)).toEqual([]);
+  });
+
   it('GIVEN a change WHEN the store is opened again THEN it is still there', async () => {
     const { store, again } = await adapter.open();
     const link = newLink();

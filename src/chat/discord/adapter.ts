@@ -48,6 +48,7 @@ import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.t
 import { EXTRA_OPTIONS, toApplicationCommands } from './commands.ts';
 import { renderWithImages } from './media.ts';
 import { DISCORD_LIMITS, type DiscordButton, type DiscordMessage } from './render.ts';
+import { DiscordMembership } from './roles.ts';
 
 /** The Discord settings the adapter runs with: main hands it the configuration's `discord` section. */
 export interface DiscordConfig {
@@ -123,6 +124,8 @@ export interface DiscordAdapterOptions {
 
 export interface DiscordAdapter {
   sink: AlertSink;
+  /** Gives and takes the servers' roles for holder roles. */
+  membership: DiscordMembership;
   client: Client;
   /** True while the gateway session is ready (health checks). */
   ready(): boolean;
@@ -233,6 +236,7 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
   return {
     client,
     sink: new DiscordSink(client.rest, codec, images),
+    membership: new DiscordMembership(client.rest, () => client.user?.id),
     ready: () => client.isReady(),
     async stop() {
       await client.destroy();
@@ -383,7 +387,9 @@ class InteractionHandler {
     const permission = PermissionFlagsBits[this.#options.config.managePermission];
     const canManage = interaction.inGuild() && (interaction.memberPermissions?.has(permission, true) ?? false);
     const name = interaction.user.globalName ?? interaction.user.username;
-    const actor: Actor = { id: interaction.user.id, ...(name ? { name } : {}), canManage };
+    const canManageRoles =
+      interaction.inGuild() && (interaction.memberPermissions?.has(PermissionFlagsBits.ManageRoles, true) ?? false);
+    const actor: Actor = { id: interaction.user.id, ...(name ? { name } : {}), canManage, canManageRoles };
     if (interaction.inGuild()) actor.mayMention = (roleId) => roleMention(interaction, roleId);
     return actor;
   }

@@ -77,7 +77,7 @@ export function optionsOf(spec: CommandSpec): APIApplicationCommandBasicOption[]
   return own.slice(0, OPTIONS_MAX);
 }
 
-const RANK: Record<Permission, number> = { everyone: 0, manage: 1, operator: 2 };
+const RANK: Record<Permission, number> = { everyone: 0, manage: 1, manageRoles: 1, operator: 2 };
 
 /** The least permission that lets a member see a command (the server checks each subcommand again). */
 function visibleTo(command: CommandDefinition): Permission {
@@ -95,6 +95,7 @@ function visibleTo(command: CommandDefinition): Permission {
 export function memberPermissionsFor(permission: Permission, manage: ManagePermission): string | null {
   if (permission === 'operator') return PermissionFlagsBits.Administrator.toString();
   if (permission === 'manage') return PermissionFlagsBits[manage].toString();
+  if (permission === 'manageRoles') return PermissionFlagsBits.ManageRoles.toString();
   return null;
 }
 

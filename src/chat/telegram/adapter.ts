@@ -8,11 +8,13 @@ import type { Bot } from 'grammy';
 import type { UserFromGetMe } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { CommandEngine } from '../../bot/engine.ts';
+import type { JoinRequest } from '../../core/roles.ts';
 import type { AlertSink } from '../../delivery/sink.ts';
 import { ChatImages } from '../images/images.ts';
 import { OutcomeProbe } from '../outcome-probe.ts';
 import { apiAddress, createBot, describe, type Scrub, startError, type TelegramConfig } from './bot.ts';
 import { answerButton } from './callbacks.ts';
+import { TelegramGate } from './gate.ts';
 import { answerMessage, menuOf } from './messages.ts';
 import { REPLACES_MARK, TelegramOutbox } from './outbox.ts';
 import { ChatPeople } from './people.ts';
@@ -41,10 +43,14 @@ export interface TelegramAdapterOptions {
   images?: ChatImages;
   /** Address the webhook listener binds to (default: all interfaces, for a load balancer in front). */
   webhookHost?: string;
+  /** Answers join requests of gated groups (holder roles); without it they are left to the admins. */
+  joinRequests?: (request: JoinRequest) => Promise<unknown>;
 }
 
 export interface TelegramAdapter {
   sink: AlertSink;
+  /** Approves, declines and removes members of gated groups for holder roles. */
+  membership: TelegramGate;
   bot: Bot;
   /** True while updates arrive: polling runs, or the webhook listener is up (health checks). */
   ready(): boolean;
@@ -83,12 +89,27 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
     options.groupIntervalMs === undefined ? {} : { groupIntervalMs: options.groupIntervalMs },
   );
   const people = new ChatPeople(bot.api, logger, scrub);
+  const membership = new TelegramGate({
+    api: bot.api,
+    send: (chatId, reply) => outbox.send(chatId, reply),
+    botUsername: () => (bot.isInited() ? bot.botInfo.username : undefined),
+  });
   const probe = new OutcomeProbe(engine);
   const updates = routeUpdates(
     bot,
     {
       message: (ctx) => answerMessage(ctx, { engine, outbox, people, username: () => bot.botInfo.username }),
       button: (ctx) => answerButton(ctx, { engine, probe, codec, outbox, people, logger, scrub }),
+      joinRequest: async (ctx) => {
+        const request = ctx.chatJoinRequest;
+        if (!request || !options.joinRequests || request.from.is_bot) return;
+        await options.joinRequests({
+          community: `telegram:${request.chat.id}`,
+          person: `telegram:${request.from.id}`,
+          userChatId: String(request.user_chat_id),
+          name: request.from.username ?? request.from.first_name,
+        });
+      },
     },
     logger,
     scrub,
@@ -108,6 +129,7 @@ export async function startTelegram(options: TelegramAdapterOptions): Promise<Te
     : await receiveByPolling({ bot, failed, logger, scrub });
   return {
     sink,
+    membership,
     bot,
     ...receiving,
     async stop() {

@@ -6,13 +6,15 @@ import { describe, type Scrub } from './bot.ts';
 export interface UpdateHandlers {
   message: (ctx: Context) => Promise<void>;
   button: (ctx: Context) => Promise<void>;
+  /** A request to join a gated group (holder roles). */
+  joinRequest: (ctx: Context) => Promise<void>;
 }
 
 /** The updates the bot asks Telegram for, polling or by webhook. */
-export const ALLOWED_UPDATES = ['message', 'callback_query'] as const;
+export const ALLOWED_UPDATES = ['message', 'callback_query', 'chat_join_request'] as const;
 
 /**
- * Routes text messages and button presses to their handlers. Each runs in the background (a slow
+ * Routes text messages, button presses and join requests to their handlers. Each runs in the background (a slow
  * command holds up neither the poller nor the webhook's answer), tracked so that `drain` waits for
  * those still running; a failure is logged without the token.
  */
@@ -35,6 +37,9 @@ export function routeUpdates(
   });
   bot.on('callback_query:data', (ctx) => {
     track(handlers.button(ctx));
+  });
+  bot.on('chat_join_request', (ctx) => {
+    track(handlers.joinRequest(ctx));
   });
   bot.catch((error) => {
     logger.error({ update: error.ctx.update.update_id, err: describe(error.error, scrub) }, 'telegram handler failed');

@@ -33,8 +33,11 @@ import { LEASE_MARGIN_MS, LEASE_RENEW_MS, LEASE_TTL_MS, LeaseLostError, type Sen
 import { type Destination, destinationKey } from '../../core/types.ts';
 import type { Database } from './database.ts';
 
-/** What a lease is for: a network's streams, the digests, a chat's deliveries. */
-export type LeaseSpace = 'ingest' | 'chat' | 'digests';
+/**
+ * What a lease is for: a network's streams, the digests, a chat's deliveries, the holder roles'
+ * full re-check and sweeps.
+ */
+export type LeaseSpace = 'ingest' | 'chat' | 'digests' | 'roles';
 /** The one key of the `digests` space. */
 export const DIGESTS_LEASE_KEY = 'digests';
 /** How long a renewal or a taking may wait for the database before it counts as failed. */

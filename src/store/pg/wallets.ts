@@ -17,6 +17,7 @@ import type {
   Challenge,
   CompleteOutcome,
   NewVerifyLink,
+  PersonWallets,
   VerifiedWallet,
   VerifyLink,
   WalletChange,
@@ -157,6 +158,25 @@ export class PgWalletStore implements WalletStore {
       after = (rows[rows.length - 1] as WalletRow).seq;
       if (rows.length < PAGE_SIZE) return;
     }
+  }
+
+  async peopleIn(community: string, after: string | undefined, limit: number): Promise<PersonWallets[]> {
+    const { rows } = await this.#db.pool.query<WalletRow>(
+      `WITH people AS (
+         SELECT DISTINCT person COLLATE "C" AS person FROM wallets
+         WHERE community = $1 AND ($2::text IS NULL OR person COLLATE "C" > $2)
+         ORDER BY 1 LIMIT $3)
+       SELECT ${WALLET_COLUMNS} FROM wallets JOIN people USING (person)
+       WHERE community = $1 ORDER BY person COLLATE "C", seq`,
+      [community, after ?? null, limit],
+    );
+    const out: PersonWallets[] = [];
+    for (const row of rows) {
+      const last = out[out.length - 1];
+      if (last?.person === row.person) last.wallets.push(walletOf(row));
+      else out.push({ person: row.person, wallets: [walletOf(row)] });
+    }
+    return out;
   }
 
   async removeWallet(community: string, person: string, address: string): Promise<VerifiedWallet | undefined> {
