@@ -330,7 +330,11 @@ export default defineGroup({
       permission: 'manage',
       options: [ruleOption],
       async run(ctx, { rule }) {
-        return sampleAlert(ctx, await ruleOfChat(ctx, rule));
+        const { platform, currencies, links, now } = ctx;
+        return sampleAlert(
+          { platform, currencies, links, history: ctx.market?.history, now },
+          await ruleOfChat(ctx, rule),
+        );
       },
     }),
   ],

@@ -8,9 +8,8 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { Backfill } from './alerts/backfill.ts';
-import { Enricher } from './alerts/enrich.ts';
+import { type Alerts, createAlerts } from './alerts/index.ts';
 import { MarketHistory } from './alerts/market-history.ts';
-import { AlertPipeline } from './alerts/pipeline.ts';
 import { CommandEngine } from './bot/engine.ts';
 import { Links, type LinkTemplates } from './bot/links.ts';
 import { RarityIndex } from './bot/rarity.ts';
@@ -24,6 +23,7 @@ import type { DeliveryLog, RulesRepository } from './core/ports.ts';
 import { ChatClaims } from './delivery/claims.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
 import type { AlertSink } from './delivery/sink.ts';
+import { pauseRulesOfUnreachable } from './delivery/unreachable.ts';
 import type { Devnet } from './devnet/index.ts';
 import { ChartPool } from './digests/chart-pool.ts';
 import { DigestService } from './digests/digest-service.ts';
@@ -55,7 +55,7 @@ export interface RunningBot {
   engine: CommandEngine;
   store: RulesRepository;
   journal: DeliveryLog;
-  pipeline: AlertPipeline;
+  alerts: Alerts;
   dispatcher: Dispatcher;
   devnet: Devnet | undefined;
   console: ConsoleChat | undefined;
@@ -224,7 +224,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     });
     stops.push(() => marketHistory.close());
     const sinks = new Map<AlertSink['platform'], AlertSink>();
-    let pipeline: AlertPipeline | undefined;
+    let pipeline: Alerts | undefined;
     const deliveryLogger = logger.child({ component: 'delivery' });
     const dispatcher = new Dispatcher({
       journal,
@@ -232,7 +232,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       logger: deliveryLogger,
       // Who may send: the holder of a chat's claim with a shared database, of the directory otherwise.
       fence: shared?.leases ?? lock,
-      onUnreachable: (destination, reason) => void pipeline?.destinationUnreachable(destination, reason),
+      onUnreachable: pauseRulesOfUnreachable(store, logger.child({ component: 'alerts' })),
       onOutcome: (outcome, platform, count) => {
         metrics?.delivery(outcome, platform, count);
         deliveryLogger.debug({ outcome, platform, count }, 'alert delivery');
@@ -289,11 +289,12 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       },
       alerts: () => {
         const stats = journal.stats();
+        const status = pipeline?.status();
         return {
-          streams: pipeline?.health() ?? [],
+          streams: status?.streams ?? [],
           journal: { records: stats.records, pending: stats.pending + stats.sending, failed: stats.failed },
-          counters: pipeline?.counters ?? { logs: 0, events: 0, matched: 0, deliveries: 0, reorged: 0, dropped: 0 },
-          backlog: pipeline?.backlog(),
+          counters: status?.counters ?? { logs: 0, events: 0, matched: 0, deliveries: 0, reorged: 0, dropped: 0 },
+          backlog: status?.backlog,
         };
       },
     });
@@ -331,14 +332,15 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       const leadership = ingest;
       stops.push(async () => leadership.stop());
     }
-    const alertPipeline = new AlertPipeline({
-      ...(backfill ? { backfill } : {}),
+    const alertPipeline = createAlerts({
+      backfill,
       platform,
-      store,
-      journal,
-      dispatcher: deliveryQueue,
+      rules: store,
+      deliveries: journal,
+      queue: deliveryQueue,
       ...(ingest ? { ingests: (network: string) => ingest?.leads(network) ?? false } : {}),
-      enricher: new Enricher(platform, engine.currencies, logger.child({ component: 'enrich' }), links),
+      currencies: engine.currencies,
+      links,
       logger: logger.child({ component: 'alerts' }),
       marketplaceContracts,
       relistWindowMs: config.relistWindowHours * 60 * 60 * 1000,
@@ -447,6 +449,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     stops.push(() => alertPipeline.stop());
     if (ingest) await ingest.start();
     if (claims) await claims.start();
+    else await dispatcher.resume();
     void alertPipeline
       .start()
       .catch((error: unknown) => logger.error({ err: error }, 'alert pipeline failed to start'));
@@ -458,11 +461,11 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     let http: HealthServer | undefined;
     if (config.http && metrics) {
       metrics.watch({
-        streams: () => alertPipeline.health(),
-        counters: () => alertPipeline.counters,
+        streams: () => alertPipeline.status().streams,
+        counters: () => alertPipeline.status().counters,
         queueDepth: () => dispatcher.depth(),
         journal: () => journal.stats(),
-        backlog: () => alertPipeline.backlog(),
+        backlog: () => alertPipeline.status().backlog,
         isCommand: (name) => engine.find(name.split(' ')[0] ?? '') !== undefined,
         droppedRecords: () => platform.droppedRecords.snapshot().byOperation,
       });
@@ -474,12 +477,14 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
           checkReadiness({
             watchedNetworks: () =>
               alertPipeline
-                .watchedNetworks()
-                .filter((network) => platform.networks.find(network) && (ingest?.leads(network) ?? true)),
-            streams: () => alertPipeline.health(),
+                .status()
+                .watchedNetworks.filter(
+                  (network) => platform.networks.find(network) && (ingest?.leads(network) ?? true),
+                ),
+            streams: () => alertPipeline.status().streams,
             chats: () => chats,
             dataDir: config.dataDir,
-            journal: () => alertPipeline.backlog(),
+            journal: () => alertPipeline.status().backlog,
           }),
       });
       http = server;
@@ -493,7 +498,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       engine,
       store,
       journal,
-      pipeline: alertPipeline,
+      alerts: alertPipeline,
       dispatcher,
       devnet,
       console: consoleChat,

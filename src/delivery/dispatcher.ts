@@ -92,6 +92,21 @@ export class Dispatcher implements DeliveryQueue {
     this.#options = options;
   }
 
+  /**
+   * Queues what the journal says must still be sent, and the reorg edits not made yet, in recording
+   * order: after a restart, nothing recorded is lost. Call it once the sinks are in place.
+   */
+  async resume(): Promise<void> {
+    const { journal, logger } = this.#options;
+    const unfinished = journal.unfinished();
+    const edits = journal.pendingEdits();
+    if (unfinished.length || edits.length) {
+      logger.info({ unfinished: unfinished.length, edits: edits.length }, 'resuming deliveries from the journal');
+    }
+    this.enqueue(unfinished);
+    this.enqueueEdits(edits);
+  }
+
   /** Queues journaled deliveries (new ones, or unfinished ones after a restart). */
   enqueue(records: readonly DeliveryRecord[]): void {
     const lanes = new Set<Lane>();

@@ -1,17 +1,15 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { PipelineCounters } from '../alerts/pipeline.ts';
-import type { Outcome } from '../bot/engine.ts';
 import type { JournalStats } from '../core/deliveries.ts';
-import type { JournalBacklog, StreamHealth } from '../core/status.ts';
+import type { AlertCounters, CommandOutcome, JournalBacklog, StreamHealth } from '../core/status.ts';
 import type { CallReport } from '../platform/transport.ts';
 
 /** Where the scrape-time figures come from; each is read when `/metrics` is scraped. */
 export interface MetricSources {
   streams: () => readonly StreamHealth[];
-  counters: () => Readonly<PipelineCounters>;
+  counters: () => Readonly<AlertCounters>;
   queueDepth: () => ReadonlyMap<string, number>;
   journal: () => Readonly<JournalStats>;
-  /** Alerts waiting for the journal and its write failure (AlertPipeline.backlog). */
+  /** Alerts waiting for the journal and its write failure (the alert path's status). */
   backlog: () => JournalBacklog;
   /** True for a command name the registry knows; other names are counted as `unknown`. */
   isCommand: (name: string) => boolean;
@@ -21,7 +19,7 @@ export interface MetricSources {
 
 export type DeliveryOutcome = 'sent' | 'retried' | 'failed' | 'edited';
 
-const PIPELINE_STAGES: ReadonlyArray<{ key: keyof PipelineCounters; help: string }> = [
+const PIPELINE_STAGES: ReadonlyArray<{ key: keyof AlertCounters; help: string }> = [
   { key: 'logs', help: 'Event logs received from the indexer streams.' },
   { key: 'events', help: 'Chain events classified from those logs.' },
   { key: 'matched', help: 'Events that matched at least one watch rule.' },
@@ -187,7 +185,7 @@ export class BotMetrics {
     this.#sources = sources;
   }
 
-  command(name: string, outcome: Outcome): void {
+  command(name: string, outcome: CommandOutcome): void {
     const known = this.#sources?.isCommand(name) ?? false;
     this.#commands.inc({ command: known ? name : 'unknown', outcome });
   }

@@ -2,9 +2,8 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Enricher } from '../../src/alerts/enrich.ts';
+import { type Alerts, createAlerts } from '../../src/alerts/index.ts';
 import { MarketHistory } from '../../src/alerts/market-history.ts';
-import { AlertPipeline } from '../../src/alerts/pipeline.ts';
 import type { CommandEngine } from '../../src/bot/engine.ts';
 import { formatUsd } from '../../src/bot/format.ts';
 import { formatShare, type MarketContext, nextPage } from '../../src/bot/market.ts';
@@ -258,7 +257,7 @@ describe('alerts in market context, and what the pipeline records', () => {
   let history: MarketHistory;
   let journal: DeliveryJournal;
   let dispatcher: Dispatcher;
-  let pipeline: AlertPipeline;
+  let pipeline: Alerts;
   let engine: CommandEngine;
   const sink = new RecordingSink('console', 10);
   /** The Moon Cat the first test sells. */
@@ -273,12 +272,12 @@ describe('alerts in market context, and what the pipeline records', () => {
     engine = engineWith({ history });
     journal = await DeliveryJournal.open(join(h.dataDir, 'deliveries.jsonl'), { fsync: false });
     dispatcher = new Dispatcher({ journal, sinks: new Map([['console', sink]]), logger, retryDelayMs: 20 });
-    pipeline = new AlertPipeline({
+    pipeline = createAlerts({
       platform: h.platform,
-      store: h.store,
-      journal,
-      dispatcher,
-      enricher: new Enricher(h.platform, engine.currencies, logger),
+      rules: h.store,
+      deliveries: journal,
+      queue: dispatcher,
+      currencies: engine.currencies,
       logger,
       marketplaceContracts: marketplacesOf(h.devnet),
       replanDelayMs: 20,
@@ -296,7 +295,7 @@ describe('alerts in market context, and what the pipeline records', () => {
 
   async function planned(): Promise<void> {
     const deadline = Date.now() + 10_000;
-    while (!streamsFollow(pipeline.health(), h.store.rules, marketplacesOf(h.devnet))) {
+    while (!streamsFollow(pipeline.status().streams, h.store.rules, marketplacesOf(h.devnet))) {
       if (Date.now() > deadline) throw new Error('streams not planned');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -313,10 +312,13 @@ describe('alerts in market context, and what the pipeline records', () => {
   it('GIVEN no watch rule at all WHEN a sale is mined THEN the marketplace stream shows it: it is recorded with its price, and alerts nobody', async () => {
     expect(h.store.rules).toEqual([]);
     await planned();
-    expect(pipeline.health().find((s) => s.network === 'devnet')).toMatchObject({ events: 'connected', contracts: 1 });
+    expect(pipeline.status().streams.find((s) => s.network === 'devnet')).toMatchObject({
+      events: 'connected',
+      contracts: 1,
+    });
     const gardens = collectionNamed(h.devnet, 'Glitch Gardens');
     const sold = await floorOf(gardens.address);
-    const before = { alerts: sink.alerts(CONSOLE.id).length, matched: pipeline.counters.matched };
+    const before = { alerts: sink.alerts(CONSOLE.id).length, matched: pipeline.status().counters.matched };
     await h.devnet.mine('devnet', [{ kind: 'sale', collection: gardens.address, tokenId: sold.tokenId }]);
     const recorded = () => history.activity('devnet', gardens.address, DAY, Date.now() + 60_000);
     const deadline = Date.now() + 10_000;
@@ -330,7 +332,7 @@ describe('alerts in market context, and what the pipeline records', () => {
     const reply = await run(engine, `/collection devnet:${gardens.address}`);
     expect(h.text(reply)).toMatch(/1 sale · \$[\d,.]+ volume/);
     await dispatcher.drained();
-    expect(pipeline.counters.matched).toBe(before.matched);
+    expect(pipeline.status().counters.matched).toBe(before.matched);
     expect(sink.alerts(CONSOLE.id)).toHaveLength(before.alerts);
   });
 
@@ -427,29 +429,29 @@ describe('marketplace streams and ingestion', () => {
     let leads = false;
     const journal = await DeliveryJournal.open(join(h.dataDir, 'ingest-deliveries.jsonl'), { fsync: false });
     const dispatcher = new Dispatcher({ journal, sinks: new Map(), logger });
-    const pipeline = new AlertPipeline({
+    const pipeline = createAlerts({
       platform: h.platform,
-      store: h.store,
-      journal,
-      dispatcher,
+      rules: h.store,
+      deliveries: journal,
+      queue: dispatcher,
       ingests: (network) => leads && network === 'devnet',
-      enricher: new Enricher(h.platform, h.engine.currencies, logger),
+      currencies: h.engine.currencies,
       logger,
       marketplaceContracts: marketplacesOf(h.devnet),
       replanDelayMs: 20,
     });
     try {
       await pipeline.start();
-      expect(pipeline.health()).toEqual([]);
+      expect(pipeline.status().streams).toEqual([]);
       leads = true;
       await pipeline.replan();
       // The rules earlier tests left, and the marketplace: on the network it leads only.
-      expect(pipeline.health().map((s) => s.network)).toEqual(['devnet']);
+      expect(pipeline.status().streams.map((s) => s.network)).toEqual(['devnet']);
       const devnetMarket = { devnet: marketplacesOf(h.devnet).devnet ?? [] };
-      expect(streamsFollow(pipeline.health(), h.store.rules, devnetMarket)).toBe(true);
+      expect(streamsFollow(pipeline.status().streams, h.store.rules, devnetMarket)).toBe(true);
       leads = false;
       await pipeline.replan();
-      expect(pipeline.health().map((s) => [s.network, s.events, s.contracts])).toEqual([['devnet', 'idle', 0]]);
+      expect(pipeline.status().streams.map((s) => [s.network, s.events, s.contracts])).toEqual([['devnet', 'idle', 0]]);
     } finally {
       await pipeline.stop();
       await dispatcher.stop();

@@ -3,8 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Enricher } from '../../src/alerts/enrich.ts';
-import { AlertPipeline } from '../../src/alerts/pipeline.ts';
+import { type Alerts, createAlerts } from '../../src/alerts/index.ts';
 import { isGroup } from '../../src/bot/command.ts';
 import { ChatImages, imageHostsOf } from '../../src/chat/images/images.ts';
 import { ChatStartError } from '../../src/chat/start-error.ts';
@@ -30,7 +29,7 @@ let tg: FakeTelegram;
 let adapter: TelegramAdapter;
 let journal: DeliveryJournal;
 let dispatcher: Dispatcher;
-let pipeline: AlertPipeline;
+let pipeline: Alerts;
 let images: ChatImages;
 /** Serves a PNG, an image type Telegram fetches itself. */
 let pngServer: Server;
@@ -145,12 +144,12 @@ beforeAll(async () => {
     retryDelayMs: 20,
     maxRetryDelayMs: 200,
   });
-  pipeline = new AlertPipeline({
+  pipeline = createAlerts({
     platform: h.platform,
-    store: h.store,
-    journal,
-    dispatcher,
-    enricher: new Enricher(h.platform, h.engine.currencies, logger),
+    rules: h.store,
+    deliveries: journal,
+    queue: dispatcher,
+    currencies: h.engine.currencies,
     logger,
     marketplaceContracts: marketplacesOf(h.devnet),
     replanDelayMs: 20,
@@ -390,7 +389,7 @@ describe('alerts through the Telegram sink', () => {
     const deadline = Date.now() + 10_000;
     for (;;) {
       await new Promise((resolve) => setTimeout(resolve, 40));
-      if (streamsFollow(pipeline.health(), h.store.rules, marketplacesOf(h.devnet))) return;
+      if (streamsFollow(pipeline.status().streams, h.store.rules, marketplacesOf(h.devnet))) return;
       if (Date.now() > deadline) throw new Error('streams not planned');
     }
   }
