@@ -1,0 +1,129 @@
+/**
+ * The chat adapters the configuration asks for: the terminal chat (when asked, or when no chat
+ * platform is configured), Discord, Telegram, and the sandboxed drawing of images they share. The
+ * platforms' libraries load only when configured: they cost start-up time.
+ */
+import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import type { Logger } from 'pino';
+import type { CommandEngine } from '../bot/engine.ts';
+import type { Config } from '../config.ts';
+import type { RulesRepository } from '../core/ports.ts';
+import type { AlertSink } from '../delivery/sink.ts';
+import { ConsoleChat } from './console/console-chat.ts';
+import { ConsoleSink } from './console/console-sink.ts';
+
+export interface ChatsOptions {
+  config: Pick<Config, 'console' | 'discord' | 'telegram' | 'dataDir'>;
+  engine: CommandEngine;
+  store: RulesRepository;
+  logger: Logger;
+  stdin: Readable & { isTTY?: boolean };
+  stdout: Writable;
+  /** The platform's network names (Discord's autocomplete) and the default one. */
+  networks: readonly string[];
+  defaultNetwork: string;
+  /** The platform's own addresses: token images may come from its hosts, internal or not. */
+  platformUrls: readonly string[];
+  /** Where each adapter's sink goes, for the dispatcher. */
+  sinks: Map<AlertSink['platform'], AlertSink>;
+  /** `file:` URL of the drawing worker's script (`.ts` from the sources, `.js` from the build). */
+  drawWorkerUrl: URL;
+}
+
+export interface Chats {
+  /** Each adapter running, with its readiness. */
+  readonly ready: ReadonlyArray<{ platform: string; ready: () => boolean }>;
+  /** The terminal chat, when it runs. */
+  readonly console: ConsoleChat | undefined;
+  /** Resolves when the chats end by themselves (the terminal chat's input ended); never otherwise. */
+  readonly finished: Promise<void>;
+  /** Stops every adapter, the last started first. */
+  stop(): Promise<void>;
+}
+
+/** Whether the terminal chat runs: asked for, or no chat platform is configured. */
+export function wantsConsole(config: Pick<Config, 'console' | 'discord' | 'telegram'>): boolean {
+  return config.console || (!config.discord && !config.telegram);
+}
+
+/** Starts the chat adapters; on a failure, stops those already started and throws. */
+export async function startChats(options: ChatsOptions): Promise<Chats> {
+  const { config, engine, store, logger, sinks } = options;
+  const stops: Array<() => Promise<void>> = [];
+  const ready: Array<{ platform: string; ready: () => boolean }> = [];
+  const stop = async () => {
+    for (const step of stops.splice(0).reverse()) {
+      try {
+        await step();
+      } catch (error) {
+        logger.warn({ err: error }, 'error while stopping');
+      }
+    }
+  };
+  try {
+    let consoleChat: ConsoleChat | undefined;
+    let finished: Promise<void> = new Promise(() => undefined);
+    if (wantsConsole(config)) {
+      const chat = new ConsoleChat({
+        engine,
+        input: options.stdin,
+        output: options.stdout,
+        interactive: options.stdin.isTTY === true,
+        attachmentsDir: join(config.dataDir, 'attachments'),
+        logger,
+      });
+      consoleChat = chat;
+      stops.push(async () => chat.close());
+      sinks.set('console', new ConsoleSink(chat));
+      ready.push({ platform: 'console', ready: () => true });
+      finished = chat.run();
+    }
+    const images = config.discord || config.telegram ? await startImages(options, stops) : undefined;
+    if (config.discord) {
+      const { startDiscord } = await import('./discord/adapter.ts');
+      const discord = await startDiscord({
+        config: config.discord,
+        engine,
+        store,
+        logger: logger.child({ component: 'discord' }),
+        networks: options.networks,
+        defaultNetwork: options.defaultNetwork,
+        ...(images ? { images } : {}),
+      });
+      stops.push(() => discord.stop());
+      sinks.set('discord', discord.sink);
+      ready.push({ platform: 'discord', ready: discord.ready });
+    }
+    if (config.telegram) {
+      const { startTelegram } = await import('./telegram/adapter.ts');
+      const telegram = await startTelegram({
+        config: config.telegram,
+        engine,
+        store,
+        logger: logger.child({ component: 'telegram' }),
+        ...(images ? { images } : {}),
+      });
+      stops.push(() => telegram.stop());
+      sinks.set('telegram', telegram.sink);
+      ready.push({ platform: 'telegram', ready: telegram.ready });
+    }
+    return { ready, console: consoleChat, finished, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+/** The images of answers and alerts, drawn in killable processes (one started at once). */
+async function startImages(options: ChatsOptions, stops: Array<() => Promise<void>>) {
+  const { ChatImages, imageHostsOf } = await import('./images/images.ts');
+  // Token images come from the platform's own hosts, which may be internal (the local platform).
+  const images = new ChatImages({
+    logger: options.logger.child({ component: 'images' }),
+    allowHosts: imageHostsOf(options.platformUrls),
+    drawing: { workerUrl: options.drawWorkerUrl, warm: 1 },
+  });
+  stops.push(() => images.close());
+  return images;
+}

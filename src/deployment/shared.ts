@@ -1,0 +1,119 @@
+/**
+ * Any number of processes on one PostgreSQL database: rules, settings, deliveries and cursors in its
+ * tables, changes heard through LISTEN/NOTIFY. Every role is a lease (store/pg/leases.ts): per network
+ * one process ingests and records, each chat is sent to by the holder of its claim, one process posts
+ * the digests; a write or a send checks the lease it is made under.
+ */
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { MarketHistory } from '../alerts/market-history.ts';
+import type { LeaseLostError } from '../core/lease.ts';
+import { ChatClaims } from '../delivery/claims.ts';
+import type { Dispatcher } from '../delivery/dispatcher.ts';
+import type { PlatformClient } from '../platform/client.ts';
+import {
+  chatsOf,
+  DELIVERIES_CHANNEL,
+  DIGESTS_LEASE_KEY,
+  Leadership,
+  openSharedDatabase,
+  PgCursorStore,
+  type SharedDatabase,
+} from '../store/pg/index.ts';
+import type { Deployment, Roles } from './deployment.ts';
+
+export interface SharedOptions {
+  database: { url: string; poolSize: number };
+  dataDir: string;
+  /** Prices the sales the market history records. */
+  platform: PlatformClient;
+  logger: Logger;
+  /** Called once when a lease of this process is lost: it must stop at once. */
+  onLeaseLost: (error: LeaseLostError) => void;
+}
+
+/** Connects, migrates and reads what processes share (see openSharedDatabase). */
+export async function openShared(options: SharedOptions): Promise<Deployment> {
+  const { logger } = options;
+  const shared = await openSharedDatabase(options.database, logger, options.onLeaseLost);
+  logger.info({ database: shared.db.where }, 'using the shared database');
+  const market = await MarketHistory.open(join(options.dataDir, 'market-history.jsonl'), {
+    platform: options.platform,
+    logger: logger.child({ component: 'market-history' }),
+  });
+  return {
+    mode: 'shared',
+    where: shared.db.where,
+    rules: shared.rules,
+    deliveries: shared.deliveries,
+    market,
+    sendFence: shared.leases,
+    takesOverNetworks: true,
+    cursors: async (onWriteError) => new PgCursorStore(shared.db, { onWriteError }),
+    roles: (dispatcher, networks) => sharedRoles(shared, dispatcher, networks, logger),
+    close: async () => {
+      await market.close();
+      await shared.deliveries.close();
+      await shared.rules.flush();
+      await shared.close();
+    },
+  };
+}
+
+/**
+ * The roles of a process on a shared database: the chat claims (a chat's deliveries are sent by the
+ * holder of its claim, in order), the ingestion of each network and the digests, each to the holder
+ * of its lease.
+ */
+function sharedRoles(
+  shared: SharedDatabase,
+  dispatcher: Dispatcher,
+  networks: () => readonly string[],
+  logger: Logger,
+): Roles {
+  const { db, leases, deliveries } = shared;
+  const claims = new ChatClaims({
+    leases,
+    log: deliveries,
+    dispatcher,
+    logger: logger.child({ component: 'delivery' }),
+  });
+  const leadershipLogger = logger.child({ component: 'leadership' });
+  let ingestChanged: () => void = () => undefined;
+  let digestsAcquired: () => void = () => undefined;
+  const ingest = new Leadership({
+    leases,
+    space: 'ingest',
+    keys: networks,
+    onAcquired: () => ingestChanged(),
+    logger: leadershipLogger,
+  });
+  const digests = new Leadership({
+    leases,
+    space: 'digests',
+    keys: () => [DIGESTS_LEASE_KEY],
+    onAcquired: () => digestsAcquired(),
+    logger: leadershipLogger,
+  });
+  return {
+    queue: claims,
+    ingests: (network) => ingest.leads(network),
+    postsDigests: () => digests.leads(DIGESTS_LEASE_KEY),
+    async start(onIngestChange) {
+      ingestChanged = onIngestChange;
+      await db.listen(DELIVERIES_CHANNEL, (payload) => claims.noticed(chatsOf(payload, deliveries.origin)));
+      db.onResync(() => void claims.sweep());
+      await ingest.start();
+      await claims.start();
+    },
+    async startDigests(onAcquired) {
+      digestsAcquired = onAcquired;
+      await digests.start();
+    },
+    async stop() {
+      digests.stop();
+      ingest.stop();
+      claims.stop();
+    },
+  };
+}

@@ -1,0 +1,61 @@
+/**
+ * One process on files in its data directory: the state (lowdb), the delivery journal, the market
+ * history and the block cursors, every write fenced by the data directory's lease. This process plays
+ * every role: it ingests every network, sends to every chat, posts the digests.
+ */
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { MarketHistory } from '../alerts/market-history.ts';
+import type { PlatformClient } from '../platform/client.ts';
+import { FileCursorStore } from '../store/cursors.ts';
+import { DeliveryJournal } from '../store/journal.ts';
+import type { DataDirLock } from '../store/lock.ts';
+import { StateStore } from '../store/state.ts';
+import type { Deployment } from './deployment.ts';
+
+export interface SingleOptions {
+  dataDir: string;
+  /** The data directory's lease: it fences every write to the files and every send. */
+  lock: DataDirLock;
+  /** Prices the sales the market history records. */
+  platform: PlatformClient;
+  logger: Logger;
+}
+
+/** Opens the files of the data directory (a file that cannot be read stops the start, untouched). */
+export async function openSingle(options: SingleOptions): Promise<Deployment> {
+  const { dataDir, lock, logger } = options;
+  const fence = () => lock.check();
+  const rules = await StateStore.open(join(dataDir, 'state.json'), { fence });
+  const deliveries = await DeliveryJournal.open(join(dataDir, 'deliveries.jsonl'), {
+    onCompactionError: (error) => logger.error({ err: error }, 'journal compaction failed'),
+    fence,
+  });
+  const market = await MarketHistory.open(join(dataDir, 'market-history.jsonl'), {
+    platform: options.platform,
+    logger: logger.child({ component: 'market-history' }),
+  });
+  return {
+    mode: 'single',
+    where: dataDir,
+    rules,
+    deliveries,
+    market,
+    sendFence: lock,
+    takesOverNetworks: false,
+    cursors: (onWriteError) => FileCursorStore.open(join(dataDir, 'cursors.json'), { onWriteError }),
+    roles: (dispatcher) => ({
+      queue: dispatcher,
+      ingests: () => true,
+      postsDigests: () => true,
+      start: () => dispatcher.resume(),
+      startDigests: async () => {},
+      stop: async () => {},
+    }),
+    close: async () => {
+      await market.close();
+      await deliveries.close();
+      await rules.flush();
+    },
+  };
+}
