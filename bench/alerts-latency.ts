@@ -46,6 +46,7 @@ import pino from 'pino';
 import { type Alerts, createAlerts } from '../src/alerts/index.ts';
 import { Dispatcher } from '../src/delivery/dispatcher.ts';
 import type { PlatformClient } from '../src/platform/client.ts';
+import { FileMarketHistory } from '../src/store/files/market-history.ts';
 import { DeliveryJournal } from '../src/store/journal.ts';
 import { lockDataDir } from '../src/store/lock.ts';
 import { StateStore } from '../src/store/state.ts';
@@ -107,6 +108,7 @@ async function scenario(
   let pipeline: Alerts | undefined;
   let dispatcher: Dispatcher | undefined;
   let journal: DeliveryJournal | undefined;
+  let market: FileMarketHistory | undefined;
   // The data directory's lease, as src/main.ts takes it: it fences every journal write and every send.
   let leaseLost = 0;
   const lock = await lockDataDir(dir, { onLost: () => leaseLost++ });
@@ -123,8 +125,10 @@ async function scenario(
     });
     timeJournal(journal);
     dispatcher = new Dispatcher({ journal, sinks: timingSinks(), logger, fence: lock });
+    market = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger });
     pipeline = createAlerts({
       ...alertsDeps(devnet, platform, logger),
+      market,
       rules: store,
       deliveries: journal,
       queue: dispatcher,
@@ -145,6 +149,7 @@ async function scenario(
     await pipeline?.stop();
     await dispatcher?.stop();
     await journal?.close();
+    await market?.close();
     await lock.release();
     await rm(dir, { recursive: true, force: true });
     forgetTimes();

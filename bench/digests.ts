@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import pino from 'pino';
-import { MarketHistory } from '../src/alerts/market-history.ts';
 import { CurrencyDirectory } from '../src/bot/currencies.ts';
 import type { CollectionKey } from '../src/core/settings.ts';
 import { Dispatcher } from '../src/delivery/dispatcher.ts';
@@ -19,6 +18,7 @@ import type { ChartRenderer } from '../src/digests/chart.ts';
 import { ChartPool } from '../src/digests/chart-pool.ts';
 import { DigestService, type DigestTiming } from '../src/digests/digest-service.ts';
 import { PlatformClient } from '../src/platform/client.ts';
+import { FileMarketHistory } from '../src/store/files/market-history.ts';
 import { DeliveryJournal } from '../src/store/journal.ts';
 import { StateStore } from '../src/store/state.ts';
 
@@ -114,7 +114,7 @@ async function runCase(label: string, digestOf: (i: number) => ChatDigest): Prom
   };
   // The bot's market record, as the running bot has it: a floor a day for every collection, so that the
   // charts carry their floor and volume panels.
-  const market = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger });
+  const market = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger });
   for (const collection of collections) {
     for (let day = 6; day >= 0; day--) {
       market.floor(collection.network, collection.address, 50 + day * 3, Date.now() - day * 86_400_000);

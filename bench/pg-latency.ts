@@ -35,7 +35,13 @@ import { type Alerts, createAlerts } from '../src/alerts/index.ts';
 import { ChatClaims } from '../src/delivery/claims.ts';
 import { Dispatcher } from '../src/delivery/dispatcher.ts';
 import type { PlatformClient } from '../src/platform/client.ts';
-import { chatsOf, DELIVERIES_CHANNEL, openSharedDatabase, type SharedDatabase } from '../src/store/pg/index.ts';
+import {
+  chatsOf,
+  DELIVERIES_CHANNEL,
+  openSharedDatabase,
+  PgMarketHistory,
+  type SharedDatabase,
+} from '../src/store/pg/index.ts';
 import { startTestPostgres, type TestPostgres } from '../test/helpers/postgres.ts';
 import {
   alertsDeps,
@@ -115,6 +121,7 @@ async function scenario(
     await chatClaims.start();
     pipeline = createAlerts({
       ...alertsDeps(devnet, platform, logger),
+      market: await PgMarketHistory.open(shared.db, { logger }),
       rules: store,
       deliveries: journal,
       queue: chatClaims,

@@ -88,7 +88,7 @@ export default defineCommand({
         `⚠️ Platform records dropped (values that failed their checks): ${dropped.total} since start (${worst.join(', ')}${dropped.byOperation.size > 3 ? ', …' : ''}); details in the log`,
       );
     }
-    const alerts = ctx.alerts?.();
+    const alerts = await ctx.alerts?.();
     if (alerts) {
       lines.push('Alert streams:');
       if (alerts.streams.length === 0)

@@ -95,7 +95,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     const metrics = config.http ? new BotMetrics() : undefined;
     const setup = await openPlatform(config, logger, life, metrics);
     const { platform } = setup;
-    const deployment = await openDeployment(config, { lock, platform, logger, onLeaseLost: life.fatal });
+    const deployment = await openDeployment(config, { lock, logger, onLeaseLost: life.fatal });
     life.onStop(() => deployment.close());
     const { rules, deliveries } = deployment;
 
@@ -165,7 +165,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       },
       currencies,
       digests,
-      alerts: () => alertStatus(alerts.status(), deliveries.stats()),
+      alerts: async () => alertStatus(alerts.status(), await deliveries.counts()),
     });
     if (metrics) engine.onOutcome((name, outcome) => metrics.command(name, outcome));
 
@@ -211,7 +211,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
               watchedNetworks: () =>
                 alerts.status().watchedNetworks.filter((n) => platform.networks.find(n) && roles.ingests(n)),
               queueDepth: () => dispatcher.depth(),
-              journal: () => deliveries.stats(),
+              journal: () => deliveries.counts(),
               isCommand: (name) => engine.find(name.split(' ')[0] ?? '') !== undefined,
               droppedRecords: () => platform.droppedRecords.snapshot().byOperation,
               chats: () => chats.ready,

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { CurrencyDirectory } from '../bot/currencies.ts';
 import type { Links } from '../bot/links.ts';
 import type { NewDelivery } from '../core/deliveries.ts';
+import type { MarketHistory } from '../core/market.ts';
 import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { AlertCounters, JournalBacklog, StreamHealth } from '../core/status.ts';
 import type { DeliveryQueue } from '../delivery/dispatcher.ts';
@@ -17,7 +18,7 @@ import type { PlatformClient } from '../platform/client.ts';
 import type { Backfill } from './backfill.ts';
 import { type EnrichedEvent, Enricher } from './enrich.ts';
 import { Ingest } from './ingest.ts';
-import type { MarketRecorder } from './market-history.ts';
+import { MarketRecorder } from './market.ts';
 import { type EventMatch, Matcher } from './match.ts';
 import { Relists } from './relists.ts';
 import { alertsFor } from './render.ts';
@@ -52,10 +53,13 @@ export interface AlertsDeps {
    */
   marketplaceContracts?: Readonly<Record<string, readonly string[]>> | undefined;
   /**
-   * The market history: it is told every sale the streams show (a rule matched it or not), the
-   * floors enrichment looks up and the reorgs, and gives sale alerts the token's last sale.
+   * The market history: it is told every sale the streams show (a rule matched it or not, priced in
+   * batches), the floors enrichment looks up and the reorgs; it gives sale alerts the token's last
+   * sale, and remembers listings to recognise relists.
    */
-  market?: MarketRecorder | undefined;
+  market: MarketHistory;
+  /** Sales are priced and written to the market history this often. Default 2 s. */
+  marketFlushMs?: number;
   /** Reads back from the chain the blocks the streams did not show (start, reconnects); see backfill.ts. */
   backfill?: Backfill | undefined;
   /** Rule changes are gathered this long before the streams are re-planned. Default 1 s. */
@@ -98,15 +102,18 @@ export interface Alerts {
   /** Opens or closes streams now, e.g. when this process starts or stops ingesting a network. */
   replan(): Promise<void>;
   status(): AlertsStatus;
-  /** Resolves when every event received so far has been recorded (tests, benchmarks). */
+  /** Resolves when every event received so far has been recorded, its sales too (tests, benchmarks). */
   settled(): Promise<void>;
 }
 
-/** An event once enriched, waiting for its turn to be recorded. */
+/** An event once enriched (undefined: it alerts nobody), waiting for its turn to be recorded. */
 interface Ready {
   match: EventMatch;
-  enriched: EnrichedEvent;
+  enriched: EnrichedEvent | undefined;
 }
+
+/** A token's previous sale as an alert shows it. */
+type LastSale = NonNullable<EnrichedEvent['details']['lastSale']>;
 
 /**
  * Builds the alert path: the only way to make one (main, tests and benchmarks use it).
@@ -118,11 +125,17 @@ interface Ready {
  * await alerts.stop();
  */
 export function createAlerts(deps: AlertsDeps): Alerts {
-  const { platform, logger, market } = deps;
+  const { platform, logger } = deps;
   const counters = { events: 0, matched: 0, relists: 0 };
   const matcher = new Matcher(deps.rules, logger);
+  const market = new MarketRecorder({
+    history: deps.market,
+    platform,
+    logger: logger.child({ component: 'market-history' }),
+    flushMs: deps.marketFlushMs,
+  });
   const relists = new Relists({
-    log: deps.deliveries,
+    history: deps.market,
     ...(deps.relistWindowMs === undefined ? {} : { windowMs: deps.relistWindowMs }),
   });
   const enricher =
@@ -137,16 +150,45 @@ export function createAlerts(deps: AlertsDeps): Alerts {
   });
 
   /** The previous recorded sale of the token a one-token sale sold. */
-  const lastSaleOf = (event: ChainEvent): { at: string; usd?: number } | undefined => {
+  const lastSaleOf = (event: ChainEvent): Promise<LastSale | undefined> | undefined => {
     const token = event.tokens.length === 1 ? event.tokens[0] : undefined;
-    const found = token && event.kind === 'sale' && market?.lastSale(event.network, event.collection, token.tokenId);
-    if (!found) return undefined;
-    const at = new Date(found.at).toISOString();
-    return found.usd === undefined ? { at } : { at, usd: found.usd };
+    if (!token || event.kind !== 'sale') return undefined;
+    return market.lastSale(event.network, event.collection, token.tokenId).then((found) => {
+      if (!found) return undefined;
+      const at = new Date(found.at).toISOString();
+      return found.usd === undefined ? { at } : { at, usd: found.usd };
+    });
+  };
+
+  /**
+   * What a matched event needs before it can be recorded: whether it only repeats a listing (then
+   * only the rules that show relists stay), and its enrichment. Never rejects.
+   */
+  const prepare = async (match: EventMatch, lastSale: Promise<LastSale | undefined> | undefined): Promise<Ready> => {
+    const event = match.event;
+    if (await relists.isRelist(event).catch(() => false)) {
+      counters.relists++;
+      if (!match.onlyRelists()) return { match, enriched: undefined };
+    }
+    counters.matched++;
+    const collectionName = match.collectionName;
+    const [enriched, last] = await Promise.all([
+      enricher
+        .enrichWithin(event, collectionName, enrichLimitMs, { floor: match.wantsFloor })
+        .catch((error: unknown) => {
+          logger.error({ event: event.id, err: error }, 'enrichment failed');
+          return enricher.bare(event, collectionName);
+        }),
+      lastSale?.catch(() => undefined),
+    ]);
+    const sample = enriched.floorSample;
+    if (sample) market.floor(event.network, event.collection, sample.usd, sample.at);
+    return { match, enriched: last ? { ...enriched, details: { ...enriched.details, lastSale: last } } : enriched };
   };
 
   /** An event's deliveries: one per destination its match reaches, its message rendered once. */
   const deliveriesOf = ({ match, enriched }: Ready): NewDelivery[] => {
+    if (!enriched) return [];
     const event = match.event;
     if (enriched.missing.length)
       logger.warn({ event: event.id, missing: enriched.missing }, 'alert without some details');
@@ -185,34 +227,15 @@ export function createAlerts(deps: AlertsDeps): Alerts {
       for (const event of events) {
         counters.events++;
         const match = matcher.match(event);
+        // Asked before the sale is recorded: a sale is not its own last sale.
         const lastSale = match ? lastSaleOf(event) : undefined;
-        if (market && event.kind === 'sale') market.sale(event);
+        if (event.kind === 'sale') market.sale(event);
         if (!match) continue;
-        if (relists.isRelist(event)) {
-          counters.relists++;
-          if (!match.onlyRelists()) continue;
-        }
-        counters.matched++;
-        const collectionName = match.collectionName;
         // Enrichment starts at once; recording waits its turn so alerts keep the chain's order.
-        const ready = order.place();
-        void enricher
-          .enrichWithin(event, collectionName, enrichLimitMs, { floor: match.wantsFloor })
-          .catch((error: unknown) => {
-            logger.error({ event: event.id, err: error }, 'enrichment failed');
-            return enricher.bare(event, collectionName);
-          })
-          .then((enriched) => {
-            const sample = enriched.floorSample;
-            if (market && sample) market.floor(event.network, event.collection, sample.usd, sample.at);
-            ready({
-              match,
-              enriched: lastSale ? { ...enriched, details: { ...enriched.details, lastSale } } : enriched,
-            });
-          });
+        void prepare(match, lastSale).then(order.place());
       }
     },
-    onReorged: (network, txnHash) => market?.reorged(network, txnHash),
+    onReorged: (network, txnHash) => market.reorged(network, txnHash),
     onFinal: (network, txnHash) => recorder.final(network, txnHash),
     sink: {
       record: async (_network, batch) => {
@@ -235,6 +258,7 @@ export function createAlerts(deps: AlertsDeps): Alerts {
     async stop() {
       await ingest.stop();
       await recorder.stop();
+      await market.close();
       await deps.backfill
         ?.flush()
         .catch((error: unknown) => logger.error({ err: error }, 'could not save the block cursors'));
@@ -247,6 +271,9 @@ export function createAlerts(deps: AlertsDeps): Alerts {
       backlog: recorder.backlog(),
       watchedNetworks: matcher.networks(),
     }),
-    settled: () => ingest.settled(),
+    async settled() {
+      await ingest.settled();
+      await market.flush();
+    },
   };
 }

@@ -116,7 +116,7 @@ export async function sampleAlert(ctx: SampleSources, rule: WatchRule): Promise<
   }
   if (order && priced) details.marketplace = marketplaceName(order);
   if (kind === 'cancel' && order) details.cancelled = side;
-  const lastSale = kind === 'sale' ? ctx.history?.lastSale(rule.network, rule.collection, tokenId) : undefined;
+  const lastSale = kind === 'sale' ? await ctx.history?.lastSale(rule.network, rule.collection, tokenId) : undefined;
   if (lastSale) {
     details.lastSale = {
       at: new Date(lastSale.at).toISOString(),

@@ -62,12 +62,12 @@ export type ArgsOf<O extends readonly OptionSpec[]> = {
   [S in O[number] as S['name']]: S extends { required: true } ? ArgValue<S> : ArgValue<S> | undefined;
 };
 
-/** What /status shows of the alert pipeline. */
+/** What /status shows of the alert path and the delivery log. */
 export interface AlertStatus {
   streams: StreamHealth[];
   journal: { records: number; pending: number; failed: number };
   counters: { logs: number; events: number; matched: number; deliveries: number; reorged: number; dropped: number };
-  /** Alerts waiting in memory for the delivery journal, and why (undefined before the pipeline exists). */
+  /** Alerts waiting in memory for the delivery journal, and why (undefined before the alert path exists). */
   backlog: JournalBacklog | undefined;
 }
 
@@ -118,8 +118,8 @@ export interface CommandContext {
   commandLine: string;
   /** Builds the command line of a button that re-runs this command with some arguments changed. */
   rerun: (changes: Record<string, string | undefined>) => string;
-  /** The alert pipeline's state, when it runs. */
-  alerts: (() => AlertStatus) | undefined;
+  /** The alert path's state, when it runs. */
+  alerts: (() => Promise<AlertStatus>) | undefined;
   /** Digests, when they run. */
   digests: DigestPort | undefined;
   /** Whether the person who typed the command has a permission here. */

@@ -52,8 +52,8 @@ export interface EngineOptions {
   settings: BotSettings;
   commands: readonly CommandDefinition[];
   now?: () => Date;
-  /** The alert pipeline's state for /status. */
-  alerts?: () => AlertStatus;
+  /** The alert path's state for /status. */
+  alerts?: () => Promise<AlertStatus>;
   /** Digests for /digest. */
   digests?: DigestPort;
   /** Web pages of tokens, transactions and orders, for answers that link to them. */

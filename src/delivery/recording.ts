@@ -159,7 +159,6 @@ export class DeliveryRecorder<S> {
    * is reported by the alerts that wait for it, not once per receipt.
    */
   final(network: string, txnHash: string): void {
-    if (!this.#o.log.mayHold(network, txnHash)) return;
     void this.#o.log
       .markFinal(network, txnHash)
       .catch((error: unknown) =>
@@ -223,11 +222,11 @@ export class DeliveryRecorder<S> {
 
   async #applyReorg(network: string, txnHash: string): Promise<void> {
     const { log, queue, logger } = this.#o;
-    if (!log.mayHold(network, txnHash)) return;
-    const edits = await log.markReorged(network, txnHash);
+    const { deliveries, dropped, edits } = await log.markReorged(network, txnHash);
+    if (deliveries === 0) return;
     this.counters.reorged++;
     logger.info({ network, txnHash, edits: edits.length }, 'transaction reorganised away');
-    queue.enqueueEdits(edits);
+    queue.reorged([...dropped, ...edits]);
   }
 
   /** Queues what the log did not take, or drops and counts it when the queue is full. */

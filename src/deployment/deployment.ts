@@ -4,8 +4,8 @@
  * PostgreSQL database, any number of processes, each role a lease). Everything above this seam sees
  * the same ports and decisions, whichever runs.
  */
-import type { MarketHistory } from '../alerts/market-history.ts';
 import type { SendFence } from '../core/lease.ts';
+import type { MarketHistory } from '../core/market.ts';
 import type { CursorStore, DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { DeliveryQueue, Dispatcher } from '../delivery/dispatcher.ts';
 

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { LeaseLostError } from '../core/lease.ts';
-import type { PlatformClient } from '../platform/client.ts';
 import type { DataDirLock } from '../store/lock.ts';
 import type { Deployment } from './deployment.ts';
 
@@ -14,12 +13,12 @@ export type { Deployment, Roles } from './deployment.ts';
  */
 export async function openDeployment(
   config: Pick<Config, 'dataDir' | 'database'>,
-  parts: { lock: DataDirLock; platform: PlatformClient; logger: Logger; onLeaseLost: (error: LeaseLostError) => void },
+  parts: { lock: DataDirLock; logger: Logger; onLeaseLost: (error: LeaseLostError) => void },
 ): Promise<Deployment> {
   const { dataDir, database } = config;
   if (database) {
     const { openShared } = await import('./shared.ts');
-    return openShared({ database, dataDir, ...parts });
+    return openShared({ database, ...parts });
   }
   const { openSingle } = await import('./single.ts');
   return openSingle({ dataDir, ...parts });

@@ -1,16 +1,13 @@
 /**
- * Any number of processes on one PostgreSQL database: rules, settings, deliveries and cursors in its
- * tables, changes heard through LISTEN/NOTIFY. Every role is a lease (store/pg/leases.ts): per network
+ * Any number of processes on one PostgreSQL database: rules, settings, deliveries, cursors and the
+ * market history in its tables, changes heard through LISTEN/NOTIFY. Every role is a lease (store/pg/leases.ts): per network
  * one process ingests and records, each chat is sent to by the holder of its claim, one process posts
  * the digests; a write or a send checks the lease it is made under.
  */
-import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { MarketHistory } from '../alerts/market-history.ts';
 import type { LeaseLostError } from '../core/lease.ts';
 import { ChatClaims } from '../delivery/claims.ts';
 import type { Dispatcher } from '../delivery/dispatcher.ts';
-import type { PlatformClient } from '../platform/client.ts';
 import {
   chatsOf,
   DELIVERIES_CHANNEL,
@@ -18,15 +15,13 @@ import {
   Leadership,
   openSharedDatabase,
   PgCursorStore,
+  PgMarketHistory,
   type SharedDatabase,
 } from '../store/pg/index.ts';
 import type { Deployment, Roles } from './deployment.ts';
 
 export interface SharedOptions {
   database: { url: string; poolSize: number };
-  dataDir: string;
-  /** Prices the sales the market history records. */
-  platform: PlatformClient;
   logger: Logger;
   /** Called once when a lease of this process is lost: it must stop at once. */
   onLeaseLost: (error: LeaseLostError) => void;
@@ -37,10 +32,7 @@ export async function openShared(options: SharedOptions): Promise<Deployment> {
   const { logger } = options;
   const shared = await openSharedDatabase(options.database, logger, options.onLeaseLost);
   logger.info({ database: shared.db.where }, 'using the shared database');
-  const market = await MarketHistory.open(join(options.dataDir, 'market-history.jsonl'), {
-    platform: options.platform,
-    logger: logger.child({ component: 'market-history' }),
-  });
+  const market = await PgMarketHistory.open(shared.db, { logger: logger.child({ component: 'market-history' }) });
   return {
     mode: 'shared',
     where: shared.db.where,

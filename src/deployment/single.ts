@@ -1,13 +1,13 @@
 /**
  * One process on files in its data directory: the state (lowdb), the delivery journal, the market
- * history and the block cursors, every write fenced by the data directory's lease. This process plays
+ * history and the block cursors, every write fenced by the data directory's lease (the market
+ * history's excepted: it is only the bot's own record). This process plays
  * every role: it ingests every network, sends to every chat, posts the digests.
  */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { MarketHistory } from '../alerts/market-history.ts';
-import type { PlatformClient } from '../platform/client.ts';
 import { FileCursorStore } from '../store/cursors.ts';
+import { FileMarketHistory } from '../store/files/market-history.ts';
 import { DeliveryJournal } from '../store/journal.ts';
 import type { DataDirLock } from '../store/lock.ts';
 import { StateStore } from '../store/state.ts';
@@ -17,8 +17,6 @@ export interface SingleOptions {
   dataDir: string;
   /** The data directory's lease: it fences every write to the files and every send. */
   lock: DataDirLock;
-  /** Prices the sales the market history records. */
-  platform: PlatformClient;
   logger: Logger;
 }
 
@@ -31,8 +29,7 @@ export async function openSingle(options: SingleOptions): Promise<Deployment> {
     onCompactionError: (error) => logger.error({ err: error }, 'journal compaction failed'),
     fence,
   });
-  const market = await MarketHistory.open(join(dataDir, 'market-history.jsonl'), {
-    platform: options.platform,
+  const market = await FileMarketHistory.open(join(dataDir, 'market-history.jsonl'), {
     logger: logger.child({ component: 'market-history' }),
   });
   return {

@@ -1,9 +1,8 @@
 import type { Logger } from 'pino';
-import { MARKET_HISTORY_RETENTION_MS } from '../alerts/market-history.ts';
 import type { CurrencyDirectory } from '../bot/currencies.ts';
 import { byPriceAscending, byPriceDescending, formatPrice, formatUsd, momentText } from '../bot/format.ts';
 import { payloadOf } from '../core/deliveries.ts';
-import type { MarketHistoryView } from '../core/market.ts';
+import { MARKET_HISTORY_RETENTION_MS, type MarketHistoryView } from '../core/market.ts';
 import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { Reply, ReplyField } from '../core/reply.ts';
 import type { ChatSettings, CollectionKey, DigestSettings, MarketSnapshot } from '../core/settings.ts';
@@ -203,7 +202,7 @@ export class DigestService {
     const markets = Promise.all(digest.collections.map((collection) => this.#market(collection, cache)));
     const [wallets, conversion] = await analytics;
     const looked = await markets;
-    const recordedFrom = this.#recordedFrom();
+    const recordedFrom = await this.#recordedFrom();
     const chart = this.#chart(digest, dueAt, days, [wallets, conversion], recordedFrom, cache);
     const fields: ReplyField[] = [];
     const notes: string[] = [];
@@ -309,8 +308,7 @@ export class DigestService {
     const key = `${JSON.stringify(this.#filter(digest, days))}|${title}|${from}`;
     let pending = cache.charts.get(key);
     if (!pending) {
-      const series: ChartSeries[] = [
-        ...this.#marketSeries(digest, days, recordedFrom),
+      const project: ChartSeries[] = [
         {
           name: 'Wallets that sent transactions',
           points: wallets.points ?? [],
@@ -320,10 +318,12 @@ export class DigestService {
         },
         { name: 'Conversion rate', points: conversion.points ?? [], format: percent, color: '#f5a524', axis: days },
       ];
-      pending = (this.#o.charts ?? chartsInThread).render(title, series).catch((error: unknown) => {
-        this.#o.logger.error({ chart: title, err: error }, 'could not draw a digest chart');
-        return undefined;
-      });
+      pending = this.#marketSeries(digest, days, recordedFrom)
+        .then((market) => (this.#o.charts ?? chartsInThread).render(title, [...market, ...project]))
+        .catch((error: unknown) => {
+          this.#o.logger.error({ chart: title, err: error }, 'could not draw a digest chart');
+          return undefined;
+        });
       cache.charts.set(key, pending);
     }
     return pending;
@@ -333,8 +333,8 @@ export class DigestService {
    * When the bot's record of sales begins, of what it still holds: when it began recording, or the
    * oldest sale it keeps; undefined while it has not begun.
    */
-  #recordedFrom(): number | undefined {
-    const since = this.#o.market?.since();
+  async #recordedFrom(): Promise<number | undefined> {
+    const since = await this.#o.market?.since();
     if (since === undefined) return undefined;
     const now = (this.#o.now ?? Date.now)();
     return Math.max(since, now - (this.#o.marketRetentionMs ?? MARKET_HISTORY_RETENTION_MS));
@@ -345,18 +345,24 @@ export class DigestService {
    * recorded). The record sums a day's sales as 0 whether it saw none or was not recording, so the
    * volume lines begin on the day the record does (`recordedFrom`): a day it did not see is no data.
    */
-  #marketSeries(digest: DigestSettings, days: readonly string[], recordedFrom: number | undefined): ChartSeries[] {
+  async #marketSeries(
+    digest: DigestSettings,
+    days: readonly string[],
+    recordedFrom: number | undefined,
+  ): Promise<ChartSeries[]> {
     const market = this.#o.market;
     if (!market || digest.collections.length === 0) return [];
     const dayOf = (at: number) => isoDay(new Date(at));
     const firstRecorded = recordedFrom === undefined ? undefined : dayOf(recordedFrom);
     const recorded = (points: readonly ChartPoint[]) =>
       firstRecorded === undefined ? [] : points.filter((p) => p.label >= firstRecorded);
-    const lines = digest.collections.map((collection, i) => ({
-      name: collection.name ?? collection.address,
-      color: LINE_COLORS[i % LINE_COLORS.length] as string,
-      ...market.daily(collection.network, collection.address, days, dayOf),
-    }));
+    const lines = await Promise.all(
+      digest.collections.map(async (collection, i) => ({
+        name: collection.name ?? collection.address,
+        color: LINE_COLORS[i % LINE_COLORS.length] as string,
+        ...(await market.daily(collection.network, collection.address, days, dayOf)),
+      })),
+    );
     const usd = (v: number) => formatUsd(v) ?? '$0';
     return [
       {
@@ -453,7 +459,7 @@ export class DigestService {
         .filter((o): o is Order => o !== undefined)
         .sort(byPriceDescending)[0];
       if (floor)
-        this.#o.market?.floor(
+        await this.#o.market?.floor(
           collection.network,
           collection.address,
           floor.priceUSD,

@@ -8,7 +8,7 @@ export interface MetricSources {
   streams: () => readonly StreamHealth[];
   counters: () => Readonly<AlertCounters>;
   queueDepth: () => ReadonlyMap<string, number>;
-  journal: () => Readonly<JournalStats>;
+  journal: () => Promise<Readonly<JournalStats>>;
   /** Alerts waiting for the journal and its write failure (the alert path's status). */
   backlog: () => JournalBacklog;
   /** True for a command name the registry knows; other names are counted as `unknown`. */
@@ -145,8 +145,8 @@ export class BotMetrics {
       help: 'Delivery records held by the journal, by state.',
       labelNames: ['state'],
       registers,
-      collect() {
-        const stats = sources()?.journal();
+      async collect() {
+        const stats = await sources()?.journal();
         if (!stats) return;
         for (const state of JOURNAL_STATES) this.set({ state }, stats[state]);
       },
@@ -173,8 +173,8 @@ export class BotMetrics {
       name: 'floorwatch_journal_bytes',
       help: 'Size of the delivery journal file in bytes.',
       registers,
-      collect() {
-        const stats = sources()?.journal();
+      async collect() {
+        const stats = await sources()?.journal();
         if (stats) this.set(stats.bytes);
       },
     });

@@ -73,7 +73,7 @@ import {
   type NewDelivery,
 } from '../core/deliveries.ts';
 import { LeaseLostError } from '../core/lease.ts';
-import type { DeliveryLog } from '../core/ports.ts';
+import type { DeliveryLog, OutstandingDeliveries, ReorgOutcome } from '../core/ports.ts';
 import type { JournalWriteFailure } from '../core/status.ts';
 import { ALERT_KINDS, type Destination, destinationKey } from '../core/types.ts';
 import { StoreFileError } from './state.ts';
@@ -511,17 +511,26 @@ export class DeliveryJournal implements DeliveryLog {
    * to finish (`markSent` then returns it for editing). Resolves with the sent deliveries whose
    * messages must still be edited (again on a repeated call until each is marked edited).
    */
-  markReorged(network: string, txnHash: string): Promise<DeliveryRecord[]> {
+  markReorged(network: string, txnHash: string): Promise<ReorgOutcome> {
+    // Nothing recorded for it (most transactions): no write to wait for.
+    if (!this.#records.byTxn.has(txnKey(network, txnHash)) && !this.#queue.some((job) => job.kind === 'ops')) {
+      return Promise.resolve({ deliveries: 0, dropped: [], edits: [] });
+    }
     return this.#submit((overlay, t) => {
       const ids = overlay.idsOf(network, txnHash);
-      const changes = ids.some((id) => overlay.get(id)?.reorged === false);
+      const before = ids.map((id) => overlay.get(id)).filter(isDefined);
+      const changes = before.some((r) => !r.reorged);
       return {
         ops: changes ? [{ op: 'reorged', n: network, h: txnHash, t }] : [],
-        result: (after) =>
-          ids
-            .map((id) => after.get(id))
-            .filter(isDefined)
-            .filter(needsEdit),
+        result: (after) => {
+          const now = ids.map((id) => after.get(id)).filter(isDefined);
+          const wasUnsent = new Set(before.filter((r) => !r.reorged && r.state === 'pending').map((r) => r.id));
+          return {
+            deliveries: now.length,
+            dropped: now.filter((r) => wasUnsent.has(r.id) && r.state === 'dropped'),
+            edits: now.filter(needsEdit),
+          };
+        },
       };
     });
   }
@@ -532,6 +541,8 @@ export class DeliveryJournal implements DeliveryLog {
    * machine only keeps the deliveries longer.
    */
   markFinal(network: string, txnHash: string): Promise<void> {
+    // Receipts come for every transaction of the watched contracts: most have no delivery here.
+    if (!this.#records.byTxn.has(txnKey(network, txnHash))) return Promise.resolve();
     return this.#submit((overlay, t) => {
       const changes = overlay.idsOf(network, txnHash).some((id) => overlay.get(id)?.final === false);
       return {
@@ -562,8 +573,19 @@ export class DeliveryJournal implements DeliveryLog {
     return [...this.#records.byId.values()].filter(needsEdit);
   }
 
-  mayHold(network: string, txnHash: string): boolean {
-    return this.byTransaction(network, txnHash).length > 0;
+  /** {@link DeliveryLog.deliveriesOf}, from memory. */
+  deliveriesOf(network: string, txnHash: string): Promise<DeliveryRecord[]> {
+    return Promise.resolve(this.byTransaction(network, txnHash));
+  }
+
+  /** {@link DeliveryLog.outstanding}, from memory. */
+  outstanding(): Promise<OutstandingDeliveries> {
+    return Promise.resolve({ sends: this.unfinished(), edits: this.pendingEdits() });
+  }
+
+  /** {@link DeliveryLog.counts}, from memory. */
+  counts(): Promise<JournalStats> {
+    return Promise.resolve(this.stats());
   }
 
   /** The deliveries of a transaction, in recording order. */

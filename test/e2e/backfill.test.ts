@@ -29,9 +29,9 @@ interface Run {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(10);
   }
@@ -157,14 +157,17 @@ describe('nothing missed while down', () => {
       await until(() => sales(run.out()) === 6, 'the sale about to be reorganised');
       expect(saleBlocks(run.out()).at(-1)).toBe(sale.blockNumber);
       await until(
-        () => run.bot.journal.byTransaction('devnet', sale.txnHashes[0] ?? '').some((r) => r.state === 'sent'),
+        async () =>
+          (await run.bot.journal.deliveriesOf('devnet', sale.txnHashes[0] ?? '')).some((r) => r.state === 'sent'),
         'the sale alert sent',
       );
       await devnet.reorg('devnet', 1);
       await until(() => /^Reversed: Sold: /m.test(run.out()), 'the edit');
       await sleep(500);
       expect(run.out()).not.toMatch(/^Reversed: Listed: /m);
-      expect(run.bot.journal.byTransaction('devnet', sale.txnHashes[0] ?? '').every((r) => r.reorged)).toBe(true);
+      expect((await run.bot.journal.deliveriesOf('devnet', sale.txnHashes[0] ?? '')).every((r) => r.reorged)).toBe(
+        true,
+      );
       expect(run.bot.alerts.status().counters.reorged).toBe(1);
     } finally {
       devnet.clearFaults();

@@ -7,6 +7,7 @@ import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import type { DevnetOptions } from '../../src/devnet/index.ts';
 import { devnetLinks } from '../../src/main.ts';
 import type { CallReport } from '../../src/platform/index.ts';
+import { FileMarketHistory } from '../../src/store/files/market-history.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
 import { type Harness, startHarness } from './bot-harness.ts';
 import { RecordingSink } from './recording-sink.ts';
@@ -38,11 +39,11 @@ export async function startAlertHarness(
   options: DevnetOptions = {},
   extra: AlertHarnessOptions = {},
 ): Promise<AlertHarness> {
-  let status: (() => AlertStatus) | undefined;
+  let status: (() => Promise<AlertStatus>) | undefined;
   const h = await startHarness(options, {
     ...(extra.retries === undefined ? {} : { retries: extra.retries }),
     ...(extra.onCall ? { onCall: extra.onCall } : {}),
-    alerts: () => (status as () => AlertStatus)(),
+    alerts: () => (status as () => Promise<AlertStatus>)(),
   });
   const logger = extra.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   const consoleSink = new RecordingSink('console', 10);
@@ -52,6 +53,7 @@ export async function startAlertHarness(
     ['telegram' as const, telegramSink],
   ]);
   const file = join(extra.journalDir ?? h.dataDir, 'deliveries.jsonl');
+  const market = await FileMarketHistory.open(join(h.dataDir, 'market-history.jsonl'), { logger });
   const build = async (journal: DeliveryJournal) => {
     const dispatcher = new Dispatcher({ journal, sinks, logger, retryDelayMs: 20, maxRetryDelayMs: 200 });
     const alerts = createAlerts({
@@ -61,6 +63,7 @@ export async function startAlertHarness(
       queue: dispatcher,
       currencies: h.engine.currencies,
       links: new Links(devnetLinks(h.devnet), h.devnet.networks),
+      market,
       logger,
       marketplaceContracts: marketplacesOf(h.devnet),
       replanDelayMs: 20,
@@ -74,8 +77,8 @@ export async function startAlertHarness(
   };
   const journal = await DeliveryJournal.open(file, { fsync: false });
   const first = await build(journal);
-  status = () => {
-    const stats = harness.journal.stats();
+  status = async () => {
+    const stats = await harness.journal.counts();
     const alerts = harness.alerts.status();
     return {
       streams: alerts.streams,
@@ -113,6 +116,7 @@ export async function startAlertHarness(
       await harness.alerts.stop();
       await harness.dispatcher.stop();
       await harness.journal.close();
+      await market.close();
       await h.close();
     },
   };

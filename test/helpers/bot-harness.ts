@@ -41,7 +41,7 @@ export interface Harness {
 
 export async function startHarness(
   options: DevnetOptions = {},
-  extra: { retries?: number; alerts?: () => AlertStatus; onCall?: (report: CallReport) => void } = {},
+  extra: { retries?: number; alerts?: () => Promise<AlertStatus>; onCall?: (report: CallReport) => void } = {},
 ): Promise<Harness> {
   const devnet = await startDevnet({ scale: 'small', ...options });
   const platform = new PlatformClient({

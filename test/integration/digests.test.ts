@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { MarketHistory } from '../../src/alerts/market-history.ts';
 import { formatUsd } from '../../src/bot/format.ts';
 import type { DigestSettings } from '../../src/core/settings.ts';
 import { type ChartSeries, chartSvg, chartsInThread } from '../../src/digests/chart.ts';
@@ -11,6 +10,7 @@ import { ChartPool } from '../../src/digests/chart-pool.ts';
 import { DigestService, type DigestServiceOptions } from '../../src/digests/digest-service.ts';
 import { DigestScheduler } from '../../src/digests/scheduler.ts';
 import { lastDue, zonedToInstant } from '../../src/digests/zoned-time.ts';
+import { FileMarketHistory } from '../../src/store/files/market-history.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
 import { ADMIN, CONSOLE, GROUP } from '../helpers/bot-harness.ts';
 
@@ -291,14 +291,14 @@ describe('digest content and posting', () => {
 describe('digest charts of the market', () => {
   it("GIVEN the bot's record of a collection's sales and floors THEN the digest chart adds its floor and sales volume panels, one line per collection", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'floorwatch-digest-market-'));
-    const history = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
+    const history = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
     const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
     const gardens = h.devnet.collections.devnet?.find((c) => c.name === 'Glitch Gardens');
     if (!moonCats || !gardens) throw new Error('no collections');
     const now = Date.now();
-    history.floor('devnet', moonCats.address, 110, now - 2 * 86_400_000);
-    history.floor('devnet', moonCats.address, 125, now - 60_000);
-    history.floor('devnet', gardens.address, 40, now - 60_000);
+    await history.floor('devnet', moonCats.address, 110, now - 2 * 86_400_000);
+    await history.floor('devnet', moonCats.address, 125, now - 60_000);
+    await history.floor('devnet', gardens.address, 40, now - 60_000);
     const drawn: string[] = [];
     const recording = {
       render: async (title: string, series: readonly ChartSeries[]) => {
@@ -355,7 +355,7 @@ describe('the floor a digest looks up, in its own chart', () => {
 
   it('GIVEN no floor recorded before WHEN a digest is built THEN the floor it looked up is recorded first, drawn as a marker with its value on a real axis, and every panel spans the same days', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'floorwatch-digest-floor-'));
-    const history = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
+    const history = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
     const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
     if (!moonCats) throw new Error('no Moon Cats');
     const drawn: Array<{ svg: string; series: readonly ChartSeries[] }> = [];
@@ -386,7 +386,9 @@ describe('the floor a digest looks up, in its own chart', () => {
       );
       // The digest's text and its chart tell the same floor, and the record keeps it.
       expect(h.text(reply)).toContain(`(${usd})`);
-      expect(history.activity('devnet', moonCats.address, 60_000, Date.now() + 1).floorThen?.usd).toBe(floorUsd);
+      expect((await history.activity('devnet', moonCats.address, 60_000, Date.now() + 1)).floorThen?.usd).toBe(
+        floorUsd,
+      );
       const { svg, series } = drawn.at(-1) ?? { svg: '', series: [] };
       const floorPanel = series.find((s) => s.name === 'Floor (USD)');
       expect(floorPanel?.lines?.[0]?.points).toEqual([{ label: due.toISOString().slice(0, 10), value: floorUsd }]);
@@ -427,7 +429,7 @@ describe('sales volume in the digest chart: what the bot recorded, no more', () 
       })),
     ];
     await writeFile(join(dir, 'market-history.jsonl'), `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
-    const history = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
+    const history = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
     return {
       history,
       close: async () => {
@@ -437,7 +439,7 @@ describe('sales volume in the digest chart: what the bot recorded, no more', () 
     };
   }
 
-  async function buildWith(history: MarketHistory, now: number, days: number) {
+  async function buildWith(history: FileMarketHistory, now: number, days: number) {
     const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
     if (!moonCats) throw new Error('no Moon Cats');
     const drawn: Array<{ svg: string; series: readonly ChartSeries[] }> = [];

@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Alerts, createAlerts } from '../../src/alerts/index.ts';
-import { MarketHistory } from '../../src/alerts/market-history.ts';
 import type { CommandEngine } from '../../src/bot/engine.ts';
 import { formatUsd } from '../../src/bot/format.ts';
 import { formatShare, type MarketContext, nextPage } from '../../src/bot/market.ts';
@@ -12,6 +11,7 @@ import type { Reply } from '../../src/core/reply.ts';
 import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import type { CollectibleOrder, CollectiblesFilter } from '../../src/platform/types.ts';
+import { FileMarketHistory } from '../../src/store/files/market-history.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
 import { ADMIN, CONSOLE, type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed } from '../helpers/devnet-data.ts';
@@ -117,7 +117,7 @@ describe('/collection', () => {
         line({ k: 'sale', n: 'devnet', c, at: now - 2 * 60 * 60 * 1000, tx: '0xa2', t: [['3', '1', 500]] }),
       ].join(''),
     );
-    const history = await MarketHistory.open(file, { logger, flushMs: 60_000 });
+    const history = await FileMarketHistory.open(file, { logger });
     try {
       const engine = engineWith({ history });
       const reply = await run(engine, `/collection devnet:${moonCats.address}`);
@@ -135,17 +135,17 @@ describe('/collection', () => {
       expect(h.text(reply)).not.toContain('recording began');
       expect(reply.thumbnail).toMatch(/\/logo\.svg$/);
       // The floor it looked up is recorded: the next answers compare with it.
-      expect(history.activity('devnet', c, 60_000, Date.now() + 60_000).floorThen?.usd).toBe(floor.usd);
+      expect((await history.activity('devnet', c, 60_000, Date.now() + 60_000)).floorThen?.usd).toBe(floor.usd);
     } finally {
       await history.close();
     }
   });
 
   it('GIVEN a bot that began recording today THEN the figures are named by since when, not as a day or a week; GIVEN no record at all THEN it says so', async () => {
-    const history = await MarketHistory.open(join(h.dataDir, 'new-history.jsonl'), { logger, flushMs: 60_000 });
+    const history = await FileMarketHistory.open(join(h.dataDir, 'new-history.jsonl'), { logger });
     try {
       const reply = await run(engineWith({ history }), `/collection devnet:${rescue.address}`);
-      const began = new Date(history.since() ?? 0).toISOString().slice(11, 16);
+      const began = new Date((await history.since()) ?? 0).toISOString().slice(11, 16);
       expect(field(reply, 'Last 24 hours')).toBeUndefined();
       expect(field(reply, 'Last 7 days')).toBeUndefined();
       expect(field(reply, `Since ${began} UTC today`)).toBe('0 sales');
@@ -172,7 +172,7 @@ describe('/collection', () => {
         line({ k: 'sale', n: 'devnet', c, at: now - 60 * 60 * 1000, tx: '0xb2', t: [['2', '1', 200]] }),
       ].join(''),
     );
-    const history = await MarketHistory.open(file, { logger, flushMs: 60_000 });
+    const history = await FileMarketHistory.open(file, { logger });
     try {
       const reply = await run(engineWith({ history }), `/collection devnet:${rescue.address}`);
       const began = new Date(since).toISOString();
@@ -254,7 +254,7 @@ describe('rarity in /token and /traits', () => {
 });
 
 describe('alerts in market context, and what the pipeline records', () => {
-  let history: MarketHistory;
+  let history: FileMarketHistory;
   let journal: DeliveryJournal;
   let dispatcher: Dispatcher;
   let pipeline: Alerts;
@@ -264,11 +264,7 @@ describe('alerts in market context, and what the pipeline records', () => {
   let soldToken = '';
 
   beforeAll(async () => {
-    history = await MarketHistory.open(join(h.dataDir, 'market-history.jsonl'), {
-      platform: h.platform,
-      logger,
-      flushMs: 60_000,
-    });
+    history = await FileMarketHistory.open(join(h.dataDir, 'market-history.jsonl'), { logger });
     engine = engineWith({ history });
     journal = await DeliveryJournal.open(join(h.dataDir, 'deliveries.jsonl'), { fsync: false });
     dispatcher = new Dispatcher({ journal, sinks: new Map([['console', sink]]), logger, retryDelayMs: 20 });
@@ -283,6 +279,7 @@ describe('alerts in market context, and what the pipeline records', () => {
       replanDelayMs: 20,
       flushDelayMs: 5,
       market: history,
+      marketFlushMs: 60_000,
     });
     await pipeline.start();
   });
@@ -305,7 +302,7 @@ describe('alerts in market context, and what the pipeline records', () => {
     await sink.until(() => sink.alerts(CONSOLE.id).length >= before + count);
     await pipeline.settled();
     await dispatcher.drained();
-    await history.flush();
+    await pipeline.settled();
     return sink.alerts(CONSOLE.id).slice(before);
   }
 
@@ -322,13 +319,12 @@ describe('alerts in market context, and what the pipeline records', () => {
     await h.devnet.mine('devnet', [{ kind: 'sale', collection: gardens.address, tokenId: sold.tokenId }]);
     const recorded = () => history.activity('devnet', gardens.address, DAY, Date.now() + 60_000);
     const deadline = Date.now() + 10_000;
-    while (recorded().sales === 0 && Date.now() < deadline) {
+    while ((await recorded()).sales === 0 && Date.now() < deadline) {
       await pipeline.settled();
-      await history.flush();
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    expect(recorded()).toMatchObject({ sales: 1, priced: 1 });
-    expect(recorded().volumeUsd).toBeCloseTo(sold.usd, 2);
+    expect(await recorded()).toMatchObject({ sales: 1, priced: 1 });
+    expect((await recorded()).volumeUsd).toBeCloseTo(sold.usd, 2);
     const reply = await run(engine, `/collection devnet:${gardens.address}`);
     expect(h.text(reply)).toMatch(/1 sale · \$[\d,.]+ volume/);
     await dispatcher.drained();
@@ -353,19 +349,21 @@ describe('alerts in market context, and what the pipeline records', () => {
     expect(field(sold ?? {}, 'Floor')).toMatch(/^\$[\d,.]+ · (\d+% below floor|at floor)$/);
     expect(field(sold ?? {}, 'Last sale')).toBeUndefined();
 
-    const cats = history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000);
+    const cats = await history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000);
     expect(cats).toMatchObject({ sales: 1, priced: 1 });
     expect(cats.volumeUsd).toBeCloseTo(cat.usd, 2);
-    const unwatched = history.activity('devnet', rescue.address, DAY, Date.now() + 60_000);
+    const unwatched = await history.activity('devnet', rescue.address, DAY, Date.now() + 60_000);
     expect(unwatched).toMatchObject({ sales: 1, priced: 1 });
     expect(unwatched.volumeUsd).toBeCloseTo(rescued.usd, 2);
     // The floor enrichment looked up is a sample of the record.
-    expect(history.activity('devnet', moonCats.address, 1, Date.now() + 60_000).floorThen?.usd).toBeGreaterThan(0);
+    expect((await history.activity('devnet', moonCats.address, 1, Date.now() + 60_000)).floorThen?.usd).toBeGreaterThan(
+      0,
+    );
   });
 
   it('GIVEN a token sold before WHEN it is listed far above the floor and sold again THEN the listing says how far, and the sale shows the last sale', async () => {
     const tokenId = soldToken;
-    const sold = history.lastSale('devnet', moonCats.address, tokenId);
+    const sold = await history.lastSale('devnet', moonCats.address, tokenId);
     expect(sold?.usd).toBeGreaterThan(0);
     const floor = await floorOf(moonCats.address);
     const dev = h.devnet.info().networks[0]?.currencies.find((c) => c.symbol === 'DEV')?.usd ?? 0;
@@ -385,19 +383,22 @@ describe('alerts in market context, and what the pipeline records', () => {
     expect(field(listing ?? {}, 'Floor')).toMatch(/^\$[\d,.]+ · \d+(\.\d)?× floor$/);
     expect(sale?.title).toMatch(/^Sold: /);
     expect(field(sale ?? {}, 'Last sale')).toBe(`${formatUsd(sold?.usd)}, moments earlier`);
-    expect(history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000).sales).toBe(2);
+    expect((await history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000)).sales).toBe(2);
   });
 
   it('GIVEN a recorded sale WHEN its block is reorganised away THEN the record forgets it', async () => {
-    const count = () => history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000).sales;
+    const count = async () => {
+      await pipeline.settled();
+      return (await history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000)).sales;
+    };
     const before = sink.alerts(CONSOLE.id).length;
     await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address }]);
     await alertsAfter(before, 1);
-    expect(count()).toBe(3);
+    expect(await count()).toBe(3);
     const edits = sink.edits.length;
     await h.devnet.reorg('devnet', 1);
     await sink.until(() => sink.edits.length > edits);
-    expect(count()).toBe(2);
+    expect(await count()).toBe(2);
   });
 
   it('GIVEN the floor listing just sold WHEN another token sells seconds later THEN the floor of that alert is the next listing, not the sold one', async () => {
@@ -429,8 +430,10 @@ describe('marketplace streams and ingestion', () => {
     let leads = false;
     const journal = await DeliveryJournal.open(join(h.dataDir, 'ingest-deliveries.jsonl'), { fsync: false });
     const dispatcher = new Dispatcher({ journal, sinks: new Map(), logger });
+    const market = await FileMarketHistory.open(join(h.dataDir, 'ingest-market-history.jsonl'), { logger });
     const pipeline = createAlerts({
       platform: h.platform,
+      market,
       rules: h.store,
       deliveries: journal,
       queue: dispatcher,
@@ -456,6 +459,7 @@ describe('marketplace streams and ingestion', () => {
       await pipeline.stop();
       await dispatcher.stop();
       await journal.close();
+      await market.close();
     }
   });
 });

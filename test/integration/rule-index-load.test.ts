@@ -9,6 +9,7 @@ import { Links } from '../../src/bot/links.ts';
 import type { WatchRule } from '../../src/core/types.ts';
 import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import { devnetLinks } from '../../src/main.ts';
+import { FileMarketHistory } from '../../src/store/files/market-history.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
 import { openSharedDatabase, type SharedDatabase } from '../../src/store/pg/index.ts';
 import { PgRulesRepository } from '../../src/store/pg/rules.ts';
@@ -77,8 +78,10 @@ it('GIVEN 3,000 rules read one a page WHEN another process pauses the first and 
   const sink = new RecordingSink('console', 10);
   const journal = await DeliveryJournal.open(join(h.dataDir, 'index-load-deliveries.jsonl'), { fsync: false });
   const dispatcher = new Dispatcher({ journal, sinks: new Map([['console', sink]]), logger: silent });
+  const market = await FileMarketHistory.open(join(h.dataDir, 'index-load-market.jsonl'), { logger: silent });
   const alerts = createAlerts({
     platform: h.platform,
+    market,
     rules: store,
     deliveries: journal,
     queue: dispatcher,
@@ -112,6 +115,7 @@ it('GIVEN 3,000 rules read one a page WHEN another process pauses the first and 
     await alerts.stop();
     await dispatcher.stop();
     await journal.close();
+    await market.close();
     for (const shared of processes) await shared.close();
   }
 }, 120_000);

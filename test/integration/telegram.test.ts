@@ -15,6 +15,7 @@ import {
 } from '../../src/chat/telegram/adapter.ts';
 import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import { DeliveryError } from '../../src/delivery/sink.ts';
+import { FileMarketHistory } from '../../src/store/files/market-history.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
 import { FakeTelegram, type StoredMessage, type TelegramCall, type UploadedFile } from '../fakes/telegram.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
@@ -30,6 +31,7 @@ let adapter: TelegramAdapter;
 let journal: DeliveryJournal;
 let dispatcher: Dispatcher;
 let pipeline: Alerts;
+let market: FileMarketHistory;
 let images: ChatImages;
 /** Serves a PNG, an image type Telegram fetches itself. */
 let pngServer: Server;
@@ -144,8 +146,10 @@ beforeAll(async () => {
     retryDelayMs: 20,
     maxRetryDelayMs: 200,
   });
+  market = await FileMarketHistory.open(join(h.dataDir, 'market-history.jsonl'), { logger });
   pipeline = createAlerts({
     platform: h.platform,
+    market,
     rules: h.store,
     deliveries: journal,
     queue: dispatcher,
@@ -164,6 +168,7 @@ afterAll(async () => {
   await pipeline?.stop();
   await dispatcher?.stop();
   await journal?.close();
+  await market?.close();
   await tg?.close();
   await images?.close();
   pngServer?.closeAllConnections();

@@ -172,7 +172,7 @@ describe('GIVEN alerts while the disk under the delivery journal is full', () =>
       streams: () => h.alerts.status().streams,
       counters: () => h.alerts.status().counters,
       queueDepth: () => h.dispatcher.depth(),
-      journal: () => h.journal.stats(),
+      journal: () => h.journal.counts(),
       backlog: () => h.alerts.status().backlog,
       isCommand: () => true,
     });
