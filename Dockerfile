@@ -1,18 +1,25 @@
-# Floorwatch: a small runtime image on Node 20 with production dependencies only.
+# Floorwatch: a small runtime image on Node 24 (the current LTS) with production dependencies only.
 #   docker build -t floorwatch .
-#   docker run -d --name floorwatch -v floorwatch-data:/data --env-file .env floorwatch
+#   docker run -d --name floorwatch --restart unless-stopped -v floorwatch-data:/data --env-file .env \
+#     -p 127.0.0.1:9464:9464 floorwatch
+# docs/operations.md says more (health checks, Telegram webhooks, backups, upgrades).
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
+# Every dependency: esbuild (and valibot, viem, which the build bundles) are development dependencies.
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
+COPY scripts ./scripts
 COPY src ./src
 COPY commands ./commands
-# Compiled, bundled JavaScript in dist/ (esbuild is a production dependency): no TypeScript at run time.
-RUN npm run build
+# Compiled, bundled JavaScript in dist/ (no TypeScript at run time), then node_modules pruned to the
+# packages dist/ loads at run time (`dependencies`): about 58 MB instead of 176 MB.
+RUN npm run build \
+ && npm prune --omit=dev --no-audit --no-fund \
+ && npm cache clean --force
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 # Fonts for the digest charts; tini forwards signals and reaps children.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends fonts-dejavu-core tini \
@@ -30,7 +37,9 @@ COPY package.json ./
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
-EXPOSE 9464
+# 9464: health and metrics (FLOORWATCH_HTTP_PORT). 8443: the Telegram webhook listener, in webhook
+# mode only (FLOORWATCH_TELEGRAM_WEBHOOK_PORT; publish it behind the TLS proxy Telegram posts to).
+EXPOSE 9464 8443
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.FLOORWATCH_HTTP_PORT + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["/usr/bin/tini", "--"]

@@ -1,8 +1,8 @@
 import { defineCommand, defineGroup } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
-import { shortAddress } from '../src/bot/format.ts';
 import { echo } from '../src/bot/user-text.ts';
 import { code, oneLine } from '../src/core/reply.ts';
+import { shortAddress } from '../src/market/format.ts';
 import { own } from '../src/records.ts';
 
 const MAX_ALIASES = 100;

@@ -1,8 +1,9 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
-import { byPriceAscending, formatPrice, shortAddress, tokenName } from '../src/bot/format.ts';
-import { explainNotFound, fetchToken, firstItems, footerOf } from '../src/bot/market.ts';
+import { explainNotFound, fetchToken, footerOf } from '../src/bot/market-commands.ts';
 import { bold, code, type ReplyField, type Rich, truncate } from '../src/core/reply.ts';
+import { byPriceAscending, formatPrice, shortAddress, tokenName } from '../src/market/format.ts';
+import { firstItems } from '../src/market/paging.ts';
 import type { Step } from '../src/platform/types.ts';
 
 /** What each step asks of the buyer, in words. */

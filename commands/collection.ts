@@ -1,8 +1,8 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { formatPrice, formatUsd, momentText, tokenName } from '../src/bot/format.ts';
-import { countText, footerOf, holdersSummary, listedSummary, onCollection } from '../src/bot/market.ts';
+import { footerOf, holdersSummary, listedSummary, onCollection } from '../src/bot/market-commands.ts';
 import type { MarketHistoryView, WindowActivity } from '../src/core/market.ts';
 import { bold, type Reply, type ReplyField, type Rich, safeUrl } from '../src/core/reply.ts';
+import { countText, formatPrice, formatUsd, momentText, tokenName } from '../src/market/format.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const WINDOWS: ReadonlyArray<[string, number]> = [

@@ -1,7 +1,8 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { byPriceAscending, tokenName } from '../src/bot/format.ts';
-import { describeOrder, firstItems, footerOf, onCollection, traitConditions } from '../src/bot/market.ts';
+import { describeOrder, footerOf, onCollection, traitConditions } from '../src/bot/market-commands.ts';
 import { bold, type ReplyField } from '../src/core/reply.ts';
+import { byPriceAscending, tokenName } from '../src/market/format.ts';
+import { firstItems } from '../src/market/paging.ts';
 import type { CollectiblesFilter } from '../src/platform/types.ts';
 
 export default defineCommand({

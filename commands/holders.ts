@@ -1,7 +1,8 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { shortAddress } from '../src/bot/format.ts';
-import { footerOf, nextPage } from '../src/bot/market.ts';
+import { footerOf } from '../src/bot/market-commands.ts';
 import { code, type Reply } from '../src/core/reply.ts';
+import { shortAddress } from '../src/market/format.ts';
+import { nextPage } from '../src/market/paging.ts';
 
 /** Bounded work: at most this many balance records are read. */
 const PAGE_SIZE = 1_000;
@@ -60,7 +61,7 @@ export default defineCommand({
       ...reply.lines,
       more
         ? `Counted the first ${records.toLocaleString('en-US')} balances only: the collection has more holders than the bot reads at once, so the ranking may be incomplete.`
-        : `${ranked.length.toLocaleString('en-US')} holders in all.`,
+        : `${ranked.length.toLocaleString('en-US')} holder${ranked.length === 1 ? '' : 's'} in all.`,
     ];
     return reply;
   },

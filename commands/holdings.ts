@@ -1,7 +1,8 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { shortAddress, tokenName } from '../src/bot/format.ts';
-import { footerOf, nextPage } from '../src/bot/market.ts';
+import { footerOf } from '../src/bot/market-commands.ts';
 import type { Reply } from '../src/core/reply.ts';
+import { shortAddress, tokenName } from '../src/market/format.ts';
+import { nextPage } from '../src/market/paging.ts';
 import type { TokenBalance } from '../src/platform/types.ts';
 
 const PAGE_SIZE = 100;

@@ -1,6 +1,7 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { byPriceAscending } from '../src/bot/format.ts';
-import { bookPage, firstItems, MAX_BOOK_PAGES } from '../src/bot/market.ts';
+import { bookPage, MAX_BOOK_PAGES } from '../src/bot/market-commands.ts';
+import { byPriceAscending } from '../src/market/format.ts';
+import { firstItems } from '../src/market/paging.ts';
 
 export default defineCommand({
   name: 'listings',

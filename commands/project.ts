@@ -1,7 +1,7 @@
 import { defineCommand, defineGroup } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
-import { shortAddress } from '../src/bot/format.ts';
 import { code, oneLine, type Reply } from '../src/core/reply.ts';
+import { shortAddress } from '../src/market/format.ts';
 
 const SHOWN = 20;
 

@@ -1,7 +1,7 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { shortAddress } from '../src/bot/format.ts';
 import { networkPrefix } from '../src/bot/options.ts';
 import { code, oneLine, type Reply, type ReplyField, truncate } from '../src/core/reply.ts';
+import { shortAddress } from '../src/market/format.ts';
 import type { ContractInfo, TokenMetadata } from '../src/platform/types.ts';
 
 const MAX_RESULTS = 8;

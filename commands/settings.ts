@@ -1,8 +1,8 @@
 import { defineCommand } from '../src/bot/command.ts';
 import { ArgumentError, permissionError } from '../src/bot/errors.ts';
-import { shortAddress } from '../src/bot/format.ts';
 import { parseCollection } from '../src/bot/options.ts';
 import { code, oneLine, type Rich } from '../src/core/reply.ts';
+import { shortAddress } from '../src/market/format.ts';
 
 const CLEAR = ['none', 'off', 'clear'];
 

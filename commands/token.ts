@@ -1,15 +1,8 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { byPriceAscending, byPriceDescending, tokenName, traitsOf } from '../src/bot/format.ts';
-import {
-  describeOrder,
-  explainNotFound,
-  fetchToken,
-  firstItems,
-  footerOf,
-  formatShare,
-  rarityPending,
-} from '../src/bot/market.ts';
+import { describeOrder, explainNotFound, fetchToken, footerOf, rarityPending } from '../src/bot/market-commands.ts';
 import { inertCommands, oneLine, type Reply, type ReplyField, safeUrl, truncate } from '../src/core/reply.ts';
+import { byPriceAscending, byPriceDescending, formatShare, tokenName, traitsOf } from '../src/market/format.ts';
+import { firstItems } from '../src/market/paging.ts';
 
 const MAX_TRAIT_FIELDS = 12;
 /**

@@ -1,6 +1,7 @@
 import { defineCommand, isGroup, type ResolvedCollection } from '../src/bot/command.ts';
-import { footerOf, formatShare, onCollection, rarityPending } from '../src/bot/market.ts';
+import { footerOf, onCollection, rarityPending } from '../src/bot/market-commands.ts';
 import { oneLine, type Reply } from '../src/core/reply.ts';
+import { formatShare } from '../src/market/format.ts';
 import type { PropertyFilter } from '../src/platform/types.ts';
 
 const MAX_VALUES = 20;

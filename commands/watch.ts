@@ -1,12 +1,12 @@
 import { sampleAlert } from '../src/alerts/sample.ts';
 import { type CommandContext, defineCommand, defineGroup } from '../src/bot/command.ts';
 import { ArgumentError, UserError } from '../src/bot/errors.ts';
-import { shortAddress } from '../src/bot/format.ts';
-import { traitConditions } from '../src/bot/market.ts';
+import { traitConditions } from '../src/bot/market-commands.ts';
 import { parseAddress, parsePercent, parseTokenId } from '../src/bot/options.ts';
 import { echo } from '../src/bot/user-text.ts';
 import { code, oneLine, type Reply, type Rich } from '../src/core/reply.ts';
 import { ALERT_KINDS, type AlertKind, type TraitCondition, type WatchRule } from '../src/core/types.ts';
+import { shortAddress } from '../src/market/format.ts';
 
 /** Rules one chat may have: bounds the work of every event. */
 export const MAX_RULES_PER_CHAT = 50;
@@ -330,11 +330,7 @@ export default defineGroup({
       permission: 'manage',
       options: [ruleOption],
       async run(ctx, { rule }) {
-        const { platform, currencies, links, now } = ctx;
-        return sampleAlert(
-          { platform, currencies, links, history: ctx.market?.history, now },
-          await ruleOfChat(ctx, rule),
-        );
+        return sampleAlert(ctx, await ruleOfChat(ctx, rule));
       },
     }),
   ],

@@ -11,8 +11,19 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
 
 export interface Config {
   platform: {
-    /** Undefined: start the local platform in-process and use it. */
+    /**
+     * All five addresses when all are set. Undefined, with no `discoveryUrl`: start the local
+     * platform in-process and use it.
+     */
     endpoints: PlatformEndpoints | undefined;
+    /**
+     * FLOORWATCH_PLATFORM_URL: the base address of a platform that describes itself (the local
+     * platform run by `npm run devnet`); its addresses, networks, marketplace contracts, chain
+     * JSON-RPC and project are read from it at start, and each variable set here wins over it.
+     */
+    discoveryUrl: string | undefined;
+    /** The addresses that are set, over those a discovered platform gives. */
+    endpointOverrides: Partial<PlatformEndpoints>;
     accessKey: string | undefined;
     secretToken: string | undefined;
     projectId: number | undefined;
@@ -225,16 +236,28 @@ function aliased(
 export function loadConfig(env: Env, cwd = process.cwd()): Config {
   const problems: string[] = [];
 
+  const platformUrl = value(env, 'FLOORWATCH_PLATFORM_URL');
+  if (platformUrl !== undefined && !isBaseUrl(platformUrl)) {
+    problems.push(
+      `FLOORWATCH_PLATFORM_URL must be the http(s) base address of the local platform, e.g. http://127.0.0.1:8777 (npm run devnet prints it); got "${platformUrl.slice(0, 80)}".`,
+    );
+  }
+  const discoveryUrl =
+    platformUrl !== undefined && isBaseUrl(platformUrl) ? platformUrl.replace(/\/+$/, '') : undefined;
+
   const given = Object.entries(ENDPOINT_VARIABLES).filter(([, v]) => value(env, v.name) !== undefined);
   let endpoints: PlatformEndpoints | undefined;
+  const endpointOverrides: Partial<PlatformEndpoints> = {};
   if (given.length > 0) {
     const missing = Object.values(ENDPOINT_VARIABLES)
       .filter((v) => value(env, v.name) === undefined)
       .map((v) => v.name);
-    if (missing.length > 0) {
-      problems.push(`A real platform needs all five addresses; missing ${missing.join(', ')}.`);
+    // With a platform that describes itself, the addresses set replace some of those it gives.
+    if (missing.length > 0 && platformUrl === undefined) {
+      problems.push(
+        `A real platform needs all five addresses; missing ${missing.join(', ')}. (For the local platform of npm run devnet, FLOORWATCH_PLATFORM_URL alone will do.)`,
+      );
     }
-    const out: Record<string, string> = {};
     for (const [key, variable] of Object.entries(ENDPOINT_VARIABLES)) {
       const url = value(env, variable.name);
       if (url === undefined) continue;
@@ -254,20 +277,25 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
           `${variable.name} must contain {network} where the network name goes, e.g. https://{network}-indexer.example.`,
         );
       }
-      out[key] = url.replace(/\/+$/, '');
+      endpointOverrides[key as keyof PlatformEndpoints] = url.replace(/\/+$/, '');
     }
-    if (missing.length === 0) endpoints = out as unknown as PlatformEndpoints;
+    if (missing.length === 0) endpoints = endpointOverrides as PlatformEndpoints;
   }
+  const external = given.length > 0 || platformUrl !== undefined;
 
   const accessKey = value(env, 'FLOORWATCH_ACCESS_KEY');
   const secretToken = value(env, 'FLOORWATCH_SECRET_TOKEN');
-  if (given.length > 0 && !accessKey) problems.push('FLOORWATCH_ACCESS_KEY is required with a real platform.');
+  if (external && !accessKey) {
+    problems.push(
+      `FLOORWATCH_ACCESS_KEY is required with ${platformUrl === undefined ? 'a real platform' : 'FLOORWATCH_PLATFORM_URL (npm run devnet prints the key)'}.`,
+    );
+  }
 
   const networksRaw = value(env, 'FLOORWATCH_NETWORKS');
   const { networks, nativeSymbols } = networksRaw
     ? parseNetworks(networksRaw, problems)
     : { networks: [], nativeSymbols: {} };
-  if (given.length > 0 && !networksRaw) {
+  if (given.length > 0 && platformUrl === undefined && !networksRaw) {
     problems.push('FLOORWATCH_NETWORKS is required with a real platform, e.g. polygon,base.');
   }
 
@@ -398,6 +426,8 @@ export function loadConfig(env: Env, cwd = process.cwd()): Config {
   const config: Config = {
     platform: {
       endpoints,
+      discoveryUrl,
+      endpointOverrides,
       accessKey,
       secretToken,
       projectId: integer(env, 'FLOORWATCH_PROJECT_ID', problems, 1, Number.MAX_SAFE_INTEGER),
@@ -499,6 +529,22 @@ function isHttpsUrl(text: string): boolean {
   try {
     const url = new URL(text);
     return url.protocol === 'https:' && !url.username && !url.password && !url.hash;
+  } catch {
+    return false;
+  }
+}
+
+/** An http(s) address with nothing but a host, a port and perhaps a path. */
+function isBaseUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (
+      (url.protocol === 'https:' || url.protocol === 'http:') &&
+      !url.username &&
+      !url.password &&
+      !url.search &&
+      !url.hash
+    );
   } catch {
     return false;
   }

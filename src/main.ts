@@ -11,9 +11,7 @@ import type { Logger } from 'pino';
 import { Backfill } from './alerts/backfill.ts';
 import { type Alerts, type AlertsStatus, createAlerts } from './alerts/index.ts';
 import type { AlertStatus } from './bot/command.ts';
-import { CurrencyDirectory } from './bot/currencies.ts';
 import { CommandEngine } from './bot/engine.ts';
-import { Links, type LinkTemplates } from './bot/links.ts';
 import { RarityIndex } from './bot/rarity.ts';
 import { loadCommands } from './bot/registry.ts';
 import type { ConsoleChat } from './chat/console/console-chat.ts';
@@ -32,7 +30,11 @@ import type { HealthServer } from './health/http.ts';
 import { startHealth } from './health/index.ts';
 import { BotMetrics } from './health/metrics.ts';
 import { createLogger } from './logger.ts';
+import { CurrencyDirectory } from './market/currencies.ts';
+import { Links, type LinkTemplates } from './market/links.ts';
 import { PlatformClient } from './platform/client.ts';
+import { discoverPlatform, type PlatformDescription, PlatformDiscoveryError } from './platform/discovery.ts';
+import type { Network } from './platform/networks.ts';
 import { DataDirError, lockDataDir } from './store/lock.ts';
 import { DatabaseError } from './store/pg/errors.ts';
 import { StoreFileError } from './store/state.ts';
@@ -86,14 +88,22 @@ export interface StartOptions {
 export async function startBot(options: StartOptions = {}): Promise<RunningBot> {
   const config = loadConfig(options.env ?? process.env, options.cwd);
   const stdin = options.stdin ?? process.stdin;
-  const logger = openLogger(config, options.logDestination, stdin);
+  const { logger, toFile } = openLogger(config, options.logDestination, stdin);
   const life = new Lifetime(logger);
   try {
     // First, so that a second process on the same directory changes nothing before it is refused.
-    const lock = await lockDataDir(config.dataDir, { onLost: life.fatal });
+    const lock = await lockDataDir(config.dataDir, {
+      onLost: life.fatal,
+      onRetaken: (unrenewedMs) =>
+        logger.warn(
+          { unrenewedMs: Math.round(unrenewedMs) },
+          'this process was paused or stalled past its lease on the data directory; nobody took it over: it goes on',
+        ),
+    });
     life.onStop(() => lock.release());
     const metrics = config.http ? new BotMetrics() : undefined;
     const setup = await openPlatform(config, logger, life, metrics);
+    warnOfNetworksWithoutMarketplace(setup.platform.networks.all, setup.marketplaceContracts, logger, toFile);
     const { platform } = setup;
     const deployment = await openDeployment(config, { lock, logger, onLeaseLost: life.fatal });
     life.onStop(() => deployment.close());
@@ -261,7 +271,7 @@ function openLogger(
   config: Config,
   destination: StartOptions['logDestination'],
   stdin: Readable & { isTTY?: boolean },
-): Logger {
+): { logger: Logger; toFile: boolean } {
   const logFile =
     destination === undefined && wantsConsole(config) && stdin.isTTY === true
       ? join(config.dataDir, LOG_FILE)
@@ -269,11 +279,11 @@ function openLogger(
   try {
     const logger = createLogger(config.logLevel, secretsOf(config), destination ?? logFile ?? 2);
     if (logFile) process.stderr.write(`floorwatch: logs go to ${logFile}\n`);
-    return logger;
+    return { logger, toFile: logFile !== undefined };
   } catch (error) {
     // The data directory cannot take the log file: the checks below say why; log to stderr meanwhile.
     if (!logFile) throw error;
-    return createLogger(config.logLevel, secretsOf(config), 2);
+    return { logger: createLogger(config.logLevel, secretsOf(config), 2), toFile: false };
   }
 }
 
@@ -350,6 +360,23 @@ async function openPlatform(
     projectId: config.platform.projectId,
     networks: config.platform.networks,
   };
+  let discovered: PlatformDescription | undefined;
+  if (config.platform.discoveryUrl) {
+    // A platform that describes itself: what the configuration does not say is read from it.
+    discovered = await discoverPlatform(config.platform.discoveryUrl);
+    endpoints = { ...discovered.endpoints, ...config.platform.endpointOverrides };
+    platformOptions = {
+      ...platformOptions,
+      projectId: config.platform.projectId ?? discovered.projectId,
+      networks: config.platform.networks.length > 0 ? config.platform.networks : discovered.networks,
+    };
+    nativeSymbols = { ...discovered.nativeSymbols, ...config.platform.nativeSymbols };
+    marketplaceContracts = { ...discovered.marketplaceContracts, ...config.marketplaceContracts };
+    logger.info(
+      { url: config.platform.discoveryUrl, networks: platformOptions.networks.map((n) => n.name) },
+      'using the platform described at FLOORWATCH_PLATFORM_URL',
+    );
+  }
   if (!endpoints) {
     const { startDevnet } = await import('./devnet/index.ts');
     devnet = await startDevnet({
@@ -402,7 +429,11 @@ async function openPlatform(
       `FLOORWATCH_DEFAULT_NETWORK "${defaultNetwork}" is not a network of the platform (${known}).`,
     ]);
   }
-  const linkTemplates = devnet ? devnetLinks(devnet, config.links) : config.links;
+  const linkTemplates = devnet
+    ? devnetLinks(devnet, config.links)
+    : discovered?.pages
+      ? describedLinks(discovered.pages, platformOptions.networks, config.links)
+      : config.links;
   return {
     platform,
     devnet,
@@ -411,7 +442,7 @@ async function openPlatform(
     marketplaceContracts,
     links: new Links(linkTemplates, platform.networks.all),
     defaultNetwork,
-    rpcUrl: config.backfill.rpcUrl ?? devnet?.chainRpcUrl,
+    rpcUrl: config.backfill.rpcUrl ?? devnet?.chainRpcUrl ?? discovered?.chainRpcUrl,
   };
 }
 
@@ -447,6 +478,36 @@ export function devnetLinks(devnet: Devnet, configured?: LinkTemplates): LinkTem
   };
 }
 
+/** Links to the pages of a platform that described itself, under those the configuration sets. */
+function describedLinks(
+  pages: { token: string; transaction: string },
+  networks: readonly Network[],
+  configured: LinkTemplates,
+): LinkTemplates {
+  return {
+    token: configured.token ?? pages.token,
+    transaction: { ...Object.fromEntries(networks.map((n) => [n.name, pages.transaction])), ...configured.transaction },
+  };
+}
+
+/**
+ * Listings, offers and sales are logs of the platform's marketplace contracts: a network without
+ * them gets no such alert, which must not go unnoticed. Logged, and said on the terminal too when
+ * the logs go to a file.
+ */
+function warnOfNetworksWithoutMarketplace(
+  networks: readonly Network[],
+  marketplaceContracts: Record<string, string[]>,
+  logger: Logger,
+  toTerminal: boolean,
+): void {
+  const without = networks.filter((n) => (marketplaceContracts[n.name] ?? []).length === 0).map((n) => n.name);
+  if (without.length === 0) return;
+  const message = `no marketplace contract for ${without.join(', ')}: listing, offer and sale alerts cannot start there (mint, transfer and burn alerts can). Set FLOORWATCH_MARKETPLACE_CONTRACTS, e.g. ${without[0]}:0x<the marketplace contract>.`;
+  logger.warn({ networks: without }, message);
+  if (toTerminal) process.stderr.write(`floorwatch: warning: ${message}\n`);
+}
+
 /** The local platform's native coin per network (the zero address among its currencies). */
 export function nativeSymbolsOf(devnet: Devnet): Record<string, string> {
   const out: Record<string, string> = {};
@@ -457,8 +518,19 @@ export function nativeSymbolsOf(devnet: Devnet): Record<string, string> {
   return out;
 }
 
-/** CLI entry: start, stop on SIGINT/SIGTERM or at the end of piped input, exit with a clear message on bad setup. */
-async function cli(): Promise<void> {
+export const NO_CHAT_PLATFORM =
+  'no chat platform is configured (set DISCORD_TOKEN and DISCORD_APPLICATION_ID, or TELEGRAM_BOT_TOKEN), and the terminal chat got no input: standard input is not a terminal and ended without a command (/dev/null, closed, or an empty pipe). For the terminal chat, run it on a terminal (docker run -it) or pipe commands in.';
+
+/** Standard input that is not a terminal and ended without a byte: /dev/null, closed, an empty pipe or file. */
+function gaveNothing(stdin: NodeJS.ReadStream): boolean {
+  return stdin.isTTY !== true && ((stdin as { bytesRead?: number }).bytesRead ?? 0) === 0;
+}
+
+/**
+ * CLI entry: start, stop on SIGINT/SIGTERM or at the end of piped input, exit with a clear message on bad
+ * setup. Runs when this file is the script node was given, or when `npm start` (scripts/start.mjs) calls it.
+ */
+export async function cli(): Promise<void> {
   if (existsSync('.env')) process.loadEnvFile('.env');
   let bot: RunningBot;
   try {
@@ -471,6 +543,10 @@ async function cli(): Promise<void> {
     if (error instanceof ConfigError || error instanceof StoreFileError || error instanceof DataDirError) {
       process.stderr.write(`floorwatch: ${error.message}\n`);
       process.exit(78);
+    }
+    if (error instanceof PlatformDiscoveryError) {
+      process.stderr.write(`floorwatch: ${error.message}\n`);
+      process.exit(error.exitCode);
     }
     if (error instanceof ChatStartError) {
       process.stderr.write(`floorwatch: ${error.message}\n`);
@@ -506,6 +582,12 @@ async function cli(): Promise<void> {
   if (bot.console) {
     const chat = bot.console;
     await bot.finished;
+    if (!chat.outputClosed && !bot.config.discord && !bot.config.telegram && gaveNothing(process.stdin)) {
+      // Run detached (`docker run -d`, a service manager): the terminal chat cannot be the chat meant.
+      process.stderr.write(`floorwatch: ${NO_CHAT_PLATFORM}\n`);
+      await shutdown('no chat platform configured and no input', 78);
+      return;
+    }
     // A closed output (`npm start | head`) ends the bot as the end of input does: cleanly, code 0.
     await shutdown(chat.outputClosed ? 'output closed' : 'end of input', 0);
   }

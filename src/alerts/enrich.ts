@@ -1,9 +1,9 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { formatUnits } from 'viem';
-import type { CurrencyDirectory } from '../bot/currencies.ts';
-import { displayAmount, marketplaceName, traitsOf } from '../bot/format.ts';
-import type { Links } from '../bot/links.ts';
+import type { CurrencyDirectory } from '../market/currencies.ts';
+import { displayAmount, marketplaceName, traitsOf } from '../market/format.ts';
+import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { MarketplaceKind, Order, TokenMetadata } from '../platform/types.ts';
 import type { AlertDetails, TokenDetails } from './render.ts';

@@ -6,14 +6,14 @@
  * turn sent alerts into "reversed" edits when reorganised.
  */
 import type { Logger } from 'pino';
-import type { CurrencyDirectory } from '../bot/currencies.ts';
-import type { Links } from '../bot/links.ts';
 import type { NewDelivery } from '../core/deliveries.ts';
 import type { MarketHistory } from '../core/market.ts';
 import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { AlertCounters, JournalBacklog, StreamHealth } from '../core/status.ts';
 import type { DeliveryQueue } from '../delivery/dispatcher.ts';
 import { DeliveryRecorder, type JournalRetryOptions, type RecordingItem } from '../delivery/recording.ts';
+import type { CurrencyDirectory } from '../market/currencies.ts';
+import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { Backfill } from './backfill.ts';
 import { type EnrichedEvent, Enricher } from './enrich.ts';

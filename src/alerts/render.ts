@@ -1,4 +1,3 @@
-import { formatUsd, shortAddress } from '../bot/format.ts';
 import {
   code,
   type Inline,
@@ -10,6 +9,7 @@ import {
   truncate,
 } from '../core/reply.ts';
 import type { AlertKind, Destination } from '../core/types.ts';
+import { formatUsd, shortAddress } from '../market/format.ts';
 import type { MatchedDestination } from './rule-filters.ts';
 import type { ChainEvent } from './types.ts';
 

@@ -1,10 +1,10 @@
 import { formatUnits } from 'viem';
-import type { CurrencyDirectory } from '../bot/currencies.ts';
-import { byPriceAscending, byPriceDescending, displayAmount, marketplaceName, traitsOf } from '../bot/format.ts';
-import type { Links } from '../bot/links.ts';
 import type { MarketHistoryView } from '../core/market.ts';
 import type { Reply } from '../core/reply.ts';
 import type { AlertKind, WatchRule } from '../core/types.ts';
+import type { CurrencyDirectory } from '../market/currencies.ts';
+import { byPriceAscending, byPriceDescending, displayAmount, marketplaceName, traitsOf } from '../market/format.ts';
+import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { CollectiblesFilter, Order, TokenMetadata } from '../platform/types.ts';
 import { type AlertDetails, renderAlert } from './render.ts';
@@ -17,14 +17,12 @@ const CANDIDATES = 20;
 /** With a minimum price, further up the book: the cheapest orders are the ones it leaves out. */
 const CANDIDATES_WITH_MINIMUM = 100;
 
-/** What a sample is built from: the platform's market, the bot's own record of sales, and its links. */
-export interface SampleSources {
+/** What a sample reads: the market now, currency symbols, web pages, the recorded last sales, the clock. */
+export interface SampleContext {
   platform: PlatformClient;
-  currencies: Pick<CurrencyDirectory, 'symbol'>;
-  /** Web pages of tokens and orders (none when the bot has no templates). */
+  currencies: CurrencyDirectory;
   links: Links | undefined;
-  /** The bot's market history, for a sale's last sale, when it has one. */
-  history: Pick<MarketHistoryView, 'lastSale'> | undefined;
+  market: { history?: MarketHistoryView | undefined } | undefined;
   now: () => Date;
 }
 
@@ -42,7 +40,7 @@ interface Candidate {
  * so it links none; the title and a line say it is a sample, and say which filter no current order
  * meets when the sample cannot meet them all.
  */
-export async function sampleAlert(ctx: SampleSources, rule: WatchRule): Promise<Reply> {
+export async function sampleAlert(ctx: SampleContext, rule: WatchRule): Promise<Reply> {
   const kind: AlertKind = rule.kinds[0] ?? 'sale';
   const side = kind === 'offer' ? 'offer' : 'listing';
   const priced = kind === 'sale' || kind === 'listing' || kind === 'offer' || kind === 'cancel';
@@ -116,7 +114,8 @@ export async function sampleAlert(ctx: SampleSources, rule: WatchRule): Promise<
   }
   if (order && priced) details.marketplace = marketplaceName(order);
   if (kind === 'cancel' && order) details.cancelled = side;
-  const lastSale = kind === 'sale' ? await ctx.history?.lastSale(rule.network, rule.collection, tokenId) : undefined;
+  const lastSale =
+    kind === 'sale' ? await ctx.market?.history?.lastSale(rule.network, rule.collection, tokenId) : undefined;
   if (lastSale) {
     details.lastSale = {
       at: new Date(lastSale.at).toISOString(),
@@ -133,7 +132,7 @@ export async function sampleAlert(ctx: SampleSources, rule: WatchRule): Promise<
 }
 
 /** Tokens the rule could alert about, best first: its own tokens, else the orders that meet its filters. */
-async function candidatesOf(ctx: SampleSources, rule: WatchRule, side: 'listing' | 'offer'): Promise<Candidate[]> {
+async function candidatesOf(ctx: SampleContext, rule: WatchRule, side: 'listing' | 'offer'): Promise<Candidate[]> {
   const target = { network: rule.network, contractAddress: rule.collection };
   if (rule.tokenIds?.length) {
     return Promise.all(
@@ -180,7 +179,7 @@ async function candidatesOf(ctx: SampleSources, rule: WatchRule, side: 'listing'
 }
 
 /** The collection's cheapest listings, for the floor a sale or listing is set against. */
-async function cheapestListings(ctx: SampleSources, rule: WatchRule): Promise<Order[]> {
+async function cheapestListings(ctx: SampleContext, rule: WatchRule): Promise<Order[]> {
   const { collectibles } = await ctx.platform.marketplace.listCollectibles({
     network: rule.network,
     side: 'listing',
@@ -193,7 +192,7 @@ async function cheapestListings(ctx: SampleSources, rule: WatchRule): Promise<Or
 
 /** An order's price as the alert shows it and as the rule's filters read it (floor: the cheapest other listing). */
 async function priceOf(
-  ctx: SampleSources,
+  ctx: SampleContext,
   rule: WatchRule,
   order: Order,
   book: readonly Order[],

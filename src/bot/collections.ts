@@ -4,7 +4,7 @@ import type { ChatSettings } from '../core/settings.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { ContractInfo } from '../platform/types.ts';
 import { own } from '../records.ts';
-import type { ResolvedCollection } from './command.ts';
+import type { CollectionLookup, ResolvedCollection } from './command.ts';
 import { AmbiguousCollectionError, UserError } from './errors.ts';
 import type { CollectionRef } from './options.ts';
 
@@ -17,7 +17,7 @@ export const MAX_CANDIDATES = 5;
  * name found only on other configured networks is offered, never taken: {@link AmbiguousCollectionError}
  * with `searched` set. Lookups are cached briefly.
  */
-export class CollectionResolver {
+export class CollectionResolver implements CollectionLookup {
   readonly #platform: PlatformClient;
   readonly #search = new LRUCache<string, ContractInfo[]>({ max: 2_000, ttl: 5 * 60_000 });
 

@@ -1,14 +1,14 @@
 import type { Logger } from 'pino';
+import type { MarketHistoryView } from '../core/market.ts';
 import type { RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
-import type { DigestSettings } from '../core/settings.ts';
+import type { ChatSettings, DigestSettings } from '../core/settings.ts';
 import type { JournalBacklog, StreamHealth } from '../core/status.ts';
+import type { CurrencyDirectory } from '../market/currencies.ts';
+import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
-import type { CollectionResolver } from './collections.ts';
-import type { CurrencyDirectory } from './currencies.ts';
-import type { Links } from './links.ts';
-import type { MarketContext } from './market.ts';
-import type { OptionSpec, OptionValues } from './options.ts';
+import type { CollectionRef, OptionSpec, OptionValues } from './options.ts';
+import type { RarityIndex } from './rarity.ts';
 
 /** Who may run a command. */
 export type Permission = 'everyone' | 'manage' | 'operator';
@@ -52,6 +52,22 @@ export interface ResolvedCollection {
   /** ERC721, ERC1155, ... when known. */
   standard?: string;
   image?: string;
+}
+
+/** Finds the one collection a user means (CollectionResolver), for names a command reads itself (/digest's list). */
+export interface CollectionLookup {
+  resolve(ref: CollectionRef, network: string, settings: ChatSettings, option: string): Promise<ResolvedCollection>;
+}
+
+/**
+ * What market commands know beyond the platform's answers. Each part is absent where the bot runs
+ * without it (no alert pipeline: no history).
+ */
+export interface MarketContext {
+  /** The bot's own record of sales and floors, for /collection's 24 h and 7 d figures. */
+  history?: MarketHistoryView;
+  /** Trait shares and rarity ranks, computed per collection in the background (/token, /traits). */
+  rarity?: RarityIndex;
 }
 
 /** Value of an argument once parsed (collections are resolved before `run`). */
@@ -125,7 +141,7 @@ export interface CommandContext {
   /** Whether the person who typed the command has a permission here. */
   may: (permission: Permission) => boolean;
   currencies: CurrencyDirectory;
-  collections: CollectionResolver;
+  collections: CollectionLookup;
   /** Web pages of tokens, transactions and orders (none when the bot has no templates). */
   links: Links | undefined;
   /** The bot's market history and rarity index, when it has them (/collection, /token, /traits). */

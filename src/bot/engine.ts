@@ -2,8 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
+import { CurrencyDirectory } from '../market/currencies.ts';
+import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import { CollectionResolver } from './collections.ts';
+import type { MarketContext } from './command.ts';
 import {
   type Actor,
   type AlertStatus,
@@ -17,10 +20,7 @@ import {
   type Permission,
   type ResolvedCollection,
 } from './command.ts';
-import { CurrencyDirectory } from './currencies.ts';
 import { AmbiguousCollectionError, ArgumentError, permissionError, UserError } from './errors.ts';
-import type { Links } from './links.ts';
-import type { MarketContext } from './market.ts';
 import {
   type ArgError,
   type CollectionRef,

@@ -16,10 +16,10 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
+import { traitsOf } from '../market/format.ts';
+import { nextPage } from '../market/paging.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import { PlatformAbortedError } from '../platform/errors.ts';
-import { traitsOf } from './format.ts';
-import { nextPage } from './market.ts';
 
 /** Most tokens read for one collection; a larger one has no rarity here. */
 export const MAX_RARITY_TOKENS = 20_000;

@@ -4,6 +4,7 @@
  */
 
 import { INVISIBLE, type Reply, withoutInvisible } from '../core/reply.ts';
+import { StoreWriteError } from '../core/store-errors.ts';
 import {
   PlatformAbortedError,
   PlatformApiError,
@@ -14,7 +15,6 @@ import {
   PlatformTimeoutError,
   UnknownNetworkError,
 } from '../platform/errors.ts';
-import { StoreWriteError } from '../store/state.ts';
 import type { ChatPlatform, DiscordManagePermission } from './command.ts';
 import { type AmbiguousCollectionError, ArgumentError, UserError } from './errors.ts';
 import type { ArgError } from './options.ts';

@@ -7,14 +7,25 @@ import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { CommandEngine } from '../bot/engine.ts';
-import type { Config } from '../config.ts';
 import type { RulesRepository } from '../core/ports.ts';
 import type { AlertSink } from '../delivery/sink.ts';
 import { ConsoleChat } from './console/console-chat.ts';
 import { ConsoleSink } from './console/console-sink.ts';
+import type { DiscordConfig } from './discord/adapter.ts';
+import type { TelegramConfig } from './telegram/adapter.ts';
+
+/** The chats the configuration asks for (its sections, as the adapters read them). */
+export interface ChatSettings {
+  /** Run the terminal chat even when a chat platform is configured. */
+  console: boolean;
+  discord: DiscordConfig | undefined;
+  telegram: TelegramConfig | undefined;
+  /** Where the terminal chat writes attachments (`attachments/`). */
+  dataDir: string;
+}
 
 export interface ChatsOptions {
-  config: Pick<Config, 'console' | 'discord' | 'telegram' | 'dataDir'>;
+  config: ChatSettings;
   engine: CommandEngine;
   store: RulesRepository;
   logger: Logger;
@@ -43,7 +54,7 @@ export interface Chats {
 }
 
 /** Whether the terminal chat runs: asked for, or no chat platform is configured. */
-export function wantsConsole(config: Pick<Config, 'console' | 'discord' | 'telegram'>): boolean {
+export function wantsConsole(config: Pick<ChatSettings, 'console' | 'discord' | 'telegram'>): boolean {
   return config.console || (!config.discord && !config.telegram);
 }
 

@@ -67,6 +67,3 @@ export interface AlertCounters {
   /** Deliveries dropped unrecorded (the journal could not take them in time). */
   dropped: number;
 }
-
-/** How a command ended, for logs and metrics. */
-export type CommandOutcome = 'ok' | 'user_error' | 'platform_error' | 'denied' | 'rate_limited' | 'failed';

@@ -35,9 +35,10 @@ export interface DispatcherOptions {
   /** Observes each outcome (metrics, tests). */
   onOutcome?: (outcome: 'sent' | 'retried' | 'failed' | 'edited', platform: string, count: number) => void;
   /**
-   * Asked right before each send and edit: when it throws {@link LeaseLostError} (this process no
-   * longer holds the lease that lets it send there), nothing is sent or written and the dispatcher
-   * stops; the deliveries stay recorded for the holder.
+   * Asked right before each send and edit (the send waits while it takes a late lease again): when
+   * it fails with {@link LeaseLostError} (this process no longer holds the lease that lets it send
+   * there), nothing is sent or written and the dispatcher stops; the deliveries stay recorded for the
+   * holder.
    */
   fence?: SendFence;
 }
@@ -386,7 +387,7 @@ export class Dispatcher implements DeliveryQueue {
         records.filter((r) => !(r.state === 'sending' && r.sendKey === key)).map((r) => journal.markSending(r.id, key)),
       ),
     );
-    this.#options.fence?.assertMaySend(lane.destination);
+    await this.#options.fence?.assertMaySend(lane.destination);
     const messageId = await sink.send(
       lane.destination.chatId,
       records.map((r) => decodePayload(payloadOf(r))),
@@ -465,7 +466,7 @@ export class Dispatcher implements DeliveryQueue {
     const replies = siblings.map((r) =>
       r.reorged ? renderReorged(decodePayload(payloadOf(r))) : decodePayload(payloadOf(r)),
     );
-    this.#options.fence?.assertMaySend(lane.destination);
+    await this.#options.fence?.assertMaySend(lane.destination);
     await sink.edit(lane.destination.chatId, record.messageId, replies);
     await Promise.all(siblings.filter((s) => s.reorged).map((s) => journal.markEdited(s.id)));
     const edited = lane.edits.filter((e) => siblings.some((s) => s.id === e));

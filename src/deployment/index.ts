@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
 import type { LeaseLostError } from '../core/lease.ts';
 import type { DataDirLock } from '../store/lock.ts';
 import type { Deployment } from './deployment.ts';
@@ -12,7 +11,7 @@ export type { Deployment, Roles } from './deployment.ts';
  * migrations cost start-up time).
  */
 export async function openDeployment(
-  config: Pick<Config, 'dataDir' | 'database'>,
+  config: { dataDir: string; database: { url: string; poolSize: number } | undefined },
   parts: { lock: DataDirLock; logger: Logger; onLeaseLost: (error: LeaseLostError) => void },
 ): Promise<Deployment> {
   const { dataDir, database } = config;

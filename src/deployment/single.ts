@@ -24,7 +24,10 @@ export interface SingleOptions {
 export async function openSingle(options: SingleOptions): Promise<Deployment> {
   const { dataDir, lock, logger } = options;
   const fence = () => lock.check();
-  const rules = await StateStore.open(join(dataDir, 'state.json'), { fence });
+  const rules = await StateStore.open(join(dataDir, 'state.json'), {
+    fence,
+    logger: logger.child({ component: 'state' }),
+  });
   const deliveries = await DeliveryJournal.open(join(dataDir, 'deliveries.jsonl'), {
     onCompactionError: (error) => logger.error({ err: error }, 'journal compaction failed'),
     fence,

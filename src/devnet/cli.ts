@@ -1,5 +1,8 @@
 // Standalone devnet: `npm run devnet -- --port 8777 --seed 1 --block-interval 3000`.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { devnetEnvBlock, withEnvBlock } from './env-file.ts';
 import { startDevnet } from './index.ts';
 import type { DevnetLogger, DevnetOptions } from './types.ts';
 
@@ -19,14 +22,22 @@ Options:                                                     environment        
   --secret-token <token>  the bearer token to accept         DEVNET_SECRET_TOKEN        derived from the seed
   --project-id <n>        the project                        DEVNET_PROJECT_ID          16815
   --quiet                 do not print every mined block     DEVNET_QUIET=1
+  --write-env <path>      write the bot's settings for this devnet into <path> (e.g. .env): other
+                          lines are kept, older platform settings commented out
   -h, --help              this text
 
-Control API on the same server:
-  GET  /devnet/info                  networks, collections, credentials, base addresses
-  POST /devnet/mine                  {"network":"devnet","activity":[{"kind":"sale","collection":"0x…"}]}
-  POST /devnet/reorg                 {"network":"devnet","depth":2}
-  POST /devnet/faults                {"operation":"ListCollectibles","latencyMs":200,"errorRate":0.5}
+It prints the lines that point the bot at it (FLOORWATCH_PLATFORM_URL and the credentials): paste
+them into .env, or let --write-env .env write them, then npm start in another terminal.
+
+Control API on the same server (docs/local-platform.md has examples):
+  GET    /devnet/info     networks, collections, credentials, base addresses (what the bot reads)
+  POST   /devnet/mine     {"network":"devnet","activity":[{"kind":"sale","collection":"0x…"}]}
+  POST   /devnet/reorg    {"network":"devnet","depth":2}
+  POST   /devnet/faults   {"operation":"ListCollectibles","latencyMs":200,"errorRate":0.5}
+  GET    /devnet/faults   the faults in force
   DELETE /devnet/faults
+  POST   /devnet/pause    stop the background blocks (blocks asked for with /devnet/mine go on)
+  POST   /devnet/resume   start them again; {"blockIntervalMs":1000} to change the interval
 `;
 
 function fail(message: string): never {
@@ -55,13 +66,17 @@ try {
       'secret-token': { type: 'string' },
       'project-id': { type: 'string' },
       quiet: { type: 'boolean' },
+      'write-env': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
     allowPositionals: false,
   });
 } catch (error) {
-  fail((error as Error).message);
+  const message = (error as Error).message;
+  // Node reads --env-file as its own option even after the script (and stops when the file is missing).
+  if (message.includes("'--env-file'")) fail("to write the bot's settings into a file, use --write-env <path>");
+  fail(message);
 }
 
 const flags = parsed.values as Record<string, string | boolean | undefined>;
@@ -133,9 +148,33 @@ try {
   }
   lines.push(
     '',
-    `Control: GET ${devnet.url}/devnet/info, POST /devnet/mine, POST /devnet/reorg, POST|DELETE /devnet/faults`,
+    `Control: GET ${devnet.url}/devnet/info, POST /devnet/mine, /devnet/reorg, /devnet/pause, /devnet/resume, POST|DELETE /devnet/faults`,
     '',
   );
+  const block = devnetEnvBlock(devnet);
+  const envFile = typeof flags['write-env'] === 'string' ? flags['write-env'] : undefined;
+  if (envFile === undefined) {
+    lines.push(
+      'To point the bot at this devnet, put these lines in .env (or start the devnet with --write-env .env),',
+      'then run npm start in another terminal:',
+      '',
+      ...block,
+      '',
+    );
+  } else {
+    const path = resolve(envFile);
+    const { text, commentedOut } = withEnvBlock(existsSync(path) ? readFileSync(path, 'utf8') : '', block);
+    try {
+      writeFileSync(path, text, { mode: 0o600 });
+    } catch (error) {
+      fail(`cannot write --write-env ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+    const note = commentedOut.length > 0 ? ` (commented out there: ${commentedOut.join(', ')})` : '';
+    lines.push(
+      `Wrote the bot's settings for this devnet to ${path}${note}; npm start in another terminal uses them.`,
+      '',
+    );
+  }
   console.log(lines.join('\n'));
   let stopping = false;
   const stop = (signal: string) => {

@@ -4,7 +4,7 @@ import { errors } from './errors.ts';
 import { type FaultRule, parseFaultSpec } from './faults.ts';
 import { parseJson, parseJsonObject, readBody, sendJson } from './http.ts';
 import type { MineResult, ReorgResult } from './miner.ts';
-import type { DevnetInfo } from './types.ts';
+import type { ActivityState, DevnetInfo } from './types.ts';
 import { In } from './validate.ts';
 
 /** What the control routes act on. */
@@ -15,6 +15,10 @@ export interface ControlApi {
   setFaults(rules: FaultRule[]): void;
   clearFaults(): void;
   faults(): FaultRule[];
+  /** Stops the background blocks; blocks mined on request go on. */
+  pause(): ActivityState;
+  /** Starts the background blocks again, every `blockIntervalMs` (default: the interval set at start). */
+  resume(blockIntervalMs: number | undefined): ActivityState;
 }
 
 const ROUTES: Readonly<Record<string, readonly string[]>> = {
@@ -22,6 +26,8 @@ const ROUTES: Readonly<Record<string, readonly string[]>> = {
   '/devnet/mine': ['POST'],
   '/devnet/reorg': ['POST'],
   '/devnet/faults': ['GET', 'POST', 'DELETE'],
+  '/devnet/pause': ['POST'],
+  '/devnet/resume': ['POST'],
 };
 
 async function jsonBody(req: IncomingMessage): Promise<In> {
@@ -39,7 +45,8 @@ function networkOf(body: In): string | undefined {
 
 /**
  * The control API for tests and demos, on the same server:
- * `GET /devnet/info`, `POST /devnet/mine`, `POST /devnet/reorg`, `GET|POST|DELETE /devnet/faults`.
+ * `GET /devnet/info`, `POST /devnet/mine`, `POST /devnet/reorg`, `GET|POST|DELETE /devnet/faults`,
+ * `POST /devnet/pause` and `POST /devnet/resume` (the background blocks of random activity).
  */
 export function controlRoutes(
   api: ControlApi,
@@ -73,6 +80,15 @@ export function controlRoutes(
         const value = text.trim() === '' ? {} : parseJson(text);
         api.setFaults(parseFaultSpec(value));
         sendJson(res, 200, { faults: api.faults() });
+        return;
+      }
+      case 'POST /devnet/pause':
+        await readBody(req);
+        sendJson(res, 200, api.pause());
+        return;
+      case 'POST /devnet/resume': {
+        const body = await jsonBody(req);
+        sendJson(res, 200, api.resume(body.optInt('blockIntervalMs', { min: 1, max: 3_600_000 })));
         return;
       }
       default:

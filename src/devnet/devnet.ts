@@ -4,13 +4,14 @@ import { type ActivitySpec, parseActivity } from './activity.ts';
 import { CollectiblesIndex } from './collectibles.ts';
 import { controlRoutes } from './control.ts';
 import { type Dataset, generateDataset } from './dataset.ts';
+import { errors } from './errors.ts';
 import { type FaultSpec, Faults, parseFaultSpec } from './faults.ts';
 import { HOSTILE_IMAGE_TOKENS } from './hostile.ts';
 import { type MineResult, Miner, type ReorgResult } from './miner.ts';
 import { RpcServer } from './server.ts';
 import { DevnetState } from './state.ts';
 import { StreamHub } from './streams.ts';
-import type { Devnet, DevnetCollectionInfo, DevnetInfo, DevnetOptions } from './types.ts';
+import type { ActivityState, Devnet, DevnetCollectionInfo, DevnetInfo, DevnetOptions } from './types.ts';
 
 export const DEFAULT_PROJECT_ID = 16815;
 
@@ -30,6 +31,8 @@ export class DevnetInstance implements Devnet {
   readonly #faults: Faults;
   readonly #options: Required<Pick<DevnetOptions, 'blockIntervalMs' | 'heartbeatIntervalMs' | 'finalityDepth'>>;
   #closing: Promise<void> | undefined;
+  /** The background blocks' interval now (`resume` may change it) and whether they are paused. */
+  #activity: ActivityState;
 
   private constructor(fields: {
     url: string;
@@ -47,6 +50,7 @@ export class DevnetInstance implements Devnet {
     this.#miner = fields.miner;
     this.#faults = fields.faults;
     this.#options = fields.options;
+    this.#activity = { blockIntervalMs: fields.options.blockIntervalMs, paused: fields.options.blockIntervalMs <= 0 };
     this.accessKey = fields.state.accessKey;
     this.secretToken = fields.state.secretToken;
     this.projectId = fields.state.projectId;
@@ -99,6 +103,8 @@ export class DevnetInstance implements Devnet {
         setFaults: (rules) => faults.set(rules),
         clearFaults: () => faults.clear(),
         faults: () => faults.list(),
+        pause: () => (instance as DevnetInstance).pause(),
+        resume: (blockIntervalMs) => (instance as DevnetInstance).resume(blockIntervalMs),
       }),
       onError: (error, path) => options.logger?.warn({ err: error, path }, 'devnet request failed'),
       onAsset: (path) => options.logger?.debug?.({ path }, 'devnet asset served'),
@@ -142,6 +148,10 @@ export class DevnetInstance implements Devnet {
       url: this.url,
       endpoints: this.endpoints,
       chainRpcUrl: this.chainRpcUrl,
+      pages: {
+        token: `${this.url}/market/{network}/{collection}/{tokenId}`,
+        transaction: `${this.url}/explorer/{network}/tx/{txnHash}`,
+      },
       networks: this.#state.networks.map((n) => ({
         name: n.name,
         chainId: n.chainId,
@@ -160,7 +170,8 @@ export class DevnetInstance implements Devnet {
       projectId: this.projectId,
       seed: this.#state.dataset.seed,
       scale: this.#state.dataset.scale,
-      blockIntervalMs: this.#options.blockIntervalMs,
+      blockIntervalMs: this.#activity.blockIntervalMs,
+      paused: this.#activity.paused,
       heartbeatIntervalMs: this.#options.heartbeatIntervalMs,
       finalityDepth: this.#options.finalityDepth,
       sampleAccounts: this.#state.accounts.addresses.slice(0, 5),
@@ -174,6 +185,24 @@ export class DevnetInstance implements Devnet {
 
   async reorg(network: string, depth: number): Promise<ReorgResult> {
     return this.#miner.reorg(this.#miner.network(network), depth);
+  }
+
+  pause(): ActivityState {
+    this.#miner.stop();
+    this.#activity = { ...this.#activity, paused: true };
+    return { ...this.#activity };
+  }
+
+  resume(blockIntervalMs?: number): ActivityState {
+    const interval = blockIntervalMs ?? this.#activity.blockIntervalMs;
+    if (interval <= 0) {
+      throw errors.invalidArgument(
+        'blockIntervalMs: this devnet mines only on request (started with a block interval of 0); give the interval to resume with, e.g. {"blockIntervalMs":3000}',
+      );
+    }
+    this.#activity = { blockIntervalMs: interval, paused: false };
+    this.#miner.start(interval);
+    return { ...this.#activity };
   }
 
   setFaults(spec: FaultSpec): void {

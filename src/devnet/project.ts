@@ -1,7 +1,7 @@
 import type { Audience, AudienceContact, Collection, Contract, ContractSource, GasSponsor } from '../platform/types.ts';
-import type { NetworkData } from './dataset.ts';
+import type { CollectionState } from './collection.ts';
 import { deriveAddress, keccakText } from './hex.ts';
-import type { Accounts } from './model.ts';
+import type { Accounts, Currency } from './model.ts';
 import type { Prng } from './prng.ts';
 
 const DAY_MS = 86_400_000;
@@ -110,10 +110,19 @@ const ABI = JSON.stringify([
   { type: 'function', name: 'owner', inputs: [], outputs: [{ type: 'address' }], stateMutability: 'view' },
 ]);
 
+/** What the project's records are drawn from, of each network of the dataset. */
+export interface ProjectNetwork {
+  name: string;
+  chainId: number;
+  currencies: readonly Currency[];
+  marketplaceAddress: string;
+  collections: readonly CollectionState[];
+}
+
 export function generateProject(
   prng: Prng,
   projectId: number,
-  networks: NetworkData[],
+  networks: readonly ProjectNetwork[],
   accounts: Accounts,
 ): ProjectData {
   const contractSources: ContractSource[] = SOURCES.map((source, i) => {

@@ -75,12 +75,29 @@ export interface DevnetNetworkInfo extends Network {
   currencies: DevnetCurrencyInfo[];
 }
 
+/** The background blocks of random activity (`POST /devnet/pause`, `POST /devnet/resume`). */
+export interface ActivityState {
+  /** Interval of the background blocks; 0 when the devnet mines only on request. */
+  blockIntervalMs: number;
+  /** True while paused, or when there are no background blocks (interval 0). */
+  paused: boolean;
+}
+
+/** Addresses of the devnet's own web pages, `{network}`, `{collection}`, `{tokenId}`, `{txnHash}` standing for their parts. */
+export interface DevnetPages {
+  /** A token's page on the devnet's marketplace (FLOORWATCH_TOKEN_URL's form). */
+  token: string;
+  /** A transaction on the devnet's explorer. */
+  transaction: string;
+}
+
 /** What `GET /devnet/info` answers. */
 export interface DevnetInfo {
   url: string;
   endpoints: PlatformEndpoints;
   /** Ethereum JSON-RPC of each network, `{network}` standing for its name. */
   chainRpcUrl: string;
+  pages: DevnetPages;
   networks: DevnetNetworkInfo[];
   /** Per network name. */
   collections: Record<string, DevnetCollectionInfo[]>;
@@ -90,6 +107,8 @@ export interface DevnetInfo {
   seed: number;
   scale: 'full' | 'small';
   blockIntervalMs: number;
+  /** Whether the background blocks are paused (or off: interval 0). */
+  paused: boolean;
   heartbeatIntervalMs: number;
   finalityDepth: number;
   /** A few holders of the dataset, the first ones holding the most. */
@@ -115,6 +134,10 @@ export interface Devnet {
   mine(network: string, activity?: readonly ActivitySpec[]): Promise<MineResult>;
   /** Reorganises the last `depth` blocks of `network` (at most the blocks not yet final). */
   reorg(network: string, depth: number): Promise<ReorgResult>;
+  /** Stops the background blocks of random activity (those mined on request go on), e.g. before a demo's own sale. */
+  pause(): ActivityState;
+  /** Starts the background blocks again, every `blockIntervalMs` (default: the interval it started with). */
+  resume(blockIntervalMs?: number): ActivityState;
   /** Replaces the injected faults. */
   setFaults(spec: FaultSpec): void;
   clearFaults(): void;

@@ -1,6 +1,4 @@
 import type { Logger } from 'pino';
-import type { CurrencyDirectory } from '../bot/currencies.ts';
-import { byPriceAscending, byPriceDescending, formatPrice, formatUsd, momentText } from '../bot/format.ts';
 import { payloadOf } from '../core/deliveries.ts';
 import { MARKET_HISTORY_RETENTION_MS, type MarketHistoryView } from '../core/market.ts';
 import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
@@ -9,6 +7,8 @@ import type { ChatSettings, CollectionKey, DigestSettings, MarketSnapshot } from
 import type { AlertKind, Destination } from '../core/types.ts';
 import type { DeliveryQueue } from '../delivery/dispatcher.ts';
 import { encodePayload } from '../delivery/sink.ts';
+import type { CurrencyDirectory } from '../market/currencies.ts';
+import { byPriceAscending, byPriceDescending, formatPrice, formatUsd, momentText } from '../market/format.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import { PlatformError } from '../platform/errors.ts';
 import type { AnalyticsFilter, ChartPoint, Order } from '../platform/types.ts';

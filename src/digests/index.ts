@@ -4,12 +4,12 @@
  * the delivery queue like an alert.
  */
 import type { Logger } from 'pino';
-import type { CurrencyDirectory } from '../bot/currencies.ts';
 import type { MarketHistoryView } from '../core/market.ts';
 import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
 import type { DigestSettings } from '../core/settings.ts';
 import type { DeliveryQueue } from '../delivery/dispatcher.ts';
+import type { CurrencyDirectory } from '../market/currencies.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import { ChartPool } from './chart-pool.ts';
 import { DigestService } from './digest-service.ts';

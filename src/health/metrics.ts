@@ -1,12 +1,22 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { JournalStats } from '../core/deliveries.ts';
-import type { AlertCounters, CommandOutcome, JournalBacklog, StreamHealth } from '../core/status.ts';
-import type { CallReport } from '../platform/transport.ts';
+import type { JournalBacklog, StreamHealth } from '../core/status.ts';
+
+/** The alert path's counters that are metrics (its status has them all). */
+export type PipelineStage = 'logs' | 'events' | 'matched' | 'deliveries' | 'reorged' | 'relists' | 'dropped';
+
+/** One attempt of a platform call, as the client reports it (PlatformClient's CallReport). */
+export interface PlatformCallReport {
+  operation: string;
+  /** HTTP status, or the error class name when there was no answer. */
+  outcome: number | string;
+  durationMs: number;
+}
 
 /** Where the scrape-time figures come from; each is read when `/metrics` is scraped. */
 export interface MetricSources {
   streams: () => readonly StreamHealth[];
-  counters: () => Readonly<AlertCounters>;
+  counters: () => Readonly<Record<PipelineStage, number>>;
   queueDepth: () => ReadonlyMap<string, number>;
   journal: () => Promise<Readonly<JournalStats>>;
   /** Alerts waiting for the journal and its write failure (the alert path's status). */
@@ -19,7 +29,7 @@ export interface MetricSources {
 
 export type DeliveryOutcome = 'sent' | 'retried' | 'failed' | 'edited';
 
-const PIPELINE_STAGES: ReadonlyArray<{ key: keyof AlertCounters; help: string }> = [
+const PIPELINE_STAGES: ReadonlyArray<{ key: PipelineStage; help: string }> = [
   { key: 'logs', help: 'Event logs received from the indexer streams.' },
   { key: 'events', help: 'Chain events classified from those logs.' },
   { key: 'matched', help: 'Events that matched at least one watch rule.' },
@@ -185,12 +195,13 @@ export class BotMetrics {
     this.#sources = sources;
   }
 
-  command(name: string, outcome: CommandOutcome): void {
+  /** Counts a command run; `outcome` is the engine's word for how it ended (CommandEngine.onOutcome). */
+  command(name: string, outcome: string): void {
     const known = this.#sources?.isCommand(name) ?? false;
     this.#commands.inc({ command: known ? name : 'unknown', outcome });
   }
 
-  platformCall(report: CallReport): void {
+  platformCall(report: PlatformCallReport): void {
     this.#calls.observe({ operation: report.operation, status: String(report.outcome) }, report.durationMs / 1000);
   }
 

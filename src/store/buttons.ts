@@ -30,15 +30,12 @@ import { isUtf8 } from 'node:buffer';
 import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import * as v from 'valibot';
+import type { WriteFence } from '../core/lease.ts';
 import type { StoredButton } from '../core/settings.ts';
-import { StoreFileError, StoreWriteError } from './errors.ts';
-import { storedButtonSchema } from './schema.ts';
+import { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
+import { BUTTON_TTL_MS, MAX_STORED_BUTTONS, storedButtonSchema } from './schema.ts';
 import { syncDirectory } from './sync-directory.ts';
 
-/** How long a stored button action works: buttons older than this answer "no longer works". */
-export const BUTTON_TTL_MS = 7 * 24 * 60 * 60 * 1000;
-/** Most stored button actions kept; beyond it the least recently saved go first. */
-export const MAX_STORED_BUTTONS = 10_000;
 /** A button saved again within this time of its last save needs no write: it stays valid for days. */
 const RESAVE_AFTER_MS = 60 * 60 * 1000;
 /** Lines of dropped buttons tolerated whatever the number kept, so that a small file is not rewritten often. */
@@ -59,12 +56,19 @@ export interface ButtonFileOptions {
   /** Most stored button actions (default {@link MAX_STORED_BUTTONS}). */
   max?: number;
   now?: () => Date;
+  /**
+   * Asked right before each write of the file (an append, the rename of a rewrite, cutting off a torn
+   * line on open); the write waits while it takes a late lease again. When it fails (LeaseLostError:
+   * this process no longer holds the data directory) the write is not made and fails as any does.
+   */
+  fence?: WriteFence;
 }
 
 interface Resolved {
   ttlMs: number;
   max: number;
   now: () => Date;
+  fence: WriteFence;
 }
 
 /** A save waiting for the write that makes it durable. */
@@ -118,7 +122,10 @@ export class ButtonFile {
     const store = new ButtonFile(file, read.buttons, read.lines, resolved);
     try {
       if (!read.exists || carried || store.#wasteful()) await store.#rewrite(store.#buttons);
-      else if (read.validBytes < read.size) await truncateTo(file, read.validBytes);
+      else if (read.validBytes < read.size) {
+        await fenced(resolved.fence);
+        await truncateTo(file, read.validBytes);
+      }
     } catch (cause) {
       throw new StoreFileError(file, `cannot be written (${message(cause)})`, { cause });
     }
@@ -202,7 +209,7 @@ export class ButtonFile {
       return;
     }
     const text = batch.map(({ hash, button }) => lineOf(hash, button)).join('');
-    await appendDurably(this.file, text);
+    await appendDurably(this.file, text, this.#options.fence);
     this.#writes += 1;
     this.#bytesWritten += Buffer.byteLength(text);
     this.#lines += batch.length;
@@ -231,6 +238,7 @@ export class ButtonFile {
       await handle.sync();
       await handle.close();
       handle = undefined;
+      await fenced(this.#options.fence);
       await rename(temp, this.file);
     } catch (error) {
       await handle?.close().catch(() => undefined);
@@ -258,7 +266,14 @@ function resolve(options: ButtonFileOptions): Resolved {
     ttlMs: options.ttlMs ?? BUTTON_TTL_MS,
     max: options.max ?? MAX_STORED_BUTTONS,
     now: options.now ?? (() => new Date()),
+    fence: options.fence ?? (() => undefined),
   };
+}
+
+/** Settles once `fence` allows a write (see {@link ButtonFileOptions.fence}). */
+async function fenced(fence: WriteFence): Promise<void> {
+  const retaking = fence();
+  if (retaking) await retaking;
 }
 
 /** Drops expired buttons and the least recently saved beyond the cap; `buttons` is in save order. */
@@ -273,7 +288,8 @@ function prune(buttons: Map<string, StoredButton>, options: Resolved): void {
 }
 
 /** Appends `text` and makes it durable; on failure the file is cut back to where it was. */
-async function appendDurably(file: string, text: string): Promise<void> {
+async function appendDurably(file: string, text: string, fence: WriteFence): Promise<void> {
+  await fenced(fence);
   const handle = await open(file, 'a');
   let size: number | undefined;
   try {

@@ -72,7 +72,7 @@ import {
   JournalWriteError,
   type NewDelivery,
 } from '../core/deliveries.ts';
-import { LeaseLostError } from '../core/lease.ts';
+import { LeaseLostError, type WriteFence } from '../core/lease.ts';
 import type { DeliveryLog, OutstandingDeliveries, ReorgOutcome } from '../core/ports.ts';
 import type { JournalWriteFailure } from '../core/status.ts';
 import { ALERT_KINDS, type Destination, destinationKey } from '../core/types.ts';
@@ -90,11 +90,12 @@ export interface DeliveryJournalOptions {
   /** Receives the failure of an automatic compaction (the journal keeps working uncompacted). */
   onCompactionError?: (error: Error) => void;
   /**
-   * Called right before every write to the file (appends, and the rename that ends a compaction):
-   * throws {@link LeaseLostError} when this process no longer holds the data directory. The write is
-   * then not made, its calls reject with that error, and so does every later one.
+   * Asked right before every write to the file (appends, and the rename that ends a compaction);
+   * the write waits while it takes a late lease again. When it fails with {@link LeaseLostError}
+   * (this process no longer holds the data directory) the write is not made, its calls reject with
+   * that error, and so does every later one.
    */
-  fence?: () => void;
+  fence?: WriteFence;
 }
 
 const FORMAT_VERSION = 1;
@@ -323,7 +324,7 @@ export class DeliveryJournal implements DeliveryLog {
   readonly #compactAfterBytes: number;
   readonly #retentionMs: number;
   readonly #onCompactionError: ((error: Error) => void) | undefined;
-  readonly #fence: (() => void) | undefined;
+  readonly #fence: WriteFence | undefined;
   #fenced: LeaseLostError | undefined;
   #records: Records;
   #handle: FileHandle;
@@ -713,10 +714,11 @@ export class DeliveryJournal implements DeliveryLog {
   }
 
   /** Throws when this process may no longer write the journal (see {@link DeliveryJournalOptions.fence}). */
-  #checkFence(): void {
+  async #checkFence(): Promise<void> {
     if (this.#fenced) throw this.#fenced;
     try {
-      this.#fence?.();
+      const retaking = this.#fence?.();
+      if (retaking) await retaking;
     } catch (error) {
       if (error instanceof LeaseLostError) this.#fenced = error;
       throw error;
@@ -799,7 +801,7 @@ export class DeliveryJournal implements DeliveryLog {
       if (this.#bytes === 0) lines.unshift(HEADER_LINE);
       const data = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
       try {
-        this.#checkFence();
+        await this.#checkFence();
         await this.#append(data, sync);
       } catch (error) {
         for (const { job } of accepted) job.reject(error);
@@ -966,7 +968,7 @@ export class DeliveryJournal implements DeliveryLog {
       if (this.#broken) throw this.#broken;
       compaction.bytes += await writeAll(temp, lines);
       if (this.#fsync) await temp.datasync();
-      this.#checkFence();
+      await this.#checkFence();
       await rename(this.#tempFile, this.file);
       renamed = true;
     } catch (cause) {

@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { type FileHandle, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { LEASE_MARGIN_MS, LEASE_RENEW_MS, LEASE_TTL_MS, LeaseLostError, type SendFence } from '../core/lease.ts';
+import {
+  LEASE_MARGIN_MS,
+  LEASE_RENEW_MS,
+  LEASE_TTL_MS,
+  LeaseLostError,
+  type SendFence,
+  type WriteFence,
+} from '../core/lease.ts';
 
 /** The lock file in the data directory. */
 export const LOCK_FILE = 'floorwatch.lock';
@@ -39,11 +46,14 @@ export interface DataDirLock extends SendFence {
   /** Random, written in the lock file: a lock file with another token is another process's. */
   readonly token: string;
   /**
-   * Throws {@link LeaseLostError} when the lease is not surely this process's any more: it was not
-   * renewed within its time to live (the process was paused or stalled), or another process took the
-   * directory over. Synchronous and cheap (the monotonic and wall clocks): call it before each write.
+   * Asked before each write to the directory and each send (a {@link WriteFence}): undefined when
+   * the lease was renewed in time (a synchronous look at the monotonic and wall clocks). When it was
+   * not (the process was paused or stalled), a promise that takes it again under the takeover
+   * protocol: resolved once the lock file still holds this process's token and was renewed, rejected
+   * with {@link LeaseLostError} when another process took the directory over. Throws
+   * {@link LeaseLostError} once the lease is lost.
    */
-  check(): void;
+  check: WriteFence;
   /** Removes the lock when it is still this process's. */
   release(): Promise<void>;
 }
@@ -65,6 +75,11 @@ export interface LockOptions {
    * without writing to the directory again.
    */
   onLost?: (error: LeaseLostError) => void;
+  /**
+   * Called when a lease that had gone unrenewed past its validity (the process was paused or stalled)
+   * was taken again, nobody having taken it meanwhile; with how long it had gone unrenewed.
+   */
+  onRetaken?: (unrenewedMs: number) => void;
 }
 
 /**
@@ -80,8 +95,11 @@ export interface LockOptions {
  *
  * The holder counts its lease valid only until {@link LEASE_MARGIN_MS} before another process could
  * take it (measured on the monotonic clock and on the wall clock, whichever ran more), and checks
- * that before each write and send ({@link DataDirLock.check}); a renewal that finds the token changed
- * or comes too late loses the lease: `onLost` is called and the process must stop.
+ * that before each write and send ({@link DataDirLock.check}). A lease past that time (the process
+ * was paused: Ctrl-Z, a laptop asleep) is taken again before anything is written or sent: renewed
+ * only when the lock file still holds this process's token, the same protocol as every renewal. A
+ * renewal that finds the token changed or the file gone loses the lease: `onLost` is called and the
+ * process must stop.
  *
  * @example
  * const lock = await lockDataDir('data');
@@ -113,8 +131,8 @@ export async function lockDataDir(dir: string, options: LockOptions = {}): Promi
       return hold(dir, file, me, handle, started, {
         renewMs: options.renewMs ?? LEASE_RENEW_MS,
         validMs: ttlMs - (options.marginMs ?? LEASE_MARGIN_MS),
-        ttlMs,
         onLost: options.onLost,
+        onRetaken: options.onRetaken,
       });
     }
     const found = await readHolder(file);
@@ -217,7 +235,12 @@ function hold(
   me: LockHolder,
   handle: FileHandle,
   acquired: Clocks,
-  options: { renewMs: number; validMs: number; ttlMs: number; onLost: ((error: LeaseLostError) => void) | undefined },
+  options: {
+    renewMs: number;
+    validMs: number;
+    onLost: ((error: LeaseLostError) => void) | undefined;
+    onRetaken: ((unrenewedMs: number) => void) | undefined;
+  },
 ): DataDirLock {
   const what = `the data directory ${dir}`;
   // Another process judges the lease by the file's modification time on the wall clock; this one
@@ -233,16 +256,9 @@ function hold(
     options.onLost?.(lost);
     return lost;
   };
-  const check = () => {
-    if (lost) throw lost;
+  const sinceRenewed = () => {
     const now = clocks();
-    const since = Math.max(now.mono - renewed.mono, now.wall - renewed.wall);
-    if (since >= validFor) {
-      throw lose(
-        `not renewed for ${(since / 1000).toFixed(1)} s (this process was paused or stalled), ` +
-          `and another process may take it over after ${options.ttlMs / 1000} s`,
-      );
-    }
+    return Math.max(now.mono - renewed.mono, now.wall - renewed.wall);
   };
   /** Throws when the lock file is no longer this process's. */
   const stillMine = async () => {
@@ -255,29 +271,61 @@ function hold(
     }
     return true;
   };
-  let renewing = false;
+  let renewing: Promise<boolean> | undefined;
   // The file is touched through its open handle (the holder's own file, wherever a taker moved it),
   // between two reads that find this process's token: a taker that moved it after the first read is
   // seen by the second, and one that moves it later finds it renewed and puts it back. The lease then
-  // runs from before the first read (`started`), at the latest the time written.
-  const renew = async () => {
-    if (renewing || lost || released) return;
-    renewing = true;
-    const started = clocks();
-    try {
-      check();
-      if (!(await stillMine())) return;
-      const now = new Date(started.wall);
-      await handle.utimes(now, now);
-      if (!(await stillMine())) return;
-      renewed = started;
-    } catch {
-      // An I/O error: tried again at the next turn; check() says when it is too late.
-    } finally {
-      renewing = false;
-    }
+  // runs from before the first read (`started`), at the latest the time written. Whether the lease
+  // was late does not matter: a lock file that still holds this token was taken by nobody.
+  const renewOnce = (): Promise<boolean> => {
+    renewing ??= (async () => {
+      const started = clocks();
+      try {
+        if (!(await stillMine())) return false;
+        const now = new Date(started.wall);
+        await handle.utimes(now, now);
+        if (!(await stillMine())) return false;
+        renewed = started;
+        return true;
+      } catch {
+        // Lost (stillMine said so), or an I/O error: tried again at the next turn.
+        return false;
+      } finally {
+        renewing = undefined;
+      }
+    })();
+    return renewing;
   };
-  const timer = setInterval(() => void renew(), options.renewMs);
+  let retaking: Promise<void> | undefined;
+  /** Renews a late lease, and settles once it is valid again (or lost). */
+  const retake = (): Promise<void> => {
+    retaking ??= (async () => {
+      const unrenewedMs = sinceRenewed();
+      try {
+        // A renewal that started before the pause counts from then: one more is needed.
+        while (sinceRenewed() >= validFor) {
+          if (lost) throw lost;
+          if (released) throw new LeaseLostError(what, 'this process gave it back');
+          if (!(await renewOnce()) && !lost) await sleep(options.renewMs);
+        }
+        if (lost) throw lost;
+        options.onRetaken?.(unrenewedMs);
+      } finally {
+        retaking = undefined;
+      }
+    })();
+    return retaking;
+  };
+  const check = (): Promise<void> | undefined => {
+    if (lost) throw lost;
+    return sinceRenewed() < validFor ? undefined : retake();
+  };
+  const timer = setInterval(() => {
+    if (lost || released) return;
+    // Late: the process was paused or stalled. Its writes and sends wait for this.
+    if (sinceRenewed() >= validFor) void retake().catch(() => undefined);
+    else void renewOnce();
+  }, options.renewMs);
   timer.unref();
   return {
     file,
@@ -294,6 +342,10 @@ function hold(
       if (found?.holder?.token === me.token) await rm(file, { force: true });
     },
   };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 function processIsAlive(pid: number): boolean {

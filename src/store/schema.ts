@@ -1,5 +1,6 @@
 import * as v from 'valibot';
-import { ALERT_KINDS } from '../core/types.ts';
+import type { ChatSettings } from '../core/settings.ts';
+import { ALERT_KINDS, type WatchRule } from '../core/types.ts';
 import { type Dict, dict } from '../records.ts';
 
 const isPlainObject = (input: unknown): input is Record<string, unknown> =>
@@ -60,6 +61,11 @@ const chatSettings = v.object({
 /** A long button action stored under its hash (the buttons file's lines, older state files' `buttons`). */
 export const storedButtonSchema = v.object({ action: v.string(), createdAt: isoTime });
 
+/** How long a stored button action works: buttons older than this answer "no longer works". */
+export const BUTTON_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+/** Most stored button actions kept; beyond it the least recently saved go first. */
+export const MAX_STORED_BUTTONS = 10_000;
+
 const destination = v.object({
   platform: v.picklist(['console', 'discord', 'telegram'], 'expected console, discord or telegram'),
   chatId: text,
@@ -118,6 +124,32 @@ export function problemsOfRule(rule: unknown): SchemaProblems | undefined {
 export function problemsOfChat(settings: unknown): SchemaProblems | undefined {
   const result = v.safeParse(chatSettings, settings);
   return result.success ? undefined : result.issues.slice(0, 3).map((i) => describeIssue(i));
+}
+
+/**
+ * A change that would store what the state schema refuses (a rule whose collection is not an
+ * address): nothing was changed. Commands check what they store first, so this names a defect, not
+ * a user's mistake; it keeps a bad value out of the file, which would then refuse to be read.
+ */
+export class InvalidChangeError extends Error {
+  override name = 'InvalidChangeError';
+  readonly problems: SchemaProblems;
+  constructor(what: string, problems: SchemaProblems) {
+    super(`${what} was not saved: ${problems.join('; ')}`);
+    this.problems = problems;
+  }
+}
+
+/** Throws {@link InvalidChangeError} when `rule` is not one the state schema reads back. */
+export function assertValidRule(rule: WatchRule): void {
+  const problems = problemsOfRule(rule);
+  if (problems) throw new InvalidChangeError(`rule ${rule.id}`, problems);
+}
+
+/** Throws {@link InvalidChangeError} when `settings` are not what the state schema reads back. */
+export function assertValidChat(chatKey: string, settings: ChatSettings): void {
+  const problems = problemsOfChat(settings);
+  if (problems) throw new InvalidChangeError(`the settings of ${chatKey}`, problems);
 }
 
 /** Rules already checked one by one as the file was read (see {@link RuleChecker}). */

@@ -1,27 +1,29 @@
 import { type FileHandle, open, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { type Adapter, Low } from 'lowdb';
+import type { Logger } from 'pino';
+import type { WriteFence } from '../core/lease.ts';
 import type { RulesChange, RulesRepository } from '../core/ports.ts';
 import type { ChatSettings, DigestSettings, StoredButton } from '../core/settings.ts';
 import { type Destination, destinationKey, type WatchRule } from '../core/types.ts';
+import { createLogger } from '../logger.ts';
 import { type Dict, dict, own } from '../records.ts';
 import { ButtonFile, type ButtonFileOptions } from './buttons.ts';
 
-export { BUTTON_TTL_MS, MAX_STORED_BUTTONS } from './buttons.ts';
+export { BUTTON_TTL_MS, MAX_STORED_BUTTONS } from './schema.ts';
 
-import { StoreFileError, StoreWriteError } from './errors.ts';
+import { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
 import {
+  assertValidChat,
+  assertValidRule,
   type CheckedRules,
-  problemsOfChat,
-  problemsOfRule,
   RuleChecker,
-  type SchemaProblems,
   validateButtons,
   validateState,
 } from './schema.ts';
 import { syncDirectory } from './sync-directory.ts';
 
-export { StoreFileError, StoreWriteError } from './errors.ts';
+export { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
 
 /** The persisted state, version 1. */
 export interface StateV1 {
@@ -60,32 +62,6 @@ export const WRITE_COALESCE_MS = 25;
 
 const emptyState = (): State => ({ version: 3, chats: dict(), rules: [], nextRuleNumber: 1 });
 const emptyChat = (): ChatSettings => ({ aliases: dict() });
-
-/**
- * A change that would store what the state schema refuses (a rule whose collection is not an
- * address): nothing was changed. Commands check what they store first, so this names a defect, not
- * a user's mistake; it keeps a bad value out of the file, which would then refuse to be read.
- */
-export class InvalidChangeError extends Error {
-  override name = 'InvalidChangeError';
-  readonly problems: SchemaProblems;
-  constructor(what: string, problems: SchemaProblems) {
-    super(`${what} was not saved: ${problems.join('; ')}`);
-    this.problems = problems;
-  }
-}
-
-/** Throws {@link InvalidChangeError} when `rule` is not one the state schema reads back. */
-export function assertValidRule(rule: WatchRule): void {
-  const problems = problemsOfRule(rule);
-  if (problems) throw new InvalidChangeError(`rule ${rule.id}`, problems);
-}
-
-/** Throws {@link InvalidChangeError} when `settings` are not what the state schema reads back. */
-export function assertValidChat(chatKey: string, settings: ChatSettings): void {
-  const problems = problemsOfChat(settings);
-  if (problems) throw new InvalidChangeError(`the settings of ${chatKey}`, problems);
-}
 
 /** The buttons file beside a state file: `state.json` keeps its buttons in `state.buttons.jsonl`. */
 export function buttonsFileOf(stateFile: string): string {
@@ -161,9 +137,9 @@ const RULES_PER_PAGE = 20_000;
 class DurableJsonFile implements Adapter<State> {
   readonly #file: string;
   readonly #temp: string;
-  readonly #fence: (() => void) | undefined;
+  readonly #fence: WriteFence | undefined;
 
-  constructor(file: string, fence?: () => void) {
+  constructor(file: string, fence?: WriteFence) {
     this.#file = file;
     this.#temp = join(dirname(file), `.${basename(file)}.tmp`);
     this.#fence = fence;
@@ -183,7 +159,8 @@ class DurableJsonFile implements Adapter<State> {
     } finally {
       await handle.close();
     }
-    this.#fence?.();
+    const retaking = this.#fence?.();
+    if (retaking) await retaking;
     await rename(this.#temp, this.#file);
     await syncDirectory(dirname(this.#file));
   }
@@ -253,10 +230,16 @@ export interface StateStoreOptions {
   maxButtons?: number;
   now?: () => Date;
   /**
-   * Called right before the file is replaced: throws (LeaseLostError) when this process no longer holds
-   * the data directory, and the write fails as any failed write does.
+   * Asked right before the file is replaced and before each write of the buttons file (the write
+   * waits while it takes a late lease again): when it fails (LeaseLostError: this process no longer
+   * holds the data directory), the write fails as any failed write does.
    */
-  fence?: () => void;
+  fence?: WriteFence;
+  /**
+   * Where a listener's failure is logged (the store goes on, and so do the other listeners); by
+   * default warnings and errors on stderr.
+   */
+  logger?: Logger;
 }
 
 /**
@@ -270,7 +253,8 @@ export interface StateStoreOptions {
  * while the previous one ran (or within {@link WRITE_COALESCE_MS}), so that many people changing
  * rules at once do not each rewrite the whole file. A change's promise settles once the write that
  * holds it is durable; when that write fails, every change not yet durable is undone and rejected
- * with {@link StoreWriteError}. Listeners hear of changes once they are durable.
+ * with {@link StoreWriteError}. Listeners hear of changes once they are durable; one that throws is
+ * logged, and the others still hear.
  *
  * Keys that come from users (aliases) live in prototype-less records: see {@link Dict}.
  */
@@ -281,6 +265,7 @@ export class StateStore implements RulesRepository {
   readonly #ruleListeners: Array<(change: RulesChange) => void> = [];
   readonly #chatListeners: Array<(chatKey: string) => void> = [];
   readonly #coalesceMs: number;
+  readonly #logger: Logger;
 
   /** Changes applied since the last write started. */
   #waiting: PendingChange[] = [];
@@ -306,6 +291,7 @@ export class StateStore implements RulesRepository {
     this.#db = db;
     this.#buttons = buttons;
     this.#coalesceMs = options.coalesceMs ?? WRITE_COALESCE_MS;
+    this.#logger = options.logger ?? createLogger('warn');
     for (const rule of db.data.rules) rule.destination = this.#sharedDestination(rule.destination);
   }
 
@@ -603,10 +589,26 @@ export class StateStore implements RulesRepository {
       const now = new Map<string, WatchRule>();
       for (const rule of this.#db.data.rules) if (ids.has(rule.id)) now.set(rule.id, rule);
       const change: RulesChange = { rules: [...ids].map((id) => ({ id, rule: now.get(id) })) };
-      for (const listener of this.#ruleListeners) listener(change);
+      for (const listener of this.#ruleListeners) {
+        // A listener's failure is its own: the change is durable, the others still hear of it, and
+        // the writes go on (thrown here, it would end the process as an unhandled rejection).
+        try {
+          listener(change);
+        } catch (error) {
+          this.#logger.error({ err: error }, 'a listener of rule changes failed');
+        }
+      }
     }
     const chats = new Set(batch.flatMap((change) => change.chats));
-    for (const chatKey of chats) for (const listener of this.#chatListeners) listener(chatKey);
+    for (const chatKey of chats) {
+      for (const listener of this.#chatListeners) {
+        try {
+          listener(chatKey);
+        } catch (error) {
+          this.#logger.error({ err: error, chat: chatKey }, 'a listener of chat changes failed');
+        }
+      }
+    }
   }
 }
 
@@ -615,6 +617,7 @@ function buttonOptions(options: StateStoreOptions): ButtonFileOptions {
     ...(options.buttonTtlMs === undefined ? {} : { ttlMs: options.buttonTtlMs }),
     ...(options.maxButtons === undefined ? {} : { max: options.maxButtons }),
     ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.fence === undefined ? {} : { fence: options.fence }),
   };
 }
 

@@ -1,9 +1,10 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NO_CHAT_PLATFORM } from '../../src/main.ts';
 import { LOCK_FILE } from '../../src/store/lock.ts';
 import { type EntryPointRun, ROOT, runEntryPoint, spawnEntryPoint, waitUntil } from '../helpers/entry-point.ts';
 
@@ -109,6 +110,36 @@ describe('npm start with piped input', () => {
     expect(run.stdout).toBe('');
   });
 
+  it('GIVEN no chat platform and standard input /dev/null (docker run -d) THEN it says no chat platform is configured, naming the variables, and exits 78 instead of 0', async () => {
+    const detached = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    detached.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => detached.on('close', resolve));
+    expect(code).toBe(78);
+    expect(stderr).toContain(`floorwatch: ${NO_CHAT_PLATFORM}`);
+    expect(NO_CHAT_PLATFORM).toMatch(
+      /no chat platform is configured \(set DISCORD_TOKEN and DISCORD_APPLICATION_ID, or TELEGRAM_BOT_TOKEN\)/,
+    );
+    // The lock is released: the stop is the ordinary one.
+    expect(existsSync(join(dataDir, LOCK_FILE))).toBe(false);
+  }, 60_000);
+
+  it('GIVEN no chat platform and an empty pipe THEN the same, 78; piped commands still run and end with 0', async () => {
+    const empty = await runEntryPoint('', { FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' });
+    expect(empty.code).toBe(78);
+    expect(empty.stderr).toContain(NO_CHAT_PLATFORM);
+    const piped = await runEntryPoint('/help\n', { FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' });
+    expect(piped.code).toBe(0);
+    expect(piped.stdout).toContain('Floorwatch commands');
+    expect(piped.stderr).not.toContain('no chat platform');
+  }, 60_000);
+
   it('refuses to start on a corrupt state file and leaves it as it was', async () => {
     const file = join(dataDir, 'state.json');
     await writeFile(file, '{"version":2,"chats":');
@@ -155,6 +186,25 @@ describe('npm start on a terminal', () => {
 });
 
 describe('the built bot (what npm start and the Docker image run)', () => {
+  it("GIVEN npm start's script after a build THEN it answers from dist/ without building again, in one process", async () => {
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'ignore' });
+    const stamp = join(ROOT, 'dist', '.build-stamp');
+    const builtAt = statSync(stamp).mtimeMs;
+    const pkg = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
+    const [command, ...args] = pkg.scripts.start.split(/\s+/);
+    expect(command).toBe('node');
+    const run = spawnSync(process.execPath, args, {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' },
+      input: '/help\n',
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('Floorwatch commands');
+    expect(statSync(stamp).mtimeMs).toBe(builtAt);
+  }, 90_000);
+
   it('GIVEN npm run build THEN node dist/src/main.js answers, loads every command and draws a digest chart in its worker thread', async () => {
     execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'ignore' });
     const child = spawn(process.execPath, ['dist/src/main.js'], {

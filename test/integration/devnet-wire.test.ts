@@ -368,3 +368,51 @@ describe('devnet control API over HTTP', () => {
     devnet.clearFaults();
   });
 });
+
+describe('devnet background activity: POST /devnet/pause and /devnet/resume', () => {
+  const headOf = (d: Devnet) => d.info().networks[0]?.head.number ?? 0;
+
+  it('GIVEN a devnet mining a random block every 20 ms WHEN paused THEN no block comes by itself, a block asked for still does, and resume starts them again', async () => {
+    const live = await startTestDevnet({ scale: 'small', blockIntervalMs: 20 });
+    try {
+      const base = live.devnet.url;
+      const start = headOf(live.devnet);
+      await waitUntil(() => headOf(live.devnet) > start, 10_000);
+      expect(headOf(live.devnet)).toBeGreaterThan(start);
+
+      const paused = await post(`${base}/devnet/pause`, {});
+      expect(paused.status).toBe(200);
+      expect(await paused.json()).toEqual({ blockIntervalMs: 20, paused: true });
+      const atPause = headOf(live.devnet);
+      // Fifteen intervals: an unpaused miner would have mined here even on a busy machine.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(headOf(live.devnet)).toBe(atPause);
+      expect(live.devnet.info().paused).toBe(true);
+      const mined = await post(`${base}/devnet/mine`, { network: 'devnet', activity: [] });
+      expect(mined.status).toBe(200);
+      expect(headOf(live.devnet)).toBe(atPause + 1);
+
+      const resumed = await post(`${base}/devnet/resume`, { blockIntervalMs: 30 });
+      expect(await resumed.json()).toEqual({ blockIntervalMs: 30, paused: false });
+      await waitUntil(() => headOf(live.devnet) > atPause + 1, 10_000);
+      expect(headOf(live.devnet)).toBeGreaterThan(atPause + 1);
+      expect(live.devnet.info()).toMatchObject({ blockIntervalMs: 30, paused: false });
+    } finally {
+      await live.close();
+    }
+  });
+
+  it('GIVEN a devnet that mines only on request (interval 0) WHEN resumed without an interval THEN 400 says to give one', async () => {
+    expect(devnet.info()).toMatchObject({ blockIntervalMs: 0, paused: true });
+    const response = await post(url('/devnet/resume'), {});
+    expect(response.status).toBe(400);
+    expect((await errorBody(response)).msg).toContain('blockIntervalMs');
+    const get = await fetch(url('/devnet/pause'));
+    expect(get.status).toBe(405);
+  });
+});
+
+async function waitUntil(check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+}

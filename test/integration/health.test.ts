@@ -195,12 +195,14 @@ describe('GIVEN a bot started with FLOORWATCH_HTTP_PORT', () => {
     if (!moonCats) throw new Error('no Moon Cats');
     // The rule set above watches sales (the default kind).
     await bot.devnet?.mine('devnet', [{ kind: 'sale', collection: moonCats.address }]);
+    // The send is counted when the message is out; the journal records it sent a write later: both
+    // are waited for, since a busy machine can answer /metrics in between.
     const text = await until(async () => {
       const metrics = await get('/metrics');
-      return (sample(metrics.text, 'floorwatch_alert_deliveries_total{platform="console",outcome="sent"}') ?? 0) > 0
-        ? metrics.text
-        : undefined;
-    });
+      const sent = sample(metrics.text, 'floorwatch_alert_deliveries_total{platform="console",outcome="sent"}') ?? 0;
+      const recorded = sample(metrics.text, 'floorwatch_journal_records{state="sent"}') ?? 0;
+      return sent > 0 && recorded > 0 ? metrics.text : undefined;
+    }, 30_000);
     expect(sample(text, 'floorwatch_pipeline_deliveries_total')).toBeGreaterThan(0);
     expect(sample(text, 'floorwatch_pipeline_matched_total')).toBeGreaterThan(0);
     expect(sample(text, 'floorwatch_delivery_queue_depth{platform="console"}')).toBeGreaterThanOrEqual(0);

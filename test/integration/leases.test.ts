@@ -63,16 +63,16 @@ describe('leases in the shared database', () => {
     const a = await processOn(url);
     const b = await processOn(url);
     expect(await a.leases.tryLock('ingest', 'devnet')).toBe(true);
-    const first = a.leases.token('ingest:devnet');
+    const first = await a.leases.token('ingest:devnet');
     expect(await b.leases.tryLock('ingest', 'devnet')).toBe(false);
     await a.leases.renew();
     expect(await b.leases.tryLock('ingest', 'devnet')).toBe(false);
     expect(a.leases.holds('ingest', 'devnet')).toBe(true);
-    expect(() => b.leases.token('ingest:devnet')).toThrow(LeaseLostError);
+    await expect(b.leases.token('ingest:devnet')).rejects.toThrow(LeaseLostError);
 
     await a.leases.unlock('ingest', 'devnet');
     expect(await b.leases.tryLock('ingest', 'devnet')).toBe(true);
-    expect(BigInt(b.leases.token('ingest:devnet'))).toBeGreaterThan(BigInt(first));
+    expect(BigInt(await b.leases.token('ingest:devnet'))).toBeGreaterThan(BigInt(first));
     expect((await leaseRow(url, 'ingest:devnet'))?.holder).toBe(b.leases.holder);
   });
 
@@ -112,7 +112,7 @@ describe('leases in the shared database', () => {
     });
     try {
       expect(await short.tryLock('ingest', 'devnet')).toBe(true);
-      const token = short.token('ingest:devnet');
+      const token = await short.token('ingest:devnet');
       expect(await b.leases.tryLock('ingest', 'devnet')).toBe(false);
       await sleep(1_700);
       expect(await b.leases.tryLock('ingest', 'devnet')).toBe(true);
@@ -123,8 +123,10 @@ describe('leases in the shared database', () => {
         [token],
       );
       expect(refused.rows[0]?.n).toBe(0);
-      // Its own check: past its time, the lease is lost and every check fails from then on.
-      expect(() => short.token('ingest:devnet')).toThrow(LeaseLostError);
+      // Its own check: past its time, it tries to take the lease again, finds another token in it, and
+      // loses it; every check fails from then on.
+      await expect(short.token('ingest:devnet')).rejects.toThrow(LeaseLostError);
+      expect(() => short.assertMaySend({ platform: 'discord', chatId: '1' })).toThrow(LeaseLostError);
       expect(lostByA.map((e) => e.lease)).toEqual(['ingest:devnet']);
       expect(short.holds('ingest', 'devnet')).toBe(false);
       // The new holder records under its lease.
@@ -132,6 +134,66 @@ describe('leases in the shared database', () => {
     } finally {
       await short.close();
     }
+  });
+
+  it('GIVEN a holder paused past its lease’s time WHEN nobody took the lease THEN on waking its sends and fenced writes wait until it took the lease again with the same token, and it keeps it', async () => {
+    const url = await postgres.freshDatabase();
+    const lost: LeaseLostError[] = [];
+    const a = await processOn(url, lost);
+    const b = await processOn(url);
+    const { Leases } = await import('../../src/store/pg/leases.ts');
+    const { PgDeliveryLog } = await import('../../src/store/pg/deliveries.ts');
+    // Renewed by hand only: as if the process were frozen between two renewals.
+    const short = await Leases.open(a.db, silent, (error) => lost.push(error), {
+      ttlMs: 3_000,
+      renewMs: 60_000,
+      marginMs: 300,
+    });
+    const log = new PgDeliveryLog(a.db, { logger: silent, fences: short, cleanupEveryMs: 0 });
+    try {
+      expect(await short.tryLock('ingest', 'devnet')).toBe(true);
+      expect(await short.tryLock('chat', 'discord:4242')).toBe(true);
+      const token = await short.token('ingest:devnet');
+      expect(short.assertMaySend({ platform: 'discord', chatId: '4242' })).toBeUndefined();
+      await sleep(3_300);
+      // Expired in the database too; nobody took it.
+      const before = await a.db.pool.query<{ expired: boolean }>(
+        `SELECT expires_at <= now() AS expired FROM leases WHERE name = 'ingest:devnet'`,
+      );
+      expect(before.rows[0]?.expired).toBe(true);
+      // A send waits for the lease to be taken again.
+      const sending = short.assertMaySend({ platform: 'discord', chatId: '4242' });
+      expect(sending).toBeInstanceOf(Promise);
+      await sending;
+      // A fenced write too, and it is written under the same token.
+      expect(await log.record([delivery(1)])).toHaveLength(1);
+      expect(await short.token('ingest:devnet')).toBe(token);
+      expect((await leaseRow(url, 'ingest:devnet'))?.token).toBe(token);
+      expect(lost).toEqual([]);
+      expect(short.holds('ingest', 'devnet')).toBe(true);
+      // Taken again, it is held: another process cannot take it.
+      expect(await b.leases.tryLock('ingest', 'devnet')).toBe(false);
+      expect(await b.leases.tryLock('chat', 'discord:4242')).toBe(false);
+    } finally {
+      await log.close();
+      await short.close();
+    }
+  });
+
+  it('GIVEN a holder whose lease expired in the database between its check and its statement (paused there) WHEN nobody took it THEN the refused record is written after it took the lease again, once', async () => {
+    const url = await postgres.freshDatabase();
+    const lost: LeaseLostError[] = [];
+    const a = await processOn(url, lost);
+    expect(await a.leases.tryLock('ingest', 'devnet')).toBe(true);
+    const token = await a.leases.token('ingest:devnet');
+    // Its local lease looks valid; the database's has run out.
+    await a.db.pool.query(`UPDATE leases SET expires_at = now() - interval '1 second' WHERE name = 'ingest:devnet'`);
+    expect(await a.deliveries.record([delivery(4)])).toHaveLength(1);
+    expect(await a.deliveries.record([delivery(4)])).toHaveLength(0);
+    const { rows } = await a.db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM deliveries');
+    expect(rows[0]?.n).toBe(1);
+    expect(lost).toEqual([]);
+    expect((await leaseRow(url, 'ingest:devnet'))?.token).toBe(token);
   });
 
   it('GIVEN the database says a lease is no longer this process’s THEN a fenced record is refused in its statement, nothing is written, and the lease is lost', async () => {

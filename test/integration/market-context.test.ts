@@ -3,13 +3,14 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Alerts, createAlerts } from '../../src/alerts/index.ts';
+import type { MarketContext } from '../../src/bot/command.ts';
 import type { CommandEngine } from '../../src/bot/engine.ts';
-import { formatUsd } from '../../src/bot/format.ts';
-import { formatShare, type MarketContext, nextPage } from '../../src/bot/market.ts';
 import { RarityIndex } from '../../src/bot/rarity.ts';
 import type { Reply } from '../../src/core/reply.ts';
 import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
+import { formatShare, formatUsd } from '../../src/market/format.ts';
+import { nextPage } from '../../src/market/paging.ts';
 import type { CollectibleOrder, CollectiblesFilter } from '../../src/platform/types.ts';
 import { FileMarketHistory } from '../../src/store/files/market-history.ts';
 import { DeliveryJournal } from '../../src/store/journal.ts';
@@ -125,7 +126,7 @@ describe('/collection', () => {
       expect(field(reply, 'Floor')).toContain(`(${formatUsd(floor.usd)})`);
       const listed = await everything(moonCats.address, { includeEmpty: false });
       expect(field(reply, 'Listed')).toBe(listed.length.toLocaleString('en-US'));
-      const holders = /([\d,]+) holders in all/.exec(
+      const holders = /([\d,]+) holders? in all/.exec(
         h.text(await run(engine, `/holders devnet:${moonCats.address}`)),
       )?.[1];
       expect(field(reply, 'Holders')).toBe(holders);

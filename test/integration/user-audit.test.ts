@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { byPriceAscending, displayAmount } from '../../src/bot/format.ts';
 import { ALERT_KINDS } from '../../src/core/types.ts';
+import { byPriceAscending, displayAmount } from '../../src/market/format.ts';
 import type { Order } from '../../src/platform/types.ts';
 import { ADMIN, CONSOLE, type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed } from '../helpers/devnet-data.ts';

@@ -41,7 +41,7 @@ describe('loadConfig', () => {
       ['other', 778],
     ]);
     expect(config.platform.nativeSymbols).toEqual({ mynet: 'MYC' });
-    const { CurrencyDirectory, NATIVE_CURRENCY } = await import('../../src/bot/currencies.ts');
+    const { CurrencyDirectory, NATIVE_CURRENCY } = await import('../../src/market/currencies.ts');
     const { PlatformClient } = await import('../../src/platform/client.ts');
     const platform = new PlatformClient({
       endpoints: {
@@ -135,5 +135,45 @@ describe('loadConfig', () => {
     const { secretsOf } = await import('../../src/config.ts');
     expect(secretsOf(config)).toContain('s3cret-pw');
     expect(problemsOf({ ...real, FLOORWATCH_DATABASE_POOL: '1' })[0]).toMatch(/FLOORWATCH_DATABASE_POOL/);
+  });
+
+  it('GIVEN FLOORWATCH_PLATFORM_URL and the key THEN nothing else is required: the rest is read from the platform at start', () => {
+    const config = loadConfig(
+      {
+        FLOORWATCH_PLATFORM_URL: 'http://127.0.0.1:8777/',
+        FLOORWATCH_ACCESS_KEY: 'AQAAAAAAAEGvyZiWA9FMslYeG_yayXaHnSI',
+      },
+      '/srv/bot',
+    );
+    expect(config.platform.discoveryUrl).toBe('http://127.0.0.1:8777');
+    expect(config.platform.endpoints).toBeUndefined();
+    expect(config.platform.endpointOverrides).toEqual({});
+    expect(config.platform.networks).toEqual([]);
+    // Addresses set beside it replace some of those the platform gives; no need for all five.
+    const some = loadConfig(
+      {
+        FLOORWATCH_PLATFORM_URL: 'http://devnet:8777',
+        FLOORWATCH_ACCESS_KEY: 'k',
+        FLOORWATCH_API_URL: 'https://api.example',
+      },
+      '/srv/bot',
+    );
+    expect(some.platform.endpointOverrides).toEqual({ apiUrl: 'https://api.example' });
+    expect(some.platform.endpoints).toBeUndefined();
+    expect(problemsOf({ FLOORWATCH_PLATFORM_URL: 'http://127.0.0.1:8777' })).toEqual([
+      'FLOORWATCH_ACCESS_KEY is required with FLOORWATCH_PLATFORM_URL (npm run devnet prints the key).',
+    ]);
+    expect(problemsOf({ FLOORWATCH_PLATFORM_URL: 'ftp://x', FLOORWATCH_ACCESS_KEY: 'k' })[0]).toMatch(
+      /^FLOORWATCH_PLATFORM_URL must be the http\(s\) base address/,
+    );
+    expect(
+      problemsOf({ FLOORWATCH_PLATFORM_URL: 'http://127.0.0.1:8777/?key=s3cret', FLOORWATCH_ACCESS_KEY: 'k' })[0],
+    ).toMatch(/^FLOORWATCH_PLATFORM_URL must be/);
+    // Without it, a real platform still needs the five addresses and its networks, and says how a devnet is set.
+    const { FLOORWATCH_NETWORKS: _networks, FLOORWATCH_API_URL: _api, ...partial } = real;
+    expect(problemsOf(partial)).toEqual([
+      'A real platform needs all five addresses; missing FLOORWATCH_API_URL. (For the local platform of npm run devnet, FLOORWATCH_PLATFORM_URL alone will do.)',
+      'FLOORWATCH_NETWORKS is required with a real platform, e.g. polygon,base.',
+    ]);
   });
 });

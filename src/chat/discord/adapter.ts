@@ -32,10 +32,16 @@ import {
 } from 'discord.js';
 import type { Logger } from 'pino';
 import { ButtonCodec } from '../../bot/buttons.ts';
-import { type Actor, type ChatRef, type CommandDefinition, isGroup, type RoleMentionCheck } from '../../bot/command.ts';
+import {
+  type Actor,
+  type ChatRef,
+  type CommandDefinition,
+  type DiscordManagePermission,
+  isGroup,
+  type RoleMentionCheck,
+} from '../../bot/command.ts';
 import type { CommandEngine, Invocation } from '../../bot/engine.ts';
 import { type ArgError, type OptionSpec, tokenize } from '../../bot/options.ts';
-import type { Config } from '../../config.ts';
 import type { RulesRepository } from '../../core/ports.ts';
 import { type Reply, truncate } from '../../core/reply.ts';
 import { type AlertSink, DeliveryError } from '../../delivery/sink.ts';
@@ -45,7 +51,22 @@ import { EXTRA_OPTIONS, toApplicationCommands } from './commands.ts';
 import { renderWithImages } from './media.ts';
 import { DISCORD_LIMITS, type DiscordButton, type DiscordMessage } from './render.ts';
 
-export type DiscordConfig = NonNullable<Config['discord']>;
+/** The Discord settings the adapter runs with: main hands it the configuration's `discord` section. */
+export interface DiscordConfig {
+  token: string;
+  applicationId: string;
+  /** Register commands in this guild only (instant, for development); global otherwise. */
+  guildId: string | undefined;
+  /** REST base for a proxy or a test stand-in (ends in /api). */
+  apiRoot: string | undefined;
+  /** Discord permission that lets a member manage the bot's settings in a channel. */
+  managePermission: DiscordManagePermission;
+  /**
+   * The gateway shards this process opens (`ids` of `count`); all shards of discord.js's default
+   * (one) when undefined.
+   */
+  shards?: { ids: number[]; count: number } | undefined;
+}
 
 /** What a member sees when a button's action cannot be found (an old stored action, a foreign id). */
 export const EXPIRED_BUTTON_TEXT = 'This button no longer works. Run the command again.';

@@ -9,7 +9,6 @@ import { ButtonCodec } from '../../bot/buttons.ts';
 import type { Actor, ChatRef } from '../../bot/command.ts';
 import { isGroup } from '../../bot/command.ts';
 import type { CommandEngine, Outcome } from '../../bot/engine.ts';
-import type { Config } from '../../config.ts';
 import { createLimitedServer, type ListenerLimits } from '../../core/http-listener.ts';
 import type { RulesRepository } from '../../core/ports.ts';
 import { plain, type Reply, truncate } from '../../core/reply.ts';
@@ -21,7 +20,18 @@ import { REPLACES_MARK, type SentKind, TelegramOutbox } from './outbox.ts';
 import { TELEGRAM_LIMITS } from './render.ts';
 import { TELEGRAM_PACE, TelegramSink } from './sink.ts';
 
-export type TelegramConfig = NonNullable<Config['telegram']>;
+/** The Telegram settings the adapter runs with: main hands it the configuration's `telegram` section. */
+export interface TelegramConfig {
+  token: string;
+  /** Bot API base for a proxy or a test stand-in. */
+  apiRoot: string | undefined;
+  /** Webhook mode when set (the public https URL Telegram posts updates to); long polling otherwise. */
+  webhookUrl: string | undefined;
+  /** Checked on every webhook request (X-Telegram-Bot-Api-Secret-Token). */
+  webhookSecret: string | undefined;
+  /** Local port of the webhook listener (0: any free port, for tests). */
+  webhookPort: number;
+}
 
 export interface TelegramAdapterOptions {
   /** The `telegram` section of the configuration. */

@@ -141,8 +141,11 @@ class GroupCommit<A, R> {
 
 /** The leases this process writes deliveries under (leases.ts's {@link Leases}). */
 export interface DeliveryFences {
-  /** This process's token of the lease; throws {@link LeaseLostError} when it does not surely hold it. */
-  token(name: string): string;
+  /**
+   * This process's token of the lease, once it surely holds it (a late lease is taken again first);
+   * rejects with {@link LeaseLostError} when it does not hold it.
+   */
+  token(name: string): Promise<string>;
   /** Renews now: after a fenced write was refused, tells whether the leases are still this process's. */
   renew(): Promise<void>;
 }
@@ -190,7 +193,7 @@ export class PgDeliveryLog implements DeliveryLog {
     const texts = new Map<unknown, string>();
     const seen = new Set<string>();
     const rows: unknown[][] = [];
-    const leases = new Map<string, string>();
+    const names = new Set<string>();
     for (const d of deliveries) {
       const id = deliveryId(d.eventId, d.destination);
       if (seen.has(id)) continue;
@@ -205,8 +208,7 @@ export class PgDeliveryLog implements DeliveryLog {
         throw new TypeError(`delivery ${JSON.stringify(id)} has an invalid blockNumber`);
       if (d.usd !== undefined && !Number.isFinite(d.usd))
         throw new TypeError(`delivery ${JSON.stringify(id)} has an invalid usd`);
-      const lease = recordingLease(d);
-      if (!leases.has(lease)) leases.set(lease, this.#fences.token(lease));
+      names.add(recordingLease(d));
       rows.push([
         id,
         d.eventId,
@@ -222,16 +224,25 @@ export class PgDeliveryLog implements DeliveryLog {
     }
     if (rows.length === 0) return [];
     const column = (i: number) => rows.map((r) => r[i]);
-    // One recording at a time: sequence numbers are taken in the statement, so two at once could
-    // commit out of order, and a chat's claim reading in between would see the later one first.
-    const turn = this.#recording.then(() => this.#insert(column, leases));
-    this.#recording = turn.then(
-      () => undefined,
-      () => undefined,
-    );
-    const result = await turn;
-    if (Number(result[0]?.fence_held ?? 0) !== leases.size) {
-      await this.#refusedUnder([...leases.keys()]);
+    const attempt = async () => {
+      const leases = new Map<string, string>();
+      for (const name of names) leases.set(name, await this.#fences.token(name));
+      // One recording at a time: sequence numbers are taken in the statement, so two at once could
+      // commit out of order, and a chat's claim reading in between would see the later one first.
+      const turn = this.#recording.then(() => this.#insert(column, leases));
+      this.#recording = turn.then(
+        () => undefined,
+        () => undefined,
+      );
+      const result = await turn;
+      return Number(result[0]?.fence_held ?? 0) === leases.size ? result : undefined;
+    };
+    let result = await attempt();
+    if (!result) {
+      // Refused: a lease was lost, or expired while this process was paused between its check and
+      // the statement and is taken again by now; the database says which.
+      await this.#confirm([...names]);
+      result = (await attempt()) ?? (await this.#refusedUnder([...names]));
     }
     const inserted = result.filter((row) => row.id !== null);
     // RETURNING gives no order: the sequence does.
@@ -284,17 +295,22 @@ export class PgDeliveryLog implements DeliveryLog {
    * them (the leases lost end the process) and the write rejects with {@link LeaseLostError}.
    */
   async #refusedUnder(names: readonly string[]): Promise<never> {
-    await this.#fences.renew();
-    for (const name of names) this.#fences.token(name);
+    await this.#confirm(names);
     throw new LeaseLostError(names.join(', '), 'the database refused a write fenced by it');
   }
 
+  /** Asks the database whether this process still holds `names`: rejects when one was lost. */
+  async #confirm(names: readonly string[]): Promise<void> {
+    await this.#fences.renew();
+    for (const name of names) await this.#fences.token(name);
+  }
+
   /** The claim's lease and this process's token of it, for a change of delivery `id`. */
-  #chatFence(id: string): { name: string; token: string } {
+  async #chatFence(id: string): Promise<{ name: string; token: string }> {
     const record = this.#records.get(id);
     if (!record) throw new JournalError(this.#db.where, `delivery ${JSON.stringify(id)} is not known to this process`);
     const name = sendingLease(destinationKey(record.destination));
-    return { name, token: this.#fences.token(name) };
+    return { name, token: await this.#fences.token(name) };
   }
 
   /** Group-committed: concurrent calls share one statement (see {@link GroupCommit}). */
@@ -346,7 +362,7 @@ export class PgDeliveryLog implements DeliveryLog {
     const fencedCalls: Array<{ key: string; arg: string | null }> = [];
     for (const call of calls) {
       try {
-        const { name, token } = this.#chatFence(call.key);
+        const { name, token } = await this.#chatFence(call.key);
         leases.set(name, token);
         leaseOf.set(call.key, name);
         fencedCalls.push(call);
@@ -369,7 +385,7 @@ export class PgDeliveryLog implements DeliveryLog {
       await this.#fences.renew().catch(() => undefined);
       for (const { key } of refused) {
         try {
-          this.#fences.token(leaseOf.get(key) ?? '');
+          await this.#fences.token(leaseOf.get(key) ?? '');
         } catch (error) {
           out.set(key, error as Error);
         }
@@ -388,7 +404,7 @@ export class PgDeliveryLog implements DeliveryLog {
   }
 
   async markFailed(id: string, error: string, options: { final?: boolean } = {}): Promise<DeliveryRecord> {
-    const { name, token } = this.#chatFence(id);
+    const { name, token } = await this.#chatFence(id);
     return this.#change(
       id,
       `WITH ${fenceClause(4, 5)}
@@ -402,7 +418,7 @@ export class PgDeliveryLog implements DeliveryLog {
   }
 
   async markEdited(id: string): Promise<DeliveryRecord> {
-    const { name, token } = this.#chatFence(id);
+    const { name, token } = await this.#chatFence(id);
     return this.#change(
       id,
       `WITH ${fenceClause(2, 3)}
@@ -418,25 +434,33 @@ export class PgDeliveryLog implements DeliveryLog {
     const lease = leaseName('ingest', network);
     // Every delivery of the transaction comes back: those changed now, and those marked before
     // (whose messages may still wait for their edit).
-    const rows = await this.#run<Row & { notified: unknown; fence_held: string; changed: boolean }>(
-      `WITH ${fenceClause(5, 6)},
-       changed AS (
-         UPDATE deliveries SET reorged = true, updated_at = now(),
-                state = CASE WHEN state = 'pending' THEN 'dropped' ELSE state END
-         WHERE network = $1 AND txn_hash = $2 AND NOT reorged AND EXISTS (SELECT 1 FROM fence) RETURNING *),
-       every AS (
-         SELECT c.*, true AS changed FROM changed c
-         UNION ALL
-         SELECT d.*, false AS changed FROM deliveries d
-         WHERE d.network = $1 AND d.txn_hash = $2 AND d.id NOT IN (SELECT id FROM changed))
-       SELECT (SELECT count(*) FROM fence) AS fence_held, e.*,
-              CASE WHEN e.changed AND e.state = 'sent' AND e.edited_at IS NULL
-                THEN pg_notify($3, json_build_object('chats', json_build_array(e.chat_key), 'origin', $4::text)::text)
-              END AS notified
-       FROM (SELECT 1) AS one LEFT JOIN every e ON true`,
-      [network, txnHash, DELIVERIES_CHANNEL, this.origin, [lease], [this.#fences.token(lease)]],
-    );
-    if (Number(rows[0]?.fence_held ?? 0) !== 1) await this.#refusedUnder([lease]);
+    const attempt = async () => {
+      const rows = await this.#run<Row & { notified: unknown; fence_held: string; changed: boolean }>(
+        `WITH ${fenceClause(5, 6)},
+         changed AS (
+           UPDATE deliveries SET reorged = true, updated_at = now(),
+                  state = CASE WHEN state = 'pending' THEN 'dropped' ELSE state END
+           WHERE network = $1 AND txn_hash = $2 AND NOT reorged AND EXISTS (SELECT 1 FROM fence) RETURNING *),
+         every AS (
+           SELECT c.*, true AS changed FROM changed c
+           UNION ALL
+           SELECT d.*, false AS changed FROM deliveries d
+           WHERE d.network = $1 AND d.txn_hash = $2 AND d.id NOT IN (SELECT id FROM changed))
+         SELECT (SELECT count(*) FROM fence) AS fence_held, e.*,
+                CASE WHEN e.changed AND e.state = 'sent' AND e.edited_at IS NULL
+                  THEN pg_notify($3, json_build_object('chats', json_build_array(e.chat_key), 'origin', $4::text)::text)
+                END AS notified
+         FROM (SELECT 1) AS one LEFT JOIN every e ON true`,
+        [network, txnHash, DELIVERIES_CHANNEL, this.origin, [lease], [await this.#fences.token(lease)]],
+      );
+      return Number(rows[0]?.fence_held ?? 0) === 1 ? rows : undefined;
+    };
+    let rows = await attempt();
+    if (!rows) {
+      // As in record: lost, or taken again after a pause between the check and the statement.
+      await this.#confirm([lease]);
+      rows = (await attempt()) ?? (await this.#refusedUnder([lease]));
+    }
     const found = rows.filter((row) => row.id !== null).sort((a, b) => Number(a.seq) - Number(b.seq));
     const records = found.map((row) => ({ changed: row.changed, record: this.#keep(row) }));
     return {
@@ -561,7 +585,7 @@ export class PgDeliveryLog implements DeliveryLog {
     if (!row) {
       // Refused for its state, or for a lease this process lost: the database says which.
       await this.#fences.renew().catch(() => undefined);
-      this.#fences.token(lease);
+      await this.#fences.token(lease);
       throw new JournalError(this.#db.where, `delivery ${JSON.stringify(id)} ${refusal}`);
     }
     return this.#keep(row);

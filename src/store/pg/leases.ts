@@ -16,11 +16,16 @@
  *   the lease over (the taker's DELETE waits for it).
  * - Before a send, {@link Leases.assertMaySend} checks, on the monotonic clock, that the chat's lease
  *   was renewed less than `LEASE_TTL_MS - LEASE_MARGIN_MS` ago (measured from the renewal's start,
- *   before the database set the new expiry): no round trip on an alert's way.
+ *   before the database set the new expiry): no round trip on an alert's way. So does
+ *   {@link Leases.token} before a fenced write.
+ * - A renewal updates the rows that still carry this process's tokens and session, expired or not:
+ *   a lease taken by another process has another token. So a holder that was paused past its time
+ *   (Ctrl-Z, a laptop asleep) and whose leases nobody took takes them again on waking; its sends and
+ *   writes wait for that renewal ({@link Leases.token}, {@link Leases.assertMaySend}).
  *
- * A lease lost (another process took it, a renewal came too late, the connection ended) is fatal:
- * `onLost` is called once, every check fails from then on, and the process must stop (main.ts exits
- * with 75 so that a supervisor starts it again).
+ * A lease lost (another process took it, the connection ended) is fatal: `onLost` is called once,
+ * every check fails from then on, and the process must stop (main.ts exits with 75 so that a
+ * supervisor starts it again).
  */
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -74,6 +79,7 @@ export class Leases implements SendFence {
   readonly #logger: Logger;
   readonly #onLost: (error: LeaseLostError) => void;
   readonly #ttlMs: number;
+  readonly #renewMs: number;
   /** How long after a renewal's start this process counts the lease as its own. */
   readonly #validMs: number;
   readonly #held = new Map<string, Held>();
@@ -81,7 +87,8 @@ export class Leases implements SendFence {
   #lost: LeaseLostError | undefined;
   #closed = false;
   #timer: NodeJS.Timeout | undefined;
-  #renewing: Promise<void> | undefined;
+  #renewing: Promise<boolean> | undefined;
+  #retaking: Promise<void> | undefined;
   /** One query at a time on the connection. */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -92,12 +99,14 @@ export class Leases implements SendFence {
     onLost: (error: LeaseLostError) => void,
     ttlMs: number,
     marginMs: number,
+    renewMs: number,
   ) {
     this.#client = client;
     this.holder = holder;
     this.#logger = logger;
     this.#onLost = onLost;
     this.#ttlMs = ttlMs;
+    this.#renewMs = renewMs;
     this.#validMs = ttlMs - marginMs;
   }
 
@@ -116,6 +125,7 @@ export class Leases implements SendFence {
       onLost,
       options.ttlMs ?? LEASE_TTL_MS,
       options.marginMs ?? LEASE_MARGIN_MS,
+      options.renewMs ?? LEASE_RENEW_MS,
     );
     const ended = (error?: Error) =>
       leases.#lose(
@@ -124,8 +134,11 @@ export class Leases implements SendFence {
       );
     client.on('error', ended);
     client.on('end', () => ended());
-    const renewMs = options.renewMs ?? LEASE_RENEW_MS;
-    leases.#timer = setInterval(() => void leases.renew(), renewMs);
+    leases.#timer = setInterval(() => {
+      // Late (the process was paused or stalled): its writes and sends wait for this.
+      if (leases.#late()) void leases.#retake().catch(() => undefined);
+      else void leases.renew();
+    }, leases.#renewMs);
     leases.#timer.unref();
     return leases;
   }
@@ -134,7 +147,7 @@ export class Leases implements SendFence {
   tryLock(space: LeaseSpace, key: string): Promise<boolean> {
     const name = leaseName(space, key);
     if (this.#lost || this.#closed) return Promise.resolve(false);
-    if (this.#held.has(name)) return Promise.resolve(this.#valid(name) !== undefined);
+    if (this.#held.has(name)) return Promise.resolve(true);
     let trying = this.#trying.get(name);
     if (!trying) {
       trying = this.#take(name).finally(() => this.#trying.delete(name));
@@ -177,65 +190,104 @@ export class Leases implements SendFence {
     );
   }
 
-  /** Whether this process holds the lease (and surely still: renewed in time). */
+  /**
+   * Whether this process holds the lease: it took it and has not lost it. A lease past its time (the
+   * process was paused) still counts: its writes and sends wait until it is taken again or lost.
+   */
   holds(space: LeaseSpace, key: string): boolean {
-    return this.#valid(leaseName(space, key)) !== undefined;
+    return !this.#lost && !this.#closed && this.#held.has(leaseName(space, key));
   }
 
   /**
-   * The token of a lease this process holds, for a fenced write. Throws {@link LeaseLostError} when it
-   * does not hold it, or no longer surely (then the lease is lost, see {@link Leases.open}'s `onLost`).
+   * The token of a lease this process holds, for a fenced write: at once when the lease was renewed
+   * in time, after taking it again when it was not (the process was paused). Rejects with
+   * {@link LeaseLostError} when this process does not hold it, or another process took it (then the
+   * lease is lost, see {@link Leases.open}'s `onLost`).
    */
-  token(name: string): string {
+  async token(name: string): Promise<string> {
+    for (;;) {
+      if (this.#lost) throw this.#lost;
+      if (this.#closed || !this.#held.has(name)) throw new LeaseLostError(name, 'this process does not hold it');
+      const token = this.#valid(name);
+      if (token !== undefined) return token;
+      await this.#retake();
+    }
+  }
+
+  assertMaySend(destination: Destination): Promise<void> | undefined {
+    const name = leaseName('chat', destinationKey(destination));
     if (this.#lost) throw this.#lost;
-    const token = this.#valid(name);
-    if (token === undefined) throw this.#lost ?? new LeaseLostError(name, 'this process does not hold it');
-    return token;
-  }
-
-  assertMaySend(destination: Destination): void {
-    this.token(leaseName('chat', destinationKey(destination)));
+    if (this.#valid(name) !== undefined) return undefined;
+    return this.token(name).then(() => undefined);
   }
 
   /**
-   * After a fenced write was refused: renews now, which tells which leases are still this process's
-   * (the others are lost). Throws {@link LeaseLostError} when one of `names` is not.
+   * Renews every lease held (the timer does, every `renewMs`); a lease another process took is lost.
+   * Resolves once the renewal ran, whether the database answered or not.
    */
-  async confirm(names: readonly string[]): Promise<void> {
-    await this.renew();
-    for (const name of names) this.token(name);
+  async renew(): Promise<void> {
+    await this.#renewOnce();
   }
 
-  /** Renews every lease held (the timer does, every `renewMs`); a lease not renewed is lost. */
-  renew(): Promise<void> {
+  /** One renewal at a time: true when the database answered it. */
+  #renewOnce(): Promise<boolean> {
     this.#renewing ??= this.#renewHeld().finally(() => {
       this.#renewing = undefined;
     });
     return this.#renewing;
   }
 
-  async #renewHeld(): Promise<void> {
-    if (this.#lost || this.#closed || this.#held.size === 0) return;
-    // Late (the process was paused or stalled): another process may hold a lease by now.
-    for (const name of this.#held.keys()) if (this.#valid(name) === undefined) return;
+  /** Whether a lease held is past its time: this process was paused, stalled or cut off. */
+  #late(): boolean {
+    const now = performance.now();
+    for (const held of this.#held.values()) if (now >= held.validUntil) return true;
+    return false;
+  }
+
+  /** Renews until no lease held is past its time (or one is lost); writes and sends wait for it. */
+  #retake(): Promise<void> {
+    this.#retaking ??= (async () => {
+      const since = Math.max(...[...this.#held.values()].map((h) => performance.now() - h.validUntil + this.#validMs));
+      this.#logger.warn(
+        { unrenewedMs: Math.round(since) },
+        'this process’s leases were not renewed in time (it was paused or stalled): taking them again unless another process took them',
+      );
+      try {
+        // A renewal that started before the pause counts from then: one more is needed.
+        while (this.#late() && !this.#lost && !this.#closed) {
+          if (!(await this.#renewOnce())) await sleep(this.#renewMs);
+        }
+        if (!this.#lost && !this.#closed)
+          this.#logger.info('this process holds its leases again: nobody had taken them');
+      } finally {
+        this.#retaking = undefined;
+      }
+    })();
+    return this.#retaking;
+  }
+
+  async #renewHeld(): Promise<boolean> {
+    if (this.#lost || this.#closed || this.#held.size === 0) return true;
     const started = performance.now();
     const held = [...this.#held];
     let renewed: Set<string>;
     try {
+      // Expired or not: a row that still has this process's token and session was taken by nobody
+      // (taking a lease replaces its row with a new token).
       const { rows } = await this.#serial(() =>
         this.#client.query<{ name: string }>(
           `UPDATE leases l SET expires_at = now() + $3 * interval '1 millisecond'
            FROM unnest($1::text[], $2::bigint[]) AS t(name, token)
-           WHERE l.name = t.name AND l.token = t.token AND l.expires_at > now()
+           WHERE l.name = t.name AND l.token = t.token AND l.holder_pid = pg_backend_pid()
            RETURNING l.name`,
           [held.map(([name]) => name), held.map(([, h]) => h.token), this.#ttlMs],
         ),
       );
       renewed = new Set(rows.map((row) => row.name));
     } catch (error) {
-      // Tried again at the next turn; a lease not renewed within its time is lost then.
+      // Tried again at the next turn; meanwhile a lease past its time is not used.
       if (!this.#lost && !this.#closed) this.#logger.warn({ err: error }, 'could not renew this process’s leases');
-      return;
+      return false;
     }
     for (const [name, before] of held) {
       const now = this.#held.get(name);
@@ -243,6 +295,7 @@ export class Leases implements SendFence {
       if (renewed.has(name)) now.validUntil = started + this.#validMs;
       else this.#lose(name, 'another process took it over (it expired, or was taken from a session it saw ended)');
     }
+    return true;
   }
 
   /** Gives every lease back and ends the connection. */
@@ -266,20 +319,11 @@ export class Leases implements SendFence {
     await this.#client.end().catch(() => {});
   }
 
-  /** The token while the lease is surely this process's; a lease past its time is lost. */
+  /** The token while the lease is surely this process's: held, and renewed in time. */
   #valid(name: string): string | undefined {
     if (this.#lost || this.#closed) return undefined;
     const held = this.#held.get(name);
-    if (!held) return undefined;
-    const late = performance.now() - held.validUntil;
-    if (late >= 0) {
-      this.#lose(
-        name,
-        `not renewed in time (${((late + this.#validMs) / 1000).toFixed(1)} s since the last ` +
-          'renewal: this process was paused, stalled or cut off from the database)',
-      );
-      return undefined;
-    }
+    if (!held || performance.now() >= held.validUntil) return undefined;
     return held.token;
   }
 
@@ -298,6 +342,10 @@ export class Leases implements SendFence {
     this.#queue = run.catch(() => undefined);
     return run;
   }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 /**

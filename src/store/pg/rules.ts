@@ -21,12 +21,20 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import type { RulesChange, RulesRepository } from '../../core/ports.ts';
 import type { ChatSettings, DigestSettings, StoredButton } from '../../core/settings.ts';
+import { StoreFileError, StoreWriteError } from '../../core/store-errors.ts';
 import { type Destination, destinationKey, type WatchRule } from '../../core/types.ts';
 import { type Dict, dict, own } from '../../records.ts';
-import { BUTTON_TTL_MS, MAX_STORED_BUTTONS } from '../buttons.ts';
-import { StoreFileError, StoreWriteError } from '../errors.ts';
-import { RuleChecker, type SchemaProblems, validateButtons, validateState } from '../schema.ts';
-import { assertValidChat, assertValidRule, InvalidChangeError } from '../state.ts';
+import {
+  assertValidChat,
+  assertValidRule,
+  BUTTON_TTL_MS,
+  InvalidChangeError,
+  MAX_STORED_BUTTONS,
+  RuleChecker,
+  type SchemaProblems,
+  validateButtons,
+  validateState,
+} from '../schema.ts';
 import type { Database } from './database.ts';
 
 const CHANNEL = 'floorwatch_state';

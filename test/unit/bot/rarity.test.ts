@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatShare } from '../../../src/bot/market.ts';
 import { RarityTable } from '../../../src/bot/rarity.ts';
+import { formatShare } from '../../../src/market/format.ts';
 
 const trait = (name: string, value: string) => ({ name, value });
 

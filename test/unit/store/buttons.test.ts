@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { StoreFileError, StoreWriteError } from '../../../src/core/store-errors.ts';
 import { ButtonFile } from '../../../src/store/buttons.ts';
-import { StoreFileError, StoreWriteError } from '../../../src/store/errors.ts';
 import { bytesWritten } from '../../helpers/written.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));

@@ -1,14 +1,10 @@
 import { mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  buttonsFileOf,
-  InvalidChangeError,
-  StateStore,
-  StoreFileError,
-  StoreWriteError,
-} from '../../../src/store/state.ts';
+import { InvalidChangeError } from '../../../src/store/schema.ts';
+import { buttonsFileOf, StateStore, StoreFileError, StoreWriteError } from '../../../src/store/state.ts';
 
 /** A watch rule as the state file holds it. */
 const ruleRecord = (id: string) => ({
@@ -186,6 +182,52 @@ describe('StateStore', () => {
     expect(third?.id).toBe('r3');
     expect(changes).toBe(4);
     expect((await StateStore.open(file)).rules.map((r) => r.id)).toEqual(['r2', 'r3']);
+  });
+
+  it('GIVEN listeners that throw WHEN rules and chats change THEN the failures are logged, the other listeners still hear, the writes go on, and nothing is left unhandled', async () => {
+    const logged: Array<{ msg: string; err?: { message: string }; chat?: string }> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const store = await StateStore.open(file, { logger });
+      const heardRules: string[] = [];
+      const heardChats: string[] = [];
+      store.onRulesChanged(() => {
+        throw new Error('bad address in a listener');
+      });
+      store.onRulesChanged((change) =>
+        heardRules.push(...('rules' in change ? change.rules.map((r) => r.id) : ['all'])),
+      );
+      store.onChatsChanged(() => {
+        throw new Error('bad chat listener');
+      });
+      store.onChatsChanged((chatKey) => heardChats.push(chatKey));
+      const rule = ruleRecord('ignored');
+      const { id: _ignored, ...newRule } = rule;
+      expect((await store.addRule(newRule, 5))?.id).toBe('r1');
+      await store.updateChat('telegram:1', (settings) => {
+        settings.network = 'devnet';
+      });
+      // The store still writes after the failures, and its listeners still hear.
+      expect((await store.addRule(newRule, 5))?.id).toBe('r2');
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      expect(heardRules).toEqual(['r1', 'r2']);
+      expect(heardChats).toEqual(['telegram:1']);
+      expect((await StateStore.open(file)).rules.map((r) => r.id)).toEqual(['r1', 'r2']);
+      expect(logged.filter((l) => l.msg === 'a listener of rule changes failed').map((l) => l.err?.message)).toEqual([
+        'bad address in a listener',
+        'bad address in a listener',
+      ]);
+      expect(logged.find((l) => l.msg === 'a listener of chat changes failed')).toMatchObject({
+        chat: 'telegram:1',
+        err: { message: 'bad chat listener' },
+      });
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 
   it('GIVEN rules of one chat, added, changed or read back from disk THEN they share one destination object; other chats have their own', async () => {

@@ -1,9 +1,9 @@
 /**
- * Token amounts as people read them (src/bot/format.ts): thousands grouped like the US dollar
+ * Token amounts as people read them (src/market/format.ts): thousands grouped like the US dollar
  * figures beside them, small amounts never rounded away.
  */
 import { describe, expect, it } from 'vitest';
-import { displayAmount, formatPrice, groupThousands } from '../../../src/bot/format.ts';
+import { displayAmount, formatPrice, groupThousands } from '../../../src/market/format.ts';
 import type { Order } from '../../../src/platform/types.ts';
 
 function order(priceAmountFormatted: string, priceUSD: number): Order {

@@ -136,3 +136,17 @@ export function relativeTime(iso: string | undefined, now: Date): string | undef
   }
   return format.format(seconds, 'second');
 }
+
+/** `4.1%`, `0.05%`, `50%`: one decimal, two significant digits below 1%. */
+export function formatShare(share: number): string {
+  const percent = share * 100;
+  if (percent >= 1) return `${Number(percent.toFixed(1))}%`;
+  if (percent <= 0) return '0%';
+  return `${Number(percent.toPrecision(2))}%`;
+}
+
+/** `1,234`, or `at least 2,000` when counting stopped at a bound. */
+export function countText(count: number | bigint, capped: boolean): string {
+  const text = count.toLocaleString('en-US');
+  return capped ? `at least ${text}` : text;
+}

@@ -1,3 +1,5 @@
+/** Errors of the stores behind core's ports: both adapters throw them, and the engine answers people with them. */
+
 /** The data file cannot be used; the bot must not start (and must not overwrite it). */
 export class StoreFileError extends Error {
   override name = 'StoreFileError';

@@ -1,22 +1,16 @@
-import type { MarketHistoryView } from '../core/market.ts';
+/**
+ * What the market commands share: trait conditions, order lines, a token's book page by page, the
+ * answers to NotFound, and bounded counts of listings and holders. They take the command context;
+ * the vocabulary they speak (amounts, prices, links) is src/market/.
+ */
 import { bold, code, type Inline, type Reply, type ReplyButton } from '../core/reply.ts';
+import { byPriceAscending, formatPrice, marketplaceName, relativeTime, tokenName } from '../market/format.ts';
+import { nextPage } from '../market/paging.ts';
 import { PlatformApiError } from '../platform/errors.ts';
 import type { CollectibleOrder, Order, PropertyFilter, TokenMetadata } from '../platform/types.ts';
 import type { CommandContext, ResolvedCollection } from './command.ts';
 import { ArgumentError, UserError } from './errors.ts';
-import { byPriceAscending, formatPrice, marketplaceName, relativeTime, tokenName } from './format.ts';
-import type { RarityIndex, RarityLookup } from './rarity.ts';
-
-/**
- * What market commands know beyond the platform's answers. Each part is absent where the bot runs
- * without it (no alert pipeline: no history).
- */
-export interface MarketContext {
-  /** The bot's own record of sales and floors, for /collection's 24 h and 7 d figures. */
-  history?: MarketHistoryView;
-  /** Trait shares and rarity ranks, computed per collection in the background (/token, /traits). */
-  rarity?: RarityIndex;
-}
+import type { RarityLookup } from './rarity.ts';
 
 /**
  * The `trait=value` words of a command, checked against the collection's traits: each becomes the
@@ -152,20 +146,6 @@ export async function fetchToken(
   }
 }
 
-/**
- * Deployments differ on whether page numbers start at 0 or 1, so user-facing pages are cut from
- * the first `count` items (no page number sent), and the book is sorted here, cheapest or highest
- * first, whatever order the server used.
- */
-export function firstItems(count: number): { pageSize: number } {
-  return { pageSize: count };
-}
-
-/** The page after `page` as the server numbered it (works for 0- and 1-based servers). */
-export function nextPage(page: { page?: number } | undefined, requested: number | undefined): number {
-  return (page?.page ?? requested ?? 0) + 1;
-}
-
 /** Pages of /listings and /offers people can flip through. */
 export const MAX_BOOK_PAGES = 20;
 
@@ -243,14 +223,6 @@ export async function bookPage(
   return reply;
 }
 
-/** `4.1%`, `0.05%`, `50%`: one decimal, two significant digits below 1%. */
-export function formatShare(share: number): string {
-  const percent = share * 100;
-  if (percent >= 1) return `${Number(percent.toFixed(1))}%`;
-  if (percent <= 0) return '0%';
-  return `${Number(percent.toPrecision(2))}%`;
-}
-
 /** What to say when a collection's rarity is not ready: why, and whether asking again helps. */
 export function rarityPending(lookup: Exclude<RarityLookup, { status: 'ready' }>): string {
   switch (lookup.status) {
@@ -263,12 +235,6 @@ export function rarityPending(lookup: Exclude<RarityLookup, { status: 'ready' }>
     case 'failed':
       return 'not available right now: the tokens could not be read, ask again in a minute';
   }
-}
-
-/** `1,234`, or `at least 2,000` when counting stopped at a bound. */
-export function countText(count: number | bigint, capped: boolean): string {
-  const text = count.toLocaleString('en-US');
-  return capped ? `at least ${text}` : text;
 }
 
 /** Bounded reading: at most this many listed tokens are counted. */

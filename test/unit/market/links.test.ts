@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Links } from '../../src/bot/links.ts';
-import { ConfigError, loadConfig } from '../../src/config.ts';
-import { WELL_KNOWN_NETWORKS } from '../../src/platform/networks.ts';
+import { ConfigError, loadConfig } from '../../../src/config.ts';
+import { Links } from '../../../src/market/links.ts';
+import { WELL_KNOWN_NETWORKS } from '../../../src/platform/networks.ts';
 
 const real = {
   FLOORWATCH_METADATA_URL: 'https://metadata.example',
