@@ -46,10 +46,10 @@ import pino from 'pino';
 import { type Alerts, createAlerts } from '../src/alerts/index.ts';
 import { Dispatcher } from '../src/delivery/dispatcher.ts';
 import type { PlatformClient } from '../src/platform/client.ts';
+import { DeliveryJournal } from '../src/store/files/journal/journal.ts';
+import { lockDataDir } from '../src/store/files/lock.ts';
 import { FileMarketHistory } from '../src/store/files/market-history.ts';
-import { DeliveryJournal } from '../src/store/journal.ts';
-import { lockDataDir } from '../src/store/lock.ts';
-import { StateStore } from '../src/store/state.ts';
+import { StateStore } from '../src/store/files/state.ts';
 import {
   alertsDeps,
   DESTINATIONS,

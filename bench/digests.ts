@@ -18,9 +18,9 @@ import { ChartPool } from '../src/digests/chart-pool.ts';
 import { DigestService, type DigestTiming } from '../src/digests/digest-service.ts';
 import { CurrencyDirectory } from '../src/market/currencies.ts';
 import { PlatformClient } from '../src/platform/client.ts';
+import { DeliveryJournal } from '../src/store/files/journal/journal.ts';
 import { FileMarketHistory } from '../src/store/files/market-history.ts';
-import { DeliveryJournal } from '../src/store/journal.ts';
-import { StateStore } from '../src/store/state.ts';
+import { StateStore } from '../src/store/files/state.ts';
 
 const CHATS = 1_000;
 const PER_CHAT = 5;

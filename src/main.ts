@@ -35,9 +35,9 @@ import { Links, type LinkTemplates } from './market/links.ts';
 import { PlatformClient } from './platform/client.ts';
 import { discoverPlatform, type PlatformDescription, PlatformDiscoveryError } from './platform/discovery.ts';
 import type { Network } from './platform/networks.ts';
-import { DataDirError, lockDataDir } from './store/lock.ts';
+import { DataDirError, lockDataDir } from './store/files/lock.ts';
+import { StoreFileError } from './store/files/state.ts';
 import { DatabaseError } from './store/pg/errors.ts';
-import { StoreFileError } from './store/state.ts';
 
 export const VERSION = '0.1.0';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');

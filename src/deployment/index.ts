@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { LeaseLostError } from '../core/lease.ts';
-import type { DataDirLock } from '../store/lock.ts';
+import type { DataDirLock } from '../store/files/lock.ts';
 import type { Deployment } from './deployment.ts';
 
 export type { Deployment, Roles } from './deployment.ts';

@@ -6,11 +6,11 @@
  */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { FileCursorStore } from '../store/cursors.ts';
+import { FileCursorStore } from '../store/files/cursors.ts';
+import { DeliveryJournal } from '../store/files/journal/journal.ts';
+import type { DataDirLock } from '../store/files/lock.ts';
 import { FileMarketHistory } from '../store/files/market-history.ts';
-import { DeliveryJournal } from '../store/journal.ts';
-import type { DataDirLock } from '../store/lock.ts';
-import { StateStore } from '../store/state.ts';
+import { StateStore } from '../store/files/state.ts';
 import type { Deployment } from './deployment.ts';
 
 export interface SingleOptions {

@@ -12,7 +12,7 @@ import { COMMANDS_DIR, devnetLinks, nativeSymbolsOf } from '../../src/main.ts';
 import { Links } from '../../src/market/links.ts';
 import { PlatformClient } from '../../src/platform/client.ts';
 import type { CallReport } from '../../src/platform/index.ts';
-import { StateStore } from '../../src/store/state.ts';
+import { StateStore } from '../../src/store/files/state.ts';
 
 export const CONSOLE: ChatRef = { platform: 'console', id: 'terminal', kind: 'private' };
 export const GROUP: ChatRef = { platform: 'telegram', id: '-100200', kind: 'group' };

@@ -11,8 +11,8 @@ import type { NewDelivery } from '../../src/core/deliveries.ts';
 import type { MarketHistory } from '../../src/core/market.ts';
 import type { DeliveryLog } from '../../src/core/ports.ts';
 import type { Destination } from '../../src/core/types.ts';
+import { DeliveryJournal } from '../../src/store/files/journal/journal.ts';
 import { FileMarketHistory } from '../../src/store/files/market-history.ts';
-import { DeliveryJournal } from '../../src/store/journal.ts';
 import { openSharedDatabase, PgMarketHistory, type SharedDatabase } from '../../src/store/pg/index.ts';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
 

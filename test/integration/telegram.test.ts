@@ -15,8 +15,8 @@ import {
 } from '../../src/chat/telegram/adapter.ts';
 import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import { DeliveryError } from '../../src/delivery/sink.ts';
+import { DeliveryJournal } from '../../src/store/files/journal/journal.ts';
 import { FileMarketHistory } from '../../src/store/files/market-history.ts';
-import { DeliveryJournal } from '../../src/store/journal.ts';
 import { FakeTelegram, type StoredMessage, type TelegramCall, type UploadedFile } from '../fakes/telegram.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed, listedToken } from '../helpers/devnet-data.ts';

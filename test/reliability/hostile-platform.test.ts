@@ -35,7 +35,7 @@ import {
   type StreamOptions,
   type StreamState,
 } from '../../src/platform/index.ts';
-import { StateStore } from '../../src/store/state.ts';
+import { StateStore } from '../../src/store/files/state.ts';
 import { ADMIN, CONSOLE } from '../helpers/bot-harness.ts';
 import { spawnEntryPoint, waitUntil } from '../helpers/entry-point.ts';
 import {

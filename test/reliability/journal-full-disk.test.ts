@@ -13,7 +13,7 @@ import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { type HealthServer, startHealthServer } from '../../src/health/http.ts';
 import { BotMetrics } from '../../src/health/metrics.ts';
 import { checkReadiness, type ReadinessReport } from '../../src/health/readiness.ts';
-import { DeliveryJournal } from '../../src/store/journal.ts';
+import { DeliveryJournal } from '../../src/store/files/journal/journal.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
 import { RecordingSink } from '../helpers/recording-sink.ts';
 

@@ -1,5 +1,5 @@
 /**
- * The delivery log in PostgreSQL: the journal's protocol (store/journal.ts) on a table shared by
+ * The delivery log in PostgreSQL: the journal's protocol (store/files/journal/journal.ts) on a table shared by
  * every process, so that a delivery recorded by one process can be sent by another.
  *
  * - `record` inserts with the delivery id as primary key (`ON CONFLICT DO NOTHING`): an event

@@ -13,8 +13,8 @@ import {
   payloadOf,
 } from '../../../src/core/deliveries.ts';
 import type { Destination } from '../../../src/core/types.ts';
-import { DeliveryJournal, type DeliveryJournalOptions } from '../../../src/store/journal.ts';
-import { StoreFileError } from '../../../src/store/state.ts';
+import { DeliveryJournal, type DeliveryJournalOptions } from '../../../src/store/files/journal/journal.ts';
+import { StoreFileError } from '../../../src/store/files/state.ts';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const DISCORD: Destination = { platform: 'discord', chatId: '111' };
