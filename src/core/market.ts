@@ -114,3 +114,37 @@ export interface MarketHistory extends MarketHistoryView {
   relist(listing: SeenListing, windowMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
+
+/**
+ * A collection's market day by day from its sales and floor samples (both in time order): each day's
+ * USD volume, and its closing floor, carried over days without a sample. Both stores answer
+ * {@link MarketHistoryView.daily} with it.
+ */
+export function dailyMarket(
+  sales: ReadonlyArray<Pick<RecordedSale, 'at' | 'tokens'>>,
+  floors: readonly FloorSample[],
+  days: readonly string[],
+  dayOf: (at: number) => string,
+): DailyMarket {
+  const volume = new Map<string, number>(days.map((day) => [day, 0]));
+  const closing = new Map<string, number>();
+  for (const sale of sales) {
+    const day = dayOf(sale.at);
+    const sum = volume.get(day);
+    if (sum === undefined) continue;
+    volume.set(day, sum + sale.tokens.reduce((usd, token) => usd + (token.usd ?? 0), 0));
+  }
+  const first = days[0];
+  let carried: number | undefined;
+  for (const sample of floors) {
+    const day = dayOf(sample.at);
+    if (first !== undefined && day < first) carried = sample.usd;
+    else closing.set(day, sample.usd);
+  }
+  const floor: ChartPoint[] = [];
+  for (const day of days) {
+    carried = closing.get(day) ?? carried;
+    if (carried !== undefined) floor.push({ label: day, value: carried });
+  }
+  return { floor, volume: days.map((day) => ({ label: day, value: volume.get(day) ?? 0 })) };
+}

@@ -31,6 +31,7 @@ import { type FileHandle, open, readFile, rename, rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import {
   type DailyMarket,
+  dailyMarket,
   FLOOR_SAMPLE_INTERVAL_MS,
   type FloorSample,
   LISTING_RETENTION_MS,
@@ -41,7 +42,6 @@ import {
   type TokenSale,
   type WindowActivity,
 } from '../../core/market.ts';
-import type { ChartPoint } from '../../platform/types.ts';
 
 const HOUR_MS = 60 * 60 * 1000;
 
@@ -599,39 +599,6 @@ export class FileMarketHistory implements MarketHistory {
     this.#writes = this.#writes.then(run);
     return this.#writes;
   }
-}
-
-/**
- * A collection's market day by day from its sales and floor samples (both in time order): each day's
- * USD volume, and its closing floor, carried over days without a sample. Shared by both stores.
- */
-export function dailyMarket(
-  sales: ReadonlyArray<Pick<KeptSale, 'at' | 'tokens'>>,
-  floors: readonly FloorSample[],
-  days: readonly string[],
-  dayOf: (at: number) => string,
-): DailyMarket {
-  const volume = new Map<string, number>(days.map((day) => [day, 0]));
-  const closing = new Map<string, number>();
-  for (const sale of sales) {
-    const day = dayOf(sale.at);
-    const sum = volume.get(day);
-    if (sum === undefined) continue;
-    volume.set(day, sum + sale.tokens.reduce((usd, token) => usd + (token.usd ?? 0), 0));
-  }
-  const first = days[0];
-  let carried: number | undefined;
-  for (const sample of floors) {
-    const day = dayOf(sample.at);
-    if (first !== undefined && day < first) carried = sample.usd;
-    else closing.set(day, sample.usd);
-  }
-  const floor: ChartPoint[] = [];
-  for (const day of days) {
-    carried = closing.get(day) ?? carried;
-    if (carried !== undefined) floor.push({ label: day, value: carried });
-  }
-  return { floor, volume: days.map((day) => ({ label: day, value: volume.get(day) ?? 0 })) };
 }
 
 /** Inserts by time, after any record of the same time. */

@@ -9,6 +9,7 @@ import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import {
   type DailyMarket,
+  dailyMarket,
   FLOOR_SAMPLE_INTERVAL_MS,
   type FloorSample,
   LISTING_RETENTION_MS,
@@ -19,7 +20,6 @@ import {
   type TokenSale,
   type WindowActivity,
 } from '../../core/market.ts';
-import { dailyMarket } from '../files/market-history.ts';
 import type { Database } from './database.ts';
 
 export interface PgMarketHistoryOptions {
