@@ -33,13 +33,16 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # The database migrations (run at start when FLOORWATCH_DATABASE_URL is set).
 COPY src/store/pg/migrations ./src/store/pg/migrations
+# The wallet verification page's script and style (served when FLOORWATCH_PUBLIC_URL is set).
+COPY src/roles/page ./src/roles/page
 COPY package.json ./
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
 # 9464: health and metrics (FLOORWATCH_HTTP_PORT). 8443: the Telegram webhook listener, in webhook
 # mode only (FLOORWATCH_TELEGRAM_WEBHOOK_PORT; publish it behind the TLS proxy Telegram posts to).
-EXPOSE 9464 8443
+# 8787: the wallet verification page, with FLOORWATCH_PUBLIC_URL and FLOORWATCH_WEB_HOST=0.0.0.0.
+EXPOSE 9464 8443 8787
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.FLOORWATCH_HTTP_PORT + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 ENTRYPOINT ["/usr/bin/tini", "--"]

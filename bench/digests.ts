@@ -4,7 +4,7 @@
 // run) and chats that each pick their own (1,000 distinct filters and charts). Charts are drawn by a
 // ChartPool, as in the bot. Prints the total time against the goal, where it goes, and how long the
 // event loop was blocked meanwhile (the longest wait a command or alert would have had).
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -112,12 +112,27 @@ async function runCase(label: string, digestOf: (i: number) => ChatDigest): Prom
       return png;
     },
   };
-  // The bot's market record, as the running bot has it: a floor a day for every collection, so that the
-  // charts carry their floor and volume panels.
+  // The bot's market record, as the running bot has it: recording for over a week, a priced sale and a
+  // floor a day for every collection, so that the charts carry their floor and volume panels.
+  const recordedSince = Date.now() - 8 * 86_400_000;
+  const sales = collections.flatMap((collection, c) =>
+    Array.from({ length: 7 }, (_, day) => ({
+      k: 'sale',
+      n: collection.network,
+      c: collection.address,
+      at: Date.now() - day * 86_400_000 - 60_000,
+      tx: `0x${(c * 7 + day + 1).toString(16).padStart(64, '0')}`,
+      t: [[String(day + 1), '1', 100 + day * 10]],
+    })),
+  );
+  await writeFile(
+    join(dir, 'market-history.jsonl'),
+    [{ k: 'history', v: 1, since: recordedSince }, ...sales].map((line) => `${JSON.stringify(line)}\n`).join(''),
+  );
   const market = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger });
   for (const collection of collections) {
     for (let day = 6; day >= 0; day--) {
-      market.floor(collection.network, collection.address, 50 + day * 3, Date.now() - day * 86_400_000);
+      await market.floor(collection.network, collection.address, 50 + day * 3, Date.now() - day * 86_400_000);
     }
   }
   const service = new DigestService({

@@ -30,10 +30,6 @@ function activityText(activity: WindowActivity, floorNow: number | undefined): s
   return parts.join(' · ');
 }
 
-function day(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
-}
-
 async function historyFields(
   history: MarketHistoryView,
   network: string,
@@ -44,6 +40,7 @@ async function historyFields(
   const fields: ReplyField[] = [];
   const notes: string[] = [];
   let partial = false;
+  let compared = false;
   for (const [label, windowMs] of WINDOWS) {
     const activity = await history.activity(network, address, windowMs, now);
     let name = label;
@@ -57,12 +54,15 @@ async function historyFields(
     }
     fields.push({ name, value: activityText(activity, floorNow) });
     const then = activity.floorThen;
+    if (then && floorNow !== undefined) compared = true;
     if (then && floorNow !== undefined && then.at > now - windowMs) {
       notes.push(
-        `${activity.complete ? label.toLowerCase() : 'since then'}: floor change from the first floor recorded, on ${day(then.at)}`,
+        `${activity.complete ? label.toLowerCase() : 'since then'}: floor change from the first floor recorded, at ${momentText(then.at, now)}`,
       );
     }
   }
+  // The floor looked up now is recorded after this answer: the next one has a floor to compare with.
+  if (floorNow !== undefined && !compared) notes.push('floor change: not enough history yet');
   return { fields, notes };
 }
 
@@ -122,7 +122,7 @@ export default defineCommand({
       footer: footerOf(collection),
       buttons: [
         [
-          { label: 'Refresh', action: ctx.commandLine, replaces: true },
+          { label: 'Refresh', action: ctx.typed.rerun(), replaces: true },
           { label: 'Floor', action: `/floor collection=${collection.network}:${collection.address}` },
           { label: 'Holders', action: `/holders collection=${collection.network}:${collection.address}` },
         ],

@@ -3,6 +3,7 @@ import { ArgumentError, UserError } from '../src/bot/errors.ts';
 import { looksLike, type OptionSpec, parseCollection, parseInteger, parseTimeZone } from '../src/bot/options.ts';
 import { oneLine, type Rich } from '../src/core/reply.ts';
 import type { CollectionKey, DigestSettings } from '../src/core/settings.ts';
+import { zonedMoment } from '../src/digests/zoned-time.ts';
 
 /** Collections one digest may cover. */
 const MAX_COLLECTIONS = 5;
@@ -73,13 +74,16 @@ function pad(n: number): string {
   return String(n).padStart(2, '0');
 }
 
+/** The schedule in words; its times in the schedule's own zone (UTC in brackets), as it is set. */
 function describe(ctx: CommandContext, digest: DigestSettings): Rich[] {
   const next = ctx.digests?.nextRun(digest);
   return [
     `Every day at ${pad(digest.hour)}:${pad(digest.minute)} ${digest.timeZone}, covering ${digest.days} day${digest.days === 1 ? '' : 's'}.`,
     `Collections: ${digest.collections.map((c) => `${oneLine(c.name ?? '', 100) || c.address} (${c.network})`).join(', ') || 'none (analytics only)'}.`,
-    ...(next ? [`Next: ${next.toISOString().replace('T', ' ').slice(0, 16)} UTC.`] : []),
-    ...(digest.lastPostedFor ? [`Last posted for ${digest.lastPostedFor.replace('T', ' ').slice(0, 16)} UTC.`] : []),
+    ...(next ? [`Next: ${zonedMoment(next, digest.timeZone)}.`] : []),
+    ...(digest.lastPostedFor
+      ? [`Last posted for ${zonedMoment(new Date(digest.lastPostedFor), digest.timeZone)}.`]
+      : []),
   ];
 }
 
@@ -134,7 +138,7 @@ export default defineGroup({
       ],
       async run(ctx, { time, timezone: namedZone, days: namedDays, collections }) {
         // Collections given by name (collections=, or Discord's own field) are only collections.
-        const { timezone, days, rest } = ctx.namedKeys.has('collections')
+        const { timezone, days, rest } = ctx.typed.namedKeys.has('collections')
           ? { timezone: namedZone, days: namedDays, rest: collections ?? '' }
           : readLeading(collections ?? '', { timezone: namedZone, days: namedDays });
         const resolved = await resolveAll(ctx, rest);

@@ -61,7 +61,7 @@ export default defineCommand({
       fields,
       ...(first?.metadata.image ? { thumbnail: first.metadata.image } : {}),
       footer: footerOf(collection),
-      buttons: [[{ label: 'Refresh', action: ctx.commandLine, replaces: true }]],
+      buttons: [[{ label: 'Refresh', action: ctx.typed.rerun(), replaces: true }]],
     };
   },
 });

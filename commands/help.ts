@@ -27,10 +27,10 @@ export default defineCommand({
   description: 'What the bot can do',
   options: [{ name: 'command', type: 'text', description: 'A command to explain' }],
   async run(ctx, { command }) {
-    const visible = ctx.commands.filter((c) => c.permission !== 'operator' || ctx.may('operator'));
+    const visible = ctx.bot.commands.filter((c) => c.permission !== 'operator' || ctx.may('operator'));
     if (command) {
       const [name = '', subName] = command.replace(/^\//, '').toLowerCase().split(/\s+/);
-      const found = ctx.commands.find((c) => c.name === name);
+      const found = ctx.bot.commands.find((c) => c.name === name);
       if (!found) throw new UserError('unknown_command', { command: name });
       if (!isGroup(found)) {
         return { title: `/${found.name}`, tone: 'info', lines: [found.description, ...detail(found, found.name)] };

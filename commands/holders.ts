@@ -55,7 +55,8 @@ export default defineCommand({
     const total = ranked.reduce((sum, [, amount]) => sum + amount, 0n);
     reply.lines = ranked.slice(0, count).map(([account, amount], i) => {
       const share = total > 0n ? Number((amount * 10_000n) / total) / 100 : 0;
-      return [`${i + 1}. `, code(shortAddress(account)), ` holds ${amount} (${share}%)`];
+      // Shortened to read, then whole in a code span to copy (a shortened address copies as no address).
+      return [`${i + 1}. ${shortAddress(account)} holds ${amount} (${share}%) · `, code(account)];
     });
     reply.lines = [
       ...reply.lines,

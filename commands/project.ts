@@ -1,6 +1,6 @@
 import { defineCommand, defineGroup } from '../src/bot/command.ts';
 import { UserError } from '../src/bot/errors.ts';
-import { code, oneLine, type Reply } from '../src/core/reply.ts';
+import { bold, code, oneLine, type Reply, type Rich } from '../src/core/reply.ts';
 import { shortAddress } from '../src/market/format.ts';
 
 const SHOWN = 20;
@@ -82,10 +82,7 @@ export default defineGroup({
               `${active} active, ${gasSponsors.length - active} inactive.`,
               ...gasSponsors
                 .slice(0, SHOWN)
-                .map((s) => [
-                  `${s.active ? '●' : '○'} ${oneLine(s.name || 'unnamed', 50)} · `,
-                  code(shortAddress(s.address)),
-                ]),
+                .map((s) => [`${s.active ? '●' : '○'} ${oneLine(s.name || 'unnamed', 50)} · `, code(s.address)]),
             ]
           : ['No gas sponsors on this network.'];
         return reply;
@@ -100,22 +97,25 @@ export default defineGroup({
           projectId: requireProject(ctx.settings.projectId),
           audienceId: id,
         });
+        // The contacts are lines, not a field: with their whole addresses (to copy) they outgrow a
+        // Discord field (1,024 characters) but fit a description (4,096) and a Telegram message.
         return {
           title: `Audience ${oneLine(audience.name, 80)}`,
           tone: 'info',
           lines: [
             `${audience.contactCount} contacts${audience.deletedAt ? ' · deleted' : ''}; used by ${contracts.length} contract${contracts.length === 1 ? '' : 's'}.`,
-          ],
-          fields: [
-            {
-              name: 'Contacts',
-              value: contacts.length
-                ? contacts
-                    .slice(0, SHOWN)
-                    .map((c) => `${shortAddress(c.address)}${c.name ? ` · ${oneLine(c.name, 40)}` : ''}`)
-                    .join('\n') + (contacts.length > SHOWN ? `\n… and ${contacts.length - SHOWN} more` : '')
-                : 'The platform did not list contacts.',
-            },
+            [bold('Contacts:')],
+            ...(contacts.length
+              ? contacts
+                  .slice(0, SHOWN)
+                  .map(
+                    (c): Rich => [
+                      `${shortAddress(c.address)}${c.name ? ` · ${oneLine(c.name, 40)}` : ''} · `,
+                      code(c.address),
+                    ],
+                  )
+              : ['The platform did not list contacts.']),
+            ...(contacts.length > SHOWN ? [`… and ${contacts.length - SHOWN} more`] : []),
           ],
         };
       },

@@ -88,7 +88,7 @@ export default defineCommand({
         `⚠️ Platform records dropped (values that failed their checks): ${dropped.total} since start (${worst.join(', ')}${dropped.byOperation.size > 3 ? ', …' : ''}); details in the log`,
       );
     }
-    const alerts = await ctx.alerts?.();
+    const alerts = await ctx.bot.alerts?.();
     if (alerts) {
       lines.push('Alert streams:');
       if (alerts.streams.length === 0)
@@ -123,7 +123,7 @@ export default defineCommand({
       lines,
       fields: [
         { name: 'Version', value: ctx.settings.version, inline: true },
-        { name: 'Uptime', value: uptime(ctx.now().getTime() - ctx.startedAt.getTime()), inline: true },
+        { name: 'Uptime', value: uptime(ctx.now().getTime() - ctx.bot.startedAt.getTime()), inline: true },
         {
           name: 'Networks',
           value: ctx.platform.networks.all.map((n) => `${n.name} (${n.chainId})`).join(', '),

@@ -82,7 +82,7 @@ export default defineCommand({
     } else if (rarity) {
       lines.push(`Shares of each value: ${rarityPending(rarity)}.`);
     }
-    const floor = ctx.commands.find((c) => c.name === 'floor');
+    const floor = ctx.bot.commands.find((c) => c.name === 'floor');
     const example = filterExample(
       collection,
       filters,

@@ -1,8 +1,10 @@
 /**
  * Configuration: the environment (and an optional `.env` file, loaded by main) parsed once into a
- * typed object. Every problem names its variable; all problems are reported together.
+ * typed object by a valibot schema: one entry per variable ({@link VARIABLES}), then the rules
+ * between variables. Every problem names its variable; all problems are reported together.
  */
 import { resolve } from 'node:path';
+import * as v from 'valibot';
 import { EXPLORER_TX_URLS, type Network, WELL_KNOWN_NETWORKS } from './platform/networks.ts';
 import type { PlatformEndpoints } from './platform/services/context.ts';
 
@@ -98,7 +100,23 @@ export interface Config {
    * files in the data directory, one process.
    */
   database: { url: string; poolSize: number } | undefined;
+  /** Wallet verification: the page people sign on, and its listener. */
+  verification: VerificationConfig;
 }
+
+/**
+ * The verification page: `publicUrl` (FLOORWATCH_PUBLIC_URL) is where people reach it, https (or
+ * http to this machine, for a local demo), optionally with a path prefix; undefined: no page, and
+ * /verify offers the terminal chat's paste path only. `web` is where its own listener binds
+ * (FLOORWATCH_WEB_HOST, default 127.0.0.1 behind a TLS proxy; FLOORWATCH_WEB_PORT, default 8787).
+ */
+export interface VerificationConfig {
+  publicUrl: URL | undefined;
+  web: { host: string; port: number };
+}
+
+/** Default port of the verification page's listener. */
+export const DEFAULT_WEB_PORT = 8787;
 
 /** Discord gateway shards of one process: `ids` (sorted, distinct, each below `count`) of `count` in all. */
 export interface DiscordShards {
@@ -120,360 +138,530 @@ export class ConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-const ENDPOINT_VARIABLES = {
-  metadataUrl: { name: 'FLOORWATCH_METADATA_URL', template: false },
-  marketplaceUrl: { name: 'FLOORWATCH_MARKETPLACE_URL', template: true },
-  indexerUrl: { name: 'FLOORWATCH_INDEXER_URL', template: true },
-  relayerUrl: { name: 'FLOORWATCH_RELAYER_URL', template: true },
-  apiUrl: { name: 'FLOORWATCH_API_URL', template: false },
-} as const;
-
-function value(env: Env, name: string): string | undefined {
-  const raw = env[name]?.trim();
-  return raw ? raw : undefined;
-}
-
-function integer(env: Env, name: string, problems: string[], min: number, max: number): number | undefined {
-  const raw = value(env, name);
-  if (raw === undefined) return undefined;
-  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    problems.push(`${name} must be a whole number from ${min} to ${max}; got "${raw.slice(0, 40)}".`);
-    return undefined;
-  }
-  return Number(raw);
-}
-
-function parseNetworks(
-  raw: string,
-  problems: string[],
-): { networks: Network[]; nativeSymbols: Record<string, string> } {
-  const networks: Network[] = [];
-  const nativeSymbols: Record<string, string> = {};
-  for (const entry of raw
-    .split(',')
-    .map((e) => e.trim())
-    .filter(Boolean)) {
-    const custom = /^([a-z][a-z0-9-]{0,40}):(\d{1,12})(?::([A-Za-z0-9.]{1,12}))?$/i.exec(entry);
-    if (custom) {
-      const name = (custom[1] ?? '').toLowerCase();
-      networks.push({ name, chainId: Number(custom[2]) });
-      if (custom[3]) nativeSymbols[name] = custom[3];
-      continue;
-    }
-    const known = WELL_KNOWN_NETWORKS.find((n) => n.name === entry.toLowerCase());
-    if (known) networks.push(known);
-    else {
-      problems.push(
-        `FLOORWATCH_NETWORKS: "${entry.slice(0, 40)}" is not a known network; write it as name:chainId or name:chainId:SYMBOL (e.g. mynet:12345:MYC, SYMBOL being its native coin) or use one of ${WELL_KNOWN_NETWORKS.map((n) => n.name).join(', ')}.`,
-      );
-    }
-  }
-  return { networks, nativeSymbols };
-}
+/**
+ * Reads the text of one variable (trimmed, never blank) into its value, reporting what is wrong
+ * with it through `problem`: a message that names the variable and never quotes a secret. A value
+ * with problems is not used.
+ */
+type Reader<T> = (text: string, variable: { name: string; problem: (message: string) => void }) => T;
 
 /**
- * DISCORD_SHARD_IDS (`0-3,8`: ids and inclusive ranges) with DISCORD_SHARD_COUNT; both or neither.
- *
- * @example parseShards({ DISCORD_SHARD_IDS: '0-1,3', DISCORD_SHARD_COUNT: '4' }, []) // { ids: [0, 1, 3], count: 4 }
+ * One entry of the environment's schema: the variable `name`, unset when blank (undefined), else its
+ * text (trimmed) and its value as `read` reads it. Adding a setting is adding one of these to
+ * {@link VARIABLES}.
  */
-export function parseShards(env: Env, problems: string[]): DiscordShards | undefined {
-  const rawIds = value(env, 'DISCORD_SHARD_IDS');
-  const rawCount = value(env, 'DISCORD_SHARD_COUNT');
-  if (rawIds === undefined && rawCount === undefined) return undefined;
-  if (rawIds === undefined || rawCount === undefined) {
-    const missing = rawIds === undefined ? 'DISCORD_SHARD_IDS' : 'DISCORD_SHARD_COUNT';
-    problems.push(
-      `${missing} is not set: DISCORD_SHARD_IDS and DISCORD_SHARD_COUNT go together (e.g. DISCORD_SHARD_IDS=0-1 with DISCORD_SHARD_COUNT=4), or leave both unset.`,
+function variable<const N extends string, T>(name: N, read: Reader<T>) {
+  const schema = v.pipe(
+    v.optional(v.string(`${name} must be text.`)),
+    v.rawTransform(({ dataset, addIssue }): { text: string; value: T } | undefined => {
+      const text = dataset.value?.trim();
+      if (!text) return undefined;
+      return { text, value: read(text, { name, problem: (message) => addIssue({ message }) }) };
+    }),
+  );
+  return { [name]: schema } as { [K in N]: typeof schema };
+}
+
+/** Any text (names, ids, secrets: never quoted in a message). */
+const plainText: Reader<string> = (value) => value;
+
+function wholeNumber(min: number, max: number): Reader<number> {
+  return (value, { name, problem }) => {
+    if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+      problem(`${name} must be a whole number from ${min} to ${max}; got "${value.slice(0, 40)}".`);
+    }
+    return Number(value);
+  };
+}
+
+/** A comma-separated list, each entry read by `entry` (blank entries skipped unless `keepBlank`). */
+function listOf<T>(entry: Reader<T>, keepBlank = false): Reader<T[]> {
+  return (value, variable) =>
+    value
+      .split(',')
+      .map((item) => item.trim())
+      .filter((item) => keepBlank || item !== '')
+      .map((item) => entry(item, variable));
+}
+
+/** One of the platform's five addresses; `template`: it must say where the network name goes. */
+function endpoint(template: boolean): Reader<string> {
+  return (url, { name, problem }) => {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url.replaceAll('{network}', 'network'));
+    } catch {
+      problem(`${name} is not a URL: "${url.slice(0, 80)}".`);
+    }
+    if (parsed === undefined) {
+      // Said above.
+    } else if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+      problem(`${name} must be an http(s) URL.`);
+    } else if (parsed.search || parsed.username || parsed.password) {
+      problem(`${name} must not carry a query or credentials (keys go in FLOORWATCH_ACCESS_KEY).`);
+    } else if (template && !url.includes('{network}')) {
+      problem(`${name} must contain {network} where the network name goes, e.g. https://{network}-indexer.example.`);
+    }
+    return url.replace(/\/+$/, '');
+  };
+}
+
+/** FLOORWATCH_PLATFORM_URL: an http(s) address with nothing but a host, a port and perhaps a path. */
+const platformUrl: Reader<string> = (url, { problem }) => {
+  if (!isBaseUrl(url)) {
+    problem(
+      `FLOORWATCH_PLATFORM_URL must be the http(s) base address of the local platform, e.g. http://127.0.0.1:8777 (npm run devnet prints it); got "${url.slice(0, 80)}".`,
     );
+  }
+  return url.replace(/\/+$/, '');
+};
+
+/** A FLOORWATCH_NETWORKS entry: `name:chainId`, `name:chainId:SYMBOL` (its native coin) or a well-known name. */
+const networkEntry: Reader<{ network: Network; symbol?: string } | undefined> = (entry, { problem }) => {
+  const custom = /^([a-z][a-z0-9-]{0,40}):(\d{1,12})(?::([A-Za-z0-9.]{1,12}))?$/i.exec(entry);
+  if (custom) {
+    const network = { name: (custom[1] ?? '').toLowerCase(), chainId: Number(custom[2]) };
+    return custom[3] ? { network, symbol: custom[3] } : { network };
+  }
+  const known = WELL_KNOWN_NETWORKS.find((n) => n.name === entry.toLowerCase());
+  if (known) return { network: known };
+  problem(
+    `FLOORWATCH_NETWORKS: "${entry.slice(0, 40)}" is not a known network; write it as name:chainId or name:chainId:SYMBOL (e.g. mynet:12345:MYC, SYMBOL being its native coin) or use one of ${WELL_KNOWN_NETWORKS.map((n) => n.name).join(', ')}.`,
+  );
+  return undefined;
+};
+
+const operatorEntry: Reader<string> = (entry, { problem }) => {
+  if (!/^(discord|telegram):[\w-]{1,40}$/.test(entry)) {
+    problem(`FLOORWATCH_OPERATORS: "${entry.slice(0, 40)}" must look like discord:<user id> or telegram:<user id>.`);
+  }
+  return entry;
+};
+
+const logLevel: Reader<LogLevel> = (value, { problem }) => {
+  const level = value.toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) {
+    problem(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}; got "${level.slice(0, 20)}".`);
+  }
+  return level as LogLevel;
+};
+
+const telegramToken: Reader<string> = (token, { problem }) => {
+  // The token itself is never quoted.
+  if (!/^\d+:[\w-]{20,}$/.test(token))
+    problem('TELEGRAM_BOT_TOKEN does not look like a BotFather token (digits:letters).');
+  return token;
+};
+
+const managePermission: Reader<'ManageGuild' | 'ManageChannels'> = (value, { problem }) => {
+  if (value === 'ManageGuild' || value === 'ManageChannels') return value;
+  problem('DISCORD_MANAGE_PERMISSION must be ManageGuild or ManageChannels.');
+  return 'ManageGuild';
+};
+
+const webhookUrl: Reader<string> = (url, { name, problem }) => {
+  if (!isHttpsUrl(url)) problem(`${name} must be the public https:// URL that Telegram posts updates to.`);
+  return url;
+};
+
+/** A DISCORD_SHARD_IDS entry: a shard id or an inclusive range (`0-3`). */
+const shardRange: Reader<{ first: number; last: number }> = (entry, { problem }) => {
+  const range = /^(\d{1,6})(?:\s*-\s*(\d{1,6}))?$/.exec(entry);
+  const first = Number(range?.[1]);
+  const last = range?.[2] === undefined ? first : Number(range[2]);
+  if (!range || last < first) {
+    problem(
+      `DISCORD_SHARD_IDS: "${entry.slice(0, 20)}" must be a shard id or an ascending range, e.g. DISCORD_SHARD_IDS=0-3,8.`,
+    );
+  }
+  return { first, last };
+};
+
+const defaultNetwork: Reader<string> = (value) => value.toLowerCase();
+
+const marketplaceContract: Reader<{ network: string; address: string }> = (entry, { problem }) => {
+  const match = /^([a-z][a-z0-9-]{0,40}):(0x[0-9a-fA-F]{40})$/i.exec(entry);
+  if (!match) {
+    problem(`FLOORWATCH_MARKETPLACE_CONTRACTS: "${entry.slice(0, 60)}" must look like network:0x<40 hex>.`);
+  }
+  return { network: (match?.[1] ?? '').toLowerCase(), address: (match?.[2] ?? '').toLowerCase() };
+};
+
+const tokenUrl: Reader<string> = (url, { problem }) => {
+  if (!(isHttpUrl(url) && url.includes('{collection}') && url.includes('{tokenId}'))) {
+    problem(
+      `FLOORWATCH_TOKEN_URL must be an http(s) address with {collection} and {tokenId} (and optionally {network}, {chainId}); got "${url.slice(0, 80)}".`,
+    );
+  }
+  return url;
+};
+
+const explorerUrl: Reader<{ network: string; template: string }> = (entry, { problem }) => {
+  const match = /^([a-z][a-z0-9-]{0,40})=(.+)$/i.exec(entry);
+  const template = match?.[2] ?? '';
+  if (!match || !isHttpUrl(template) || !template.includes('{txnHash}')) {
+    problem(
+      `FLOORWATCH_EXPLORER_URLS: "${entry.slice(0, 80)}" must look like network=https://explorer.example/tx/{txnHash}.`,
+    );
+  }
+  return { network: (match?.[1] ?? '').toLowerCase(), template };
+};
+
+/** The address a listener of ours binds (FLOORWATCH_HTTP_HOST, FLOORWATCH_WEB_HOST). */
+const hostName: Reader<string> = (host, { name, problem }) => {
+  if (!/^(?:[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*|[0-9A-Fa-f:.]{2,45})$/.test(host)) {
+    problem(`${name} must be a host name or an IP address; got "${host.slice(0, 40)}".`);
+  }
+  return host;
+};
+
+/** FLOORWATCH_PUBLIC_URL: https, or http to this machine for a local demo; no credentials, query or fragment. */
+const publicUrl: Reader<URL | undefined> = (url, { problem }) => {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    problem(`FLOORWATCH_PUBLIC_URL is not a URL: "${url.slice(0, 80)}".`);
     return undefined;
   }
-  const count = integer(env, 'DISCORD_SHARD_COUNT', problems, 1, MAX_SHARD_COUNT);
-  if (count === undefined) return undefined;
-  const ids = new Set<number>();
-  let valid = true;
-  for (const entry of rawIds.split(',').map((e) => e.trim())) {
-    const range = /^(\d{1,6})(?:\s*-\s*(\d{1,6}))?$/.exec(entry);
-    const first = Number(range?.[1]);
-    const last = range?.[2] === undefined ? first : Number(range[2]);
-    if (!range || last < first) {
-      problems.push(
-        `DISCORD_SHARD_IDS: "${entry.slice(0, 20)}" must be a shard id or an ascending range, e.g. DISCORD_SHARD_IDS=0-3,8.`,
-      );
-      valid = false;
-    } else if (last >= count) {
-      problems.push(
-        `DISCORD_SHARD_IDS: shard ${last} is not below DISCORD_SHARD_COUNT (${count}); shard ids run from 0 to ${count - 1}.`,
-      );
-      valid = false;
-    } else {
-      for (let id = first; id <= last; id++) ids.add(id);
-    }
+  const local = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(parsed.hostname);
+  if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && local)) {
+    problem(
+      'FLOORWATCH_PUBLIC_URL must be an https:// address (http only for localhost or 127.0.0.1, for a local demo), e.g. https://bot.example.',
+    );
+  } else if (parsed.username || parsed.password || parsed.search || parsed.hash) {
+    problem('FLOORWATCH_PUBLIC_URL must not carry credentials, a query or a fragment.');
   }
-  return valid ? { ids: [...ids].sort((a, b) => a - b), count } : undefined;
-}
+  return parsed;
+};
 
-/**
- * A setting that has two names (`preferred` and an older `alias`): the one set, and the name it
- * was read from; both set to different values is a problem.
- */
-function aliased(
-  env: Env,
-  preferred: string,
-  alias: string,
-  problems: string[],
-): { value: string | undefined; name: string } {
-  const first = value(env, preferred);
-  const second = value(env, alias);
-  if (first !== undefined && second !== undefined && first !== second) {
-    problems.push(`${preferred} and ${alias} are two names of one setting and are set differently; set only one.`);
-  }
-  return first !== undefined || second === undefined
-    ? { value: first, name: preferred }
-    : { value: second, name: alias };
-}
-
-/** Parses the environment; throws {@link ConfigError} listing every problem. */
-export function loadConfig(env: Env, cwd = process.cwd()): Config {
-  const problems: string[] = [];
-
-  const platformUrl = value(env, 'FLOORWATCH_PLATFORM_URL');
-  if (platformUrl !== undefined && !isBaseUrl(platformUrl)) {
-    problems.push(
-      `FLOORWATCH_PLATFORM_URL must be the http(s) base address of the local platform, e.g. http://127.0.0.1:8777 (npm run devnet prints it); got "${platformUrl.slice(0, 80)}".`,
+const rpcUrl: Reader<string> = (url, { problem }) => {
+  // A key may follow the host: only the scheme is quoted.
+  if (!isHttpUrl(url)) {
+    problem(
+      `FLOORWATCH_RPC_URL must be an http(s) JSON-RPC address, e.g. https://{network}.rpc.example/KEY; got "${url.slice(0, 12)}…".`,
     );
   }
-  const discoveryUrl =
-    platformUrl !== undefined && isBaseUrl(platformUrl) ? platformUrl.replace(/\/+$/, '') : undefined;
+  return url;
+};
 
-  const given = Object.entries(ENDPOINT_VARIABLES).filter(([, v]) => value(env, v.name) !== undefined);
-  let endpoints: PlatformEndpoints | undefined;
-  const endpointOverrides: Partial<PlatformEndpoints> = {};
-  if (given.length > 0) {
-    const missing = Object.values(ENDPOINT_VARIABLES)
-      .filter((v) => value(env, v.name) === undefined)
-      .map((v) => v.name);
-    // With a platform that describes itself, the addresses set replace some of those it gives.
-    if (missing.length > 0 && platformUrl === undefined) {
-      problems.push(
-        `A real platform needs all five addresses; missing ${missing.join(', ')}. (For the local platform of npm run devnet, FLOORWATCH_PLATFORM_URL alone will do.)`,
-      );
-    }
-    for (const [key, variable] of Object.entries(ENDPOINT_VARIABLES)) {
-      const url = value(env, variable.name);
-      if (url === undefined) continue;
-      let parsed: URL | undefined;
-      try {
-        parsed = new URL(url.replaceAll('{network}', 'network'));
-      } catch {
-        problems.push(`${variable.name} is not a URL: "${url.slice(0, 80)}".`);
-        continue;
-      }
-      if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
-        problems.push(`${variable.name} must be an http(s) URL.`);
-      } else if (parsed.search || parsed.username || parsed.password) {
-        problems.push(`${variable.name} must not carry a query or credentials (keys go in FLOORWATCH_ACCESS_KEY).`);
-      } else if (variable.template && !url.includes('{network}')) {
-        problems.push(
-          `${variable.name} must contain {network} where the network name goes, e.g. https://{network}-indexer.example.`,
-        );
-      }
-      endpointOverrides[key as keyof PlatformEndpoints] = url.replace(/\/+$/, '');
-    }
-    if (missing.length === 0) endpoints = endpointOverrides as PlatformEndpoints;
-  }
-  const external = given.length > 0 || platformUrl !== undefined;
-
-  const accessKey = value(env, 'FLOORWATCH_ACCESS_KEY');
-  const secretToken = value(env, 'FLOORWATCH_SECRET_TOKEN');
-  if (external && !accessKey) {
-    problems.push(
-      `FLOORWATCH_ACCESS_KEY is required with ${platformUrl === undefined ? 'a real platform' : 'FLOORWATCH_PLATFORM_URL (npm run devnet prints the key)'}.`,
-    );
-  }
-
-  const networksRaw = value(env, 'FLOORWATCH_NETWORKS');
-  const { networks, nativeSymbols } = networksRaw
-    ? parseNetworks(networksRaw, problems)
-    : { networks: [], nativeSymbols: {} };
-  if (given.length > 0 && platformUrl === undefined && !networksRaw) {
-    problems.push('FLOORWATCH_NETWORKS is required with a real platform, e.g. polygon,base.');
-  }
-
-  const operators: string[] = [];
-  for (const entry of (value(env, 'FLOORWATCH_OPERATORS') ?? '')
-    .split(',')
-    .map((e) => e.trim())
-    .filter(Boolean)) {
-    if (/^(discord|telegram):[\w-]{1,40}$/.test(entry)) operators.push(entry);
-    else
-      problems.push(
-        `FLOORWATCH_OPERATORS: "${entry.slice(0, 40)}" must look like discord:<user id> or telegram:<user id>.`,
-      );
-  }
-
-  const logLevel = (value(env, 'LOG_LEVEL') ?? 'info').toLowerCase();
-  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
-    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}; got "${logLevel.slice(0, 20)}".`);
-  }
-
-  const discordToken = value(env, 'DISCORD_TOKEN');
-  const discordApp = value(env, 'DISCORD_APPLICATION_ID');
-  if (discordToken && !discordApp) problems.push('DISCORD_APPLICATION_ID is required with DISCORD_TOKEN.');
-  const telegramToken = value(env, 'TELEGRAM_BOT_TOKEN');
-  if (telegramToken && !/^\d+:[\w-]{20,}$/.test(telegramToken)) {
-    problems.push('TELEGRAM_BOT_TOKEN does not look like a BotFather token (digits:letters).');
-  }
-
-  const manage = value(env, 'DISCORD_MANAGE_PERMISSION');
-  if (manage && manage !== 'ManageGuild' && manage !== 'ManageChannels') {
-    problems.push('DISCORD_MANAGE_PERMISSION must be ManageGuild or ManageChannels.');
-  }
-  // The FLOORWATCH_ names are preferred; the shorter TELEGRAM_ names came first and still work.
-  const hookUrl = aliased(env, 'FLOORWATCH_TELEGRAM_WEBHOOK_URL', 'TELEGRAM_WEBHOOK_URL', problems);
-  const hookSecret = aliased(env, 'FLOORWATCH_TELEGRAM_WEBHOOK_SECRET', 'TELEGRAM_WEBHOOK_SECRET', problems);
-  const hookPort = aliased(env, 'FLOORWATCH_TELEGRAM_WEBHOOK_PORT', 'TELEGRAM_WEBHOOK_PORT', problems);
-  const webhookUrl = hookUrl.value;
-  const webhookSecret = hookSecret.value;
-  if (webhookUrl && !isHttpsUrl(webhookUrl)) {
-    problems.push(`${hookUrl.name} must be the public https:// URL that Telegram posts updates to.`);
-  }
-  // The secret itself is never quoted: only its shape is described.
-  if (webhookUrl && (!webhookSecret || !/^[A-Za-z0-9_-]{16,256}$/.test(webhookSecret))) {
-    problems.push(
-      `${hookSecret.name} (16-256 letters, digits, _ or -) is required with ${hookUrl.name}${webhookSecret ? '; the one set has another shape' : ''}.`,
-    );
-  }
-  const webhookPort = integer(env, hookPort.name, problems, 0, 65_535) ?? 8443;
-  const discordShards = parseShards(env, problems);
-
-  const defaultNetwork = value(env, 'FLOORWATCH_DEFAULT_NETWORK')?.toLowerCase();
-  if (defaultNetwork && networks.length > 0 && !networks.some((n) => n.name === defaultNetwork)) {
-    problems.push(`FLOORWATCH_DEFAULT_NETWORK "${defaultNetwork}" is not in FLOORWATCH_NETWORKS.`);
-  }
-
-  const marketplaceContracts: Record<string, string[]> = {};
-  for (const entry of (value(env, 'FLOORWATCH_MARKETPLACE_CONTRACTS') ?? '')
-    .split(',')
-    .map((e) => e.trim())
-    .filter(Boolean)) {
-    const match = /^([a-z][a-z0-9-]{0,40}):(0x[0-9a-fA-F]{40})$/i.exec(entry);
-    if (!match) {
-      problems.push(`FLOORWATCH_MARKETPLACE_CONTRACTS: "${entry.slice(0, 60)}" must look like network:0x<40 hex>.`);
-      continue;
-    }
-    const network = (match[1] ?? '').toLowerCase();
-    marketplaceContracts[network] = [...(marketplaceContracts[network] ?? []), (match[2] ?? '').toLowerCase()];
-  }
-
-  const tokenUrl = value(env, 'FLOORWATCH_TOKEN_URL');
-  if (
-    tokenUrl !== undefined &&
-    !(isHttpUrl(tokenUrl) && tokenUrl.includes('{collection}') && tokenUrl.includes('{tokenId}'))
-  ) {
-    problems.push(
-      `FLOORWATCH_TOKEN_URL must be an http(s) address with {collection} and {tokenId} (and optionally {network}, {chainId}); got "${tokenUrl.slice(0, 80)}".`,
-    );
-  }
-  const transactionUrls: Record<string, string> = { ...EXPLORER_TX_URLS };
-  for (const entry of (value(env, 'FLOORWATCH_EXPLORER_URLS') ?? '')
-    .split(',')
-    .map((e) => e.trim())
-    .filter(Boolean)) {
-    const match = /^([a-z][a-z0-9-]{0,40})=(.+)$/i.exec(entry);
-    const template = match?.[2] ?? '';
-    if (!match || !isHttpUrl(template) || !template.includes('{txnHash}')) {
-      problems.push(
-        `FLOORWATCH_EXPLORER_URLS: "${entry.slice(0, 80)}" must look like network=https://explorer.example/tx/{txnHash}.`,
-      );
-      continue;
-    }
-    transactionUrls[(match[1] ?? '').toLowerCase()] = template;
-  }
-
-  const httpPort = integer(env, 'FLOORWATCH_HTTP_PORT', problems, 0, 65_535);
-  const httpHost = value(env, 'FLOORWATCH_HTTP_HOST');
-  if (
-    httpHost !== undefined &&
-    !/^(?:[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})*|[0-9A-Fa-f:.]{2,45})$/.test(httpHost)
-  ) {
-    problems.push(`FLOORWATCH_HTTP_HOST must be a host name or an IP address; got "${httpHost.slice(0, 40)}".`);
-  }
-  if (httpHost !== undefined && value(env, 'FLOORWATCH_HTTP_PORT') === undefined) {
-    problems.push('FLOORWATCH_HTTP_HOST is set but FLOORWATCH_HTTP_PORT is not; set the port to enable the listener.');
-  }
-
-  const rpcUrl = value(env, 'FLOORWATCH_RPC_URL');
-  if (rpcUrl !== undefined) {
-    if (!isHttpUrl(rpcUrl)) {
-      problems.push(
-        `FLOORWATCH_RPC_URL must be an http(s) JSON-RPC address, e.g. https://{network}.rpc.example/KEY; got "${rpcUrl.slice(0, 12)}…".`,
-      );
-    } else if (networks.length > 1 && !rpcUrl.includes('{network}')) {
-      problems.push(
-        'FLOORWATCH_RPC_URL must contain {network} where the network name goes: FLOORWATCH_NETWORKS lists several networks.',
-      );
-    }
-  }
-  const backfillMaxBlocks = integer(env, 'FLOORWATCH_BACKFILL_MAX_BLOCKS', problems, 0, 1_000_000) ?? 5_000;
-  const databaseUrl = value(env, 'FLOORWATCH_DATABASE_URL');
-  if (databaseUrl !== undefined && !isPostgresUrl(databaseUrl)) {
-    problems.push(
+const databaseUrl: Reader<string> = (url, { problem }) => {
+  if (!isPostgresUrl(url)) {
+    problem(
       'FLOORWATCH_DATABASE_URL must be a PostgreSQL address, e.g. postgres://floorwatch:PASSWORD@db.example:5432/floorwatch.',
     );
   }
-  const databasePool = integer(env, 'FLOORWATCH_DATABASE_POOL', problems, 2, 200) ?? 10;
+  return url;
+};
 
-  const config: Config = {
+const flag: Reader<boolean> = (value) => value === '1' || value === 'true';
+
+/** Every variable the bot reads, each with its reader; defaults are applied in {@link configOf}. */
+const VARIABLES = {
+  ...variable('FLOORWATCH_PLATFORM_URL', platformUrl),
+  ...variable('FLOORWATCH_METADATA_URL', endpoint(false)),
+  ...variable('FLOORWATCH_MARKETPLACE_URL', endpoint(true)),
+  ...variable('FLOORWATCH_INDEXER_URL', endpoint(true)),
+  ...variable('FLOORWATCH_RELAYER_URL', endpoint(true)),
+  ...variable('FLOORWATCH_API_URL', endpoint(false)),
+  ...variable('FLOORWATCH_ACCESS_KEY', plainText),
+  ...variable('FLOORWATCH_SECRET_TOKEN', plainText),
+  ...variable('FLOORWATCH_NETWORKS', listOf(networkEntry)),
+  ...variable('FLOORWATCH_OPERATORS', listOf(operatorEntry)),
+  ...variable('LOG_LEVEL', logLevel),
+  ...variable('DISCORD_TOKEN', plainText),
+  ...variable('DISCORD_APPLICATION_ID', plainText),
+  ...variable('DISCORD_GUILD_ID', plainText),
+  ...variable('DISCORD_API_ROOT', plainText),
+  ...variable('DISCORD_MANAGE_PERMISSION', managePermission),
+  ...variable('DISCORD_SHARD_IDS', listOf(shardRange, true)),
+  ...variable('DISCORD_SHARD_COUNT', wholeNumber(1, MAX_SHARD_COUNT)),
+  ...variable('TELEGRAM_BOT_TOKEN', telegramToken),
+  ...variable('TELEGRAM_API_ROOT', plainText),
+  // The FLOORWATCH_ names are preferred; the shorter TELEGRAM_ names came first and still work.
+  ...variable('FLOORWATCH_TELEGRAM_WEBHOOK_URL', webhookUrl),
+  ...variable('TELEGRAM_WEBHOOK_URL', webhookUrl),
+  ...variable('FLOORWATCH_TELEGRAM_WEBHOOK_SECRET', plainText),
+  ...variable('TELEGRAM_WEBHOOK_SECRET', plainText),
+  ...variable('FLOORWATCH_TELEGRAM_WEBHOOK_PORT', wholeNumber(0, 65_535)),
+  ...variable('TELEGRAM_WEBHOOK_PORT', wholeNumber(0, 65_535)),
+  ...variable('FLOORWATCH_DEFAULT_NETWORK', defaultNetwork),
+  ...variable('FLOORWATCH_MARKETPLACE_CONTRACTS', listOf(marketplaceContract)),
+  ...variable('FLOORWATCH_TOKEN_URL', tokenUrl),
+  ...variable('FLOORWATCH_EXPLORER_URLS', listOf(explorerUrl)),
+  ...variable('FLOORWATCH_HTTP_PORT', wholeNumber(0, 65_535)),
+  ...variable('FLOORWATCH_HTTP_HOST', hostName),
+  ...variable('FLOORWATCH_RPC_URL', rpcUrl),
+  ...variable('FLOORWATCH_BACKFILL_MAX_BLOCKS', wholeNumber(0, 1_000_000)),
+  ...variable('FLOORWATCH_DATABASE_URL', databaseUrl),
+  ...variable('FLOORWATCH_DATABASE_POOL', wholeNumber(2, 200)),
+  ...variable('FLOORWATCH_PROJECT_ID', wholeNumber(1, Number.MAX_SAFE_INTEGER)),
+  ...variable('FLOORWATCH_DEVNET_SEED', wholeNumber(0, 2 ** 31)),
+  ...variable('FLOORWATCH_DEVNET_BLOCK_MS', wholeNumber(0, 3_600_000)),
+  ...variable('FLOORWATCH_DEVNET_PORT', wholeNumber(0, 65_535)),
+  ...variable('FLOORWATCH_ALLOWLIST_AUDIENCE', wholeNumber(1, Number.MAX_SAFE_INTEGER)),
+  ...variable('FLOORWATCH_RELIST_WINDOW_HOURS', wholeNumber(0, 24 * 30)),
+  ...variable('FLOORWATCH_DATA_DIR', plainText),
+  ...variable('FLOORWATCH_CONSOLE', flag),
+  ...variable('FLOORWATCH_PUBLIC_URL', publicUrl),
+  ...variable('FLOORWATCH_WEB_HOST', hostName),
+  ...variable('FLOORWATCH_WEB_PORT', wholeNumber(0, 65_535)),
+};
+
+type Values = { [K in keyof typeof VARIABLES]?: NonNullable<v.InferOutput<(typeof VARIABLES)[K]>>['value'] };
+type Name = keyof Values;
+
+/** The platform's five addresses and their variables. */
+const ENDPOINT_VARIABLES = {
+  metadataUrl: 'FLOORWATCH_METADATA_URL',
+  marketplaceUrl: 'FLOORWATCH_MARKETPLACE_URL',
+  indexerUrl: 'FLOORWATCH_INDEXER_URL',
+  relayerUrl: 'FLOORWATCH_RELAYER_URL',
+  apiUrl: 'FLOORWATCH_API_URL',
+} as const satisfies Record<keyof PlatformEndpoints, Name>;
+
+/**
+ * What rules between variables see: the text of each variable set, and the values of those read
+ * without a problem (a variable with problems has reported them already).
+ */
+interface Settings {
+  texts: Partial<Record<Name, string>>;
+  values: Values;
+}
+
+const given = (settings: Settings, name: Name): boolean => settings.texts[name] !== undefined;
+
+/**
+ * The settings in what the variables' schemas give: a text and a value for each variable set, but
+ * the raw text for those in `failed` (whose problems were reported).
+ */
+function settingsOf(read: unknown, failed: ReadonlySet<unknown>): Settings {
+  const entries = (read ?? {}) as Record<string, { text: string; value: unknown } | string | undefined>;
+  const texts: Partial<Record<string, string>> = {};
+  const values: Record<string, unknown> = {};
+  for (const [name, entry] of Object.entries(entries)) {
+    if (typeof entry === 'string') texts[name] = entry.trim() || undefined;
+    else if (entry !== undefined) {
+      texts[name] = entry.text;
+      if (!failed.has(name)) values[name] = entry.value;
+    }
+  }
+  return { texts, values: values as Values };
+}
+
+/**
+ * A setting with two names (`preferred` and an older `alias`): the name it is read from (the
+ * preferred one unless only the alias is set) and its value.
+ */
+function aliased<N extends Name>(settings: Settings, preferred: N, alias: N): { name: N; value: Values[N] } {
+  const name = given(settings, preferred) || !given(settings, alias) ? preferred : alias;
+  return { name, value: settings.values[name] };
+}
+
+const WEBHOOK = {
+  url: ['FLOORWATCH_TELEGRAM_WEBHOOK_URL', 'TELEGRAM_WEBHOOK_URL'],
+  secret: ['FLOORWATCH_TELEGRAM_WEBHOOK_SECRET', 'TELEGRAM_WEBHOOK_SECRET'],
+  port: ['FLOORWATCH_TELEGRAM_WEBHOOK_PORT', 'TELEGRAM_WEBHOOK_PORT'],
+} as const;
+
+const realPlatform = (settings: Settings) => Object.values(ENDPOINT_VARIABLES).some((name) => given(settings, name));
+
+/** A platform that describes itself: the addresses set beside it replace some of those it gives. */
+const discovered = (settings: Settings) => given(settings, 'FLOORWATCH_PLATFORM_URL');
+
+/** Rules between variables, each giving its problems. */
+const RULES: ReadonlyArray<(settings: Settings) => readonly string[]> = [
+  (settings) => {
+    const missing = Object.values(ENDPOINT_VARIABLES).filter((name) => !given(settings, name));
+    return realPlatform(settings) && !discovered(settings) && missing.length > 0
+      ? [
+          `A real platform needs all five addresses; missing ${missing.join(', ')}. (For the local platform of npm run devnet, FLOORWATCH_PLATFORM_URL alone will do.)`,
+        ]
+      : [];
+  },
+  (settings) =>
+    (realPlatform(settings) || discovered(settings)) && !given(settings, 'FLOORWATCH_ACCESS_KEY')
+      ? [
+          `FLOORWATCH_ACCESS_KEY is required with ${discovered(settings) ? 'FLOORWATCH_PLATFORM_URL (npm run devnet prints the key)' : 'a real platform'}.`,
+        ]
+      : [],
+  (settings) =>
+    realPlatform(settings) && !discovered(settings) && !given(settings, 'FLOORWATCH_NETWORKS')
+      ? ['FLOORWATCH_NETWORKS is required with a real platform, e.g. polygon,base.']
+      : [],
+  (settings) =>
+    given(settings, 'DISCORD_TOKEN') && !given(settings, 'DISCORD_APPLICATION_ID')
+      ? ['DISCORD_APPLICATION_ID is required with DISCORD_TOKEN.']
+      : [],
+  ({ texts }) =>
+    Object.values(WEBHOOK).flatMap(([preferred, alias]) => {
+      const [first, second] = [texts[preferred], texts[alias]];
+      return first !== undefined && second !== undefined && first !== second
+        ? [`${preferred} and ${alias} are two names of one setting and are set differently; set only one.`]
+        : [];
+    }),
+  (settings) => {
+    const url = aliased(settings, ...WEBHOOK.url);
+    const secret = aliased(settings, ...WEBHOOK.secret);
+    // The secret itself is never quoted: only its shape is described.
+    if (!given(settings, url.name) || (secret.value && /^[A-Za-z0-9_-]{16,256}$/.test(secret.value))) return [];
+    return [
+      `${secret.name} (16-256 letters, digits, _ or -) is required with ${url.name}${secret.value ? '; the one set has another shape' : ''}.`,
+    ];
+  },
+  (settings) => {
+    const ids = given(settings, 'DISCORD_SHARD_IDS');
+    if (ids === given(settings, 'DISCORD_SHARD_COUNT')) return [];
+    const missing = ids ? 'DISCORD_SHARD_COUNT' : 'DISCORD_SHARD_IDS';
+    return [
+      `${missing} is not set: DISCORD_SHARD_IDS and DISCORD_SHARD_COUNT go together (e.g. DISCORD_SHARD_IDS=0-1 with DISCORD_SHARD_COUNT=4), or leave both unset.`,
+    ];
+  },
+  ({ values }) => {
+    const count = values.DISCORD_SHARD_COUNT;
+    if (count === undefined) return [];
+    return (values.DISCORD_SHARD_IDS ?? [])
+      .filter(({ last }) => last >= count)
+      .map(
+        ({ last }) =>
+          `DISCORD_SHARD_IDS: shard ${last} is not below DISCORD_SHARD_COUNT (${count}); shard ids run from 0 to ${count - 1}.`,
+      );
+  },
+  ({ values }) => {
+    const wanted = values.FLOORWATCH_DEFAULT_NETWORK;
+    const networks = networksOf(values).networks;
+    return wanted && networks.length > 0 && !networks.some((n) => n.name === wanted)
+      ? [`FLOORWATCH_DEFAULT_NETWORK "${wanted}" is not in FLOORWATCH_NETWORKS.`]
+      : [];
+  },
+  (settings) =>
+    given(settings, 'FLOORWATCH_HTTP_HOST') && !given(settings, 'FLOORWATCH_HTTP_PORT')
+      ? ['FLOORWATCH_HTTP_HOST is set but FLOORWATCH_HTTP_PORT is not; set the port to enable the listener.']
+      : [],
+  ({ values }) =>
+    values.FLOORWATCH_RPC_URL !== undefined &&
+    networksOf(values).networks.length > 1 &&
+    !values.FLOORWATCH_RPC_URL.includes('{network}')
+      ? [
+          'FLOORWATCH_RPC_URL must contain {network} where the network name goes: FLOORWATCH_NETWORKS lists several networks.',
+        ]
+      : [],
+  (settings) =>
+    !given(settings, 'FLOORWATCH_PUBLIC_URL') &&
+    (given(settings, 'FLOORWATCH_WEB_PORT') || given(settings, 'FLOORWATCH_WEB_HOST'))
+      ? [
+          'FLOORWATCH_WEB_PORT or FLOORWATCH_WEB_HOST is set but FLOORWATCH_PUBLIC_URL is not: set the public address of the verification page.',
+        ]
+      : [],
+];
+
+/**
+ * The environment's schema: each variable read on its own, then the rules between them, every
+ * problem reported; its output is the values. A rule sees the values of the variables read without
+ * a problem only.
+ */
+const ENVIRONMENT = v.pipe(
+  v.object(VARIABLES),
+  v.rawCheck(({ dataset, addIssue }) => {
+    const settings = settingsOf(dataset.value, new Set(dataset.issues?.map((issue) => issue.path?.[0]?.key)));
+    for (const rule of RULES) for (const message of rule(settings)) addIssue({ message });
+  }),
+  v.transform((read) => settingsOf(read, new Set()).values),
+);
+
+function networksOf(values: Values): { networks: Network[]; nativeSymbols: Record<string, string> } {
+  const entries = (values.FLOORWATCH_NETWORKS ?? []).filter((entry) => entry !== undefined);
+  const nativeSymbols: Record<string, string> = {};
+  for (const { network, symbol } of entries) if (symbol) nativeSymbols[network.name] = symbol;
+  return { networks: entries.map((entry) => entry.network), nativeSymbols };
+}
+
+/** The configuration of variables that were all read without a problem. */
+function configOf(values: Values, cwd: string): Config {
+  const endpoints = Object.entries(ENDPOINT_VARIABLES).map(([key, name]) => [key, values[name]] as const);
+  const endpointsSet = endpoints.filter(([, url]) => url !== undefined);
+  const marketplaceContracts: Record<string, string[]> = {};
+  for (const { network, address } of values.FLOORWATCH_MARKETPLACE_CONTRACTS ?? []) {
+    marketplaceContracts[network] = [...(marketplaceContracts[network] ?? []), address];
+  }
+  const transaction: Record<string, string> = { ...EXPLORER_TX_URLS };
+  for (const { network, template } of values.FLOORWATCH_EXPLORER_URLS ?? []) transaction[network] = template;
+  const shardIds = new Set((values.DISCORD_SHARD_IDS ?? []).flatMap(({ first, last }) => range(first, last)));
+  const discordToken = values.DISCORD_TOKEN;
+  const discordApp = values.DISCORD_APPLICATION_ID;
+  const telegramToken = values.TELEGRAM_BOT_TOKEN;
+  const databaseUrl = values.FLOORWATCH_DATABASE_URL;
+  const httpPort = values.FLOORWATCH_HTTP_PORT;
+  return {
     platform: {
-      endpoints,
-      discoveryUrl,
-      endpointOverrides,
-      accessKey,
-      secretToken,
-      projectId: integer(env, 'FLOORWATCH_PROJECT_ID', problems, 1, Number.MAX_SAFE_INTEGER),
-      networks,
-      nativeSymbols,
+      endpoints:
+        endpointsSet.length === endpoints.length
+          ? (Object.fromEntries(endpointsSet) as unknown as PlatformEndpoints)
+          : undefined,
+      discoveryUrl: values.FLOORWATCH_PLATFORM_URL,
+      endpointOverrides: Object.fromEntries(endpointsSet) as Partial<PlatformEndpoints>,
+      accessKey: values.FLOORWATCH_ACCESS_KEY,
+      secretToken: values.FLOORWATCH_SECRET_TOKEN,
+      projectId: values.FLOORWATCH_PROJECT_ID,
+      ...networksOf(values),
     },
     devnet: {
-      seed: integer(env, 'FLOORWATCH_DEVNET_SEED', problems, 0, 2 ** 31) ?? 1,
-      blockIntervalMs: integer(env, 'FLOORWATCH_DEVNET_BLOCK_MS', problems, 0, 3_600_000) ?? 5_000,
-      port: integer(env, 'FLOORWATCH_DEVNET_PORT', problems, 0, 65_535) ?? 0,
+      seed: values.FLOORWATCH_DEVNET_SEED ?? 1,
+      blockIntervalMs: values.FLOORWATCH_DEVNET_BLOCK_MS ?? 5_000,
+      port: values.FLOORWATCH_DEVNET_PORT ?? 0,
     },
-    operators,
+    operators: values.FLOORWATCH_OPERATORS ?? [],
     marketplaceContracts,
-    links: { token: tokenUrl, transaction: transactionUrls },
-    allowlistAudience: integer(env, 'FLOORWATCH_ALLOWLIST_AUDIENCE', problems, 1, Number.MAX_SAFE_INTEGER),
-    relistWindowHours: integer(env, 'FLOORWATCH_RELIST_WINDOW_HOURS', problems, 0, 24 * 30) ?? 24,
-    defaultNetwork,
-    dataDir: resolve(cwd, value(env, 'FLOORWATCH_DATA_DIR') ?? 'data'),
-    logLevel: logLevel as LogLevel,
+    links: { token: values.FLOORWATCH_TOKEN_URL, transaction },
+    allowlistAudience: values.FLOORWATCH_ALLOWLIST_AUDIENCE,
+    relistWindowHours: values.FLOORWATCH_RELIST_WINDOW_HOURS ?? 24,
+    defaultNetwork: values.FLOORWATCH_DEFAULT_NETWORK,
+    dataDir: resolve(cwd, values.FLOORWATCH_DATA_DIR ?? 'data'),
+    logLevel: values.LOG_LEVEL ?? 'info',
     discord:
       discordToken && discordApp
         ? {
             token: discordToken,
             applicationId: discordApp,
-            guildId: value(env, 'DISCORD_GUILD_ID'),
-            apiRoot: value(env, 'DISCORD_API_ROOT'),
-            managePermission: manage === 'ManageChannels' ? 'ManageChannels' : 'ManageGuild',
-            shards: discordShards,
+            guildId: values.DISCORD_GUILD_ID,
+            apiRoot: values.DISCORD_API_ROOT,
+            managePermission: values.DISCORD_MANAGE_PERMISSION ?? 'ManageGuild',
+            shards:
+              values.DISCORD_SHARD_COUNT === undefined
+                ? undefined
+                : { ids: [...shardIds].sort((a, b) => a - b), count: values.DISCORD_SHARD_COUNT },
           }
         : undefined,
     telegram: telegramToken
       ? {
           token: telegramToken,
-          apiRoot: value(env, 'TELEGRAM_API_ROOT'),
-          webhookUrl,
-          webhookSecret,
-          webhookPort,
+          apiRoot: values.TELEGRAM_API_ROOT,
+          webhookUrl: values.FLOORWATCH_TELEGRAM_WEBHOOK_URL ?? values.TELEGRAM_WEBHOOK_URL,
+          webhookSecret: values.FLOORWATCH_TELEGRAM_WEBHOOK_SECRET ?? values.TELEGRAM_WEBHOOK_SECRET,
+          webhookPort: values.FLOORWATCH_TELEGRAM_WEBHOOK_PORT ?? values.TELEGRAM_WEBHOOK_PORT ?? 8443,
         }
       : undefined,
-    console: value(env, 'FLOORWATCH_CONSOLE') === '1' || value(env, 'FLOORWATCH_CONSOLE') === 'true',
-    http: httpPort === undefined ? undefined : { host: httpHost ?? '127.0.0.1', port: httpPort },
-    backfill: { rpcUrl, maxBlocks: backfillMaxBlocks },
-    database: databaseUrl === undefined ? undefined : { url: databaseUrl, poolSize: databasePool },
+    console: values.FLOORWATCH_CONSOLE ?? false,
+    http: httpPort === undefined ? undefined : { host: values.FLOORWATCH_HTTP_HOST ?? '127.0.0.1', port: httpPort },
+    backfill: { rpcUrl: values.FLOORWATCH_RPC_URL, maxBlocks: values.FLOORWATCH_BACKFILL_MAX_BLOCKS ?? 5_000 },
+    database:
+      databaseUrl === undefined ? undefined : { url: databaseUrl, poolSize: values.FLOORWATCH_DATABASE_POOL ?? 10 },
+    verification: {
+      publicUrl: values.FLOORWATCH_PUBLIC_URL,
+      web: { host: values.FLOORWATCH_WEB_HOST ?? '127.0.0.1', port: values.FLOORWATCH_WEB_PORT ?? DEFAULT_WEB_PORT },
+    },
   };
-  if (problems.length > 0) throw new ConfigError(problems);
-  return config;
+}
+
+function range(first: number, last: number): number[] {
+  return Array.from({ length: last - first + 1 }, (_, i) => first + i);
+}
+
+/** Parses the environment; throws {@link ConfigError} listing every problem. */
+export function loadConfig(env: Env, cwd = process.cwd()): Config {
+  const result = v.safeParse(ENVIRONMENT, env);
+  if (!result.success) throw new ConfigError(result.issues.map((issue) => issue.message));
+  return configOf(result.output, cwd);
 }
 
 /** Secrets of a configuration, to scrub from anything printed. */

@@ -20,6 +20,7 @@ import { ChatStartError } from './chat/start-error.ts';
 import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
 import type { JournalStats } from './core/deliveries.ts';
 import type { DeliveryLog, RulesRepository } from './core/ports.ts';
+import type { WalletStore } from './core/wallets.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
 import type { AlertSink } from './delivery/sink.ts';
 import { pauseRulesOfUnreachable } from './delivery/unreachable.ts';
@@ -35,6 +36,9 @@ import { Links, type LinkTemplates } from './market/links.ts';
 import { PlatformClient } from './platform/client.ts';
 import { discoverPlatform, type PlatformDescription, PlatformDiscoveryError } from './platform/discovery.ts';
 import type { Network } from './platform/networks.ts';
+import { SignatureChecker } from './roles/siwe.ts';
+import { WalletVerification } from './roles/verification.ts';
+import { type PageServer, startPageServer } from './roles/web.ts';
 import { DataDirError, lockDataDir } from './store/files/lock.ts';
 import { StoreFileError } from './store/files/state.ts';
 import { DatabaseError } from './store/pg/errors.ts';
@@ -60,6 +64,11 @@ export interface RunningBot {
   console: ConsoleChat | undefined;
   /** The health and metrics listener, when FLOORWATCH_HTTP_PORT is set. */
   http: HealthServer['address'] | undefined;
+  /** Verified wallets and verification links (the role rules read them). */
+  wallets: WalletStore;
+  verification: WalletVerification;
+  /** The verification page's listener, when FLOORWATCH_PUBLIC_URL is set. */
+  web: PageServer['address'] | undefined;
   /** Resolves when the bot has stopped by itself (end of piped input). */
   finished: Promise<void>;
   /** Stops everything, in reverse order of start. */
@@ -154,6 +163,8 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       posts: roles.postsDigests,
     });
 
+    const verification = await walletVerification(config, deployment.wallets, setup, logger);
+
     const commands = await loadCommands(COMMANDS_DIR);
     const engine = new CommandEngine({
       platform,
@@ -175,6 +186,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       },
       currencies,
       digests,
+      verification,
       alerts: async () => alertStatus(alerts.status(), await deliveries.counts()),
     });
     if (metrics) engine.onOutcome((name, outcome) => metrics.command(name, outcome));
@@ -182,12 +194,9 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
     const chats = await startChats({
       config,
       engine,
-      store: rules,
       logger,
       stdin,
       stdout: options.stdout ?? process.stdout,
-      networks: platform.networks.all.map((n) => n.name),
-      defaultNetwork: setup.defaultNetwork,
       platformUrls: Object.values(platform.endpoints),
       sinks,
       drawWorkerUrl: new URL(`./chat/images/draw-worker.${SOURCE_EXTENSION}`, import.meta.url),
@@ -230,6 +239,15 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
           })
         : undefined;
     if (http) life.onStop(() => http.close());
+    const web = config.verification.publicUrl
+      ? await startPageServer({
+          ...config.verification.web,
+          publicUrl: config.verification.publicUrl,
+          verification,
+          logger: logger.child({ component: 'verify-page' }),
+        })
+      : undefined;
+    if (web) life.onStop(() => web.close());
     logger.info({ commands: commands.length, dataDir: config.dataDir }, 'floorwatch started');
     return {
       config,
@@ -243,6 +261,9 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       devnet: setup.devnet,
       console: chats.console,
       http: http?.address,
+      wallets: deployment.wallets,
+      verification,
+      web: web?.address,
       finished: chats.finished,
       stop: () => life.stop(),
       onFatal: (listener) => life.onFatal(listener),
@@ -465,6 +486,54 @@ async function openBackfill(
     logger: logger.child({ component: 'backfill' }),
     chainId: (network) => setup.platform.networks.find(network)?.chainId,
   });
+}
+
+/**
+ * Wallet verification over `store`: signatures checked on the default network (contract wallets
+ * through the chains' JSON-RPC), Telegram Mini App data checked with the bot's token, and with the
+ * local platform its test wallets and the command that signs with them.
+ */
+async function walletVerification(
+  config: Config,
+  store: WalletStore,
+  setup: PlatformSetup,
+  logger: Logger,
+): Promise<WalletVerification> {
+  const { defaultNetwork, devnet } = setup;
+  const telegramToken = config.telegram?.token;
+  const { checkInitData } = await import('./chat/telegram/web-app.ts');
+  const testWallets = devnet ? await import('./devnet/wallets.ts') : undefined;
+  return new WalletVerification({
+    store,
+    checker: new SignatureChecker(setup.rpcUrl?.replaceAll('{network}', defaultNetwork)),
+    logger: logger.child({ component: 'verify' }),
+    publicUrl: config.verification.publicUrl,
+    chainId: setup.platform.networks.find(defaultNetwork)?.chainId ?? 1,
+    ...(telegramToken
+      ? {
+          miniAppIdentity: (initData: string, now: Date) => {
+            const checked = checkInitData(initData, telegramToken, now);
+            return checked.ok ? { ok: true as const, person: `telegram:${checked.userId}` } : { ok: false as const };
+          },
+        }
+      : {}),
+    ...(testWallets
+      ? {
+          testWallets: testWallets.TEST_WALLETS.map(({ index, kind, address }) => ({ index, kind, address })),
+          signHint: (address: string, message: string) => {
+            const wallet = testWallets.testWallet(address);
+            return wallet
+              ? `npm run --silent devnet -- sign --wallet ${wallet.index} ${shellQuote(message)}`
+              : undefined;
+          },
+        }
+      : {}),
+  });
+}
+
+/** A text as one POSIX shell word (single quotes; a quote inside becomes '\''). */
+export function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 /** Links to the local platform's own pages: its marketplace's token pages and its explorer. */

@@ -1,8 +1,9 @@
 /**
  * Phase 2 of matching: what a candidate rule (see rule-index.ts) asks of an event once it is enriched:
  * a minimum price, a floor percentage, traits; and the matching rules grouped by destination (one
- * message per chat, with the roles its rules ping). Prices are compared exactly, digit by digit.
+ * message per chat, with the roles its rules ping). Prices are compared exactly (see compareParsed).
  */
+import { formatUnits, parseUnits } from 'viem/utils';
 import { type Destination, destinationKey, type MinimumPrice } from '../core/types.ts';
 import type { MatchingRule } from './rule-index.ts';
 
@@ -24,53 +25,96 @@ export interface TokenTrait {
   value: string | number | boolean;
 }
 
-// A decimal in canonical parts: no leading zeros in `int`, no trailing zeros in `frac`; zero is not negative.
-interface Decimal {
-  negative: boolean;
-  int: string;
-  frac: string;
+/**
+ * A decimal as a whole number of units of 10^-scale (`1.25`: 1250000000000000000n at scale 18), read
+ * by viem's parseUnits at {@link COMMON_SCALE} decimals or the text's own number when it has more,
+ * so it is exact whatever their number, and two amounts of a currency compare without rescaling.
+ */
+interface Scaled {
+  units: bigint;
+  scale: number;
 }
 
-const DECIMAL_TEXT = /^([+-]?)([0-9]*)(?:\.([0-9]*))?$/;
+/** Decimals of most currencies (wei per ether): prices and minimums are read at this scale at least. */
+const COMMON_SCALE = 18;
 
+/** What viem's parseUnits reads: digits with at most one point, at least one digit, an optional minus. */
+const DECIMAL = /^-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$/;
+
+/**
+ * A decimal for ordering: `approx`, the float nearest to it, orders two decimals whose floats are
+ * clearly apart (see {@link compareParsed}); the exact value, read with viem on first use, orders
+ * the others. Most prices are far from most minimums, so most checks never read it.
+ */
+class Decimal {
+  readonly approx: number;
+  /** Its text (without a plus sign), or the number whose shortest decimal it is. */
+  readonly #source: string | number;
+  #exact: Scaled | undefined;
+
+  constructor(source: string | number) {
+    this.#source = source;
+    this.approx = Number(source);
+  }
+
+  get exact(): Scaled {
+    if (this.#exact === undefined) {
+      const text = typeof this.#source === 'number' ? (numberToDecimal(this.#source) ?? '0') : this.#source;
+      const point = text.indexOf('.');
+      const scale = Math.max(COMMON_SCALE, point < 0 ? 0 : text.length - point - 1);
+      this.#exact = { units: parseUnits(text, scale), scale };
+    }
+    return this.#exact;
+  }
+}
+
+/** A decimal's value, or undefined when the text is not one (`1`, `-2.50`, `.5`, `3.`, `+1` are). */
 function parseDecimal(text: string): Decimal | undefined {
-  const match = DECIMAL_TEXT.exec(text.trim());
-  if (!match) return undefined;
-  const intText = match[2] ?? '';
-  const fracText = match[3] ?? '';
-  if (intText === '' && fracText === '') return undefined;
-  let i = 0;
-  while (i < intText.length && intText.charCodeAt(i) === 48) i++;
-  let j = fracText.length;
-  while (j > 0 && fracText.charCodeAt(j - 1) === 48) j--;
-  const int = i === 0 ? intText : intText.slice(i);
-  const frac = j === fracText.length ? fracText : fracText.slice(0, j);
-  return { negative: match[1] === '-' && (int !== '' || frac !== ''), int, frac };
+  const trimmed = text.trim();
+  // A plus sign means the same as none; viem reads an optional minus only.
+  const unsigned = trimmed.startsWith('+') && trimmed[1] !== '-' ? trimmed.slice(1) : trimmed;
+  return DECIMAL.test(unsigned) ? new Decimal(unsigned) : undefined;
 }
 
-// Exact order of two canonical decimals, without floats or BigInt: integer digits by length then
-// lexicographically, fraction digits lexicographically (exact once trailing zeros are stripped).
+const POWERS_OF_TEN: bigint[] = [1n];
+
+function powerOfTen(exponent: number): bigint {
+  for (let n = POWERS_OF_TEN.length; n <= exponent; n++) POWERS_OF_TEN.push((POWERS_OF_TEN[n - 1] ?? 1n) * 10n);
+  return POWERS_OF_TEN[exponent] ?? 10n ** BigInt(exponent);
+}
+
+/** Floats at least this large are normal: each is within 2^-52 of its decimal, relatively. */
+const NORMAL = 2 ** -1000;
+
+/**
+ * Exact order of two decimals. A decimal's float is the nearest one (JavaScript may round less
+ * carefully past 20 significant digits, still within 2^-52 relatively), so floats further apart
+ * than 2^-50 of the larger one order their decimals. Closer ones, equal ones, and those out of the
+ * floats' normal range are compared exactly: their units, read by viem, at the larger scale.
+ */
 function compareParsed(x: Decimal, y: Decimal): -1 | 0 | 1 {
-  if (x.negative !== y.negative) return x.negative ? -1 : 1;
-  let order: -1 | 0 | 1 = 0;
-  if (x.int.length !== y.int.length) order = x.int.length < y.int.length ? -1 : 1;
-  else if (x.int !== y.int) order = x.int < y.int ? -1 : 1;
-  else if (x.frac !== y.frac) order = x.frac < y.frac ? -1 : 1;
-  return x.negative ? ((-order || 0) as -1 | 0 | 1) : order;
+  const gap = x.approx - y.approx;
+  const magnitude = Math.max(Math.abs(x.approx), Math.abs(y.approx));
+  if (magnitude >= NORMAL && magnitude < Number.POSITIVE_INFINITY && Math.abs(gap) > magnitude * 2 ** -50) {
+    return gap < 0 ? -1 : 1;
+  }
+  const [p, q] = [x.exact, y.exact];
+  const a = p.scale < q.scale ? p.units * powerOfTen(q.scale - p.scale) : p.units;
+  const b = q.scale < p.scale ? q.units * powerOfTen(p.scale - q.scale) : q.units;
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** Exact decimal text of a finite number, without exponent (`1e-7` -> `0.0000001`). */
 export function numberToDecimal(value: number): string | undefined {
   if (!Number.isFinite(value)) return undefined;
   const text = String(value);
-  const match = /^(-?)([0-9]+)(?:\.([0-9]+))?e([+-][0-9]+)$/.exec(text);
+  const match = /^(-?[0-9]+)(?:\.([0-9]+))?e([+-][0-9]+)$/.exec(text);
   if (!match) return text;
-  const sign = match[1] ?? '';
-  const digits = `${match[2] ?? ''}${match[3] ?? ''}`;
-  const point = (match[2] ?? '').length + Number(match[4]);
-  if (point <= 0) return `${sign}0.${'0'.repeat(-point)}${digits}`;
-  if (point >= digits.length) return `${sign}${digits}${'0'.repeat(point - digits.length)}`;
-  return `${sign}${digits.slice(0, point)}.${digits.slice(point)}`;
+  // All the significant digits as one whole number, and where the point goes among them.
+  const fraction = match[2] ?? '';
+  const units = BigInt(`${match[1] ?? ''}${fraction}`);
+  const decimals = fraction.length - Number(match[3]);
+  return decimals >= 0 ? formatUnits(units, decimals) : (units * powerOfTen(-decimals)).toString();
 }
 
 /**
@@ -101,10 +145,7 @@ function priceValue(price: PriceInfo, inUsd: boolean): Decimal | null {
     last.parsedUsd = undefined;
   }
   if (inUsd) {
-    if (last.parsedUsd === undefined) {
-      const text = price.usd === undefined ? undefined : numberToDecimal(price.usd);
-      last.parsedUsd = (text === undefined ? undefined : parseDecimal(text)) ?? null;
-    }
+    last.parsedUsd ??= price.usd !== undefined && Number.isFinite(price.usd) ? new Decimal(price.usd) : null;
     return last.parsedUsd;
   }
   last.parsedAmount ??= parseDecimal(price.amount) ?? null;
@@ -126,8 +167,8 @@ export function passesFloor(rule: MatchingRule, price: PriceInfo | undefined): b
 /**
  * Phase 2, price: true without a minimum; with `minPrice.usd`, compares the USD value (false when
  * unknown); else compares the amount in the order's currency. At or above the minimum passes; a
- * minimum or amount that is not a decimal fails. Exact: decimals are compared digit by digit, never
- * as floats.
+ * minimum or amount that is not a decimal fails. Exact: floats decide only when they are clearly
+ * apart, else the whole numbers of units viem reads (see compareParsed).
  */
 export function passesPrice(rule: MatchingRule, price: PriceInfo | undefined): boolean {
   const min = rule.minPrice;

@@ -4,6 +4,7 @@ import type { RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
 import type { ChatSettings, DigestSettings } from '../core/settings.ts';
 import type { JournalBacklog, StreamHealth } from '../core/status.ts';
+import type { WalletVerificationPort } from '../core/wallets.ts';
 import type { CurrencyDirectory } from '../market/currencies.ts';
 import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
@@ -23,6 +24,12 @@ export interface ChatRef {
   /** Discord guild id, when in a server. */
   guildId?: string;
   kind: 'private' | 'group';
+  /**
+   * The community the command concerns (holder roles, wallet verification): the Discord server, the
+   * Telegram group, or the group a private chat was opened from with a deep link. `name` is the
+   * platform's (untrusted text).
+   */
+  community?: { id: string; name: string };
 }
 
 /**
@@ -112,6 +119,28 @@ export interface BotSettings {
   discordManagePermission?: DiscordManagePermission | undefined;
 }
 
+/** The words of a command as typed, for answers that depend on them or run the command again. */
+export interface TypedCommand {
+  /** `key=value` words that matched no option (trait filters), keys lower-cased. */
+  extras: ReadonlyMap<string, string>;
+  /** The keys given as `key=value` (every option of a Discord slash command is), lower-cased. */
+  namedKeys: ReadonlySet<string>;
+  /**
+   * The command line of a button that runs this command again with some arguments changed (none:
+   * the command line as typed, normalised: `/floor collection=devnet:0x… count=5`).
+   */
+  rerun: (changes?: Record<string, string | undefined>) => string;
+}
+
+/** The running bot, as /help and /status show it. */
+export interface BotInfo {
+  /** Registry of all commands. */
+  commands: readonly CommandDefinition[];
+  startedAt: Date;
+  /** The alert path's state, when it runs (the delivery log's counts are read from its store). */
+  alerts: (() => Promise<AlertStatus>) | undefined;
+}
+
 /** What a command's `run` gets besides its arguments. */
 export interface CommandContext {
   platform: PlatformClient;
@@ -125,29 +154,20 @@ export interface CommandContext {
   /** The network of this invocation: the one given, else the chat's default, else the bot's. */
   network: string;
   now: () => Date;
-  startedAt: Date;
-  /** `key=value` words that matched no option (trait filters), keys lower-cased. */
-  extras: ReadonlyMap<string, string>;
-  /** The keys given as `key=value` (every option of a Discord slash command is), lower-cased. */
-  namedKeys: ReadonlySet<string>;
-  /** The command line as typed, normalised: `/floor devnet:0x… count=5`. */
-  commandLine: string;
-  /** Builds the command line of a button that re-runs this command with some arguments changed. */
-  rerun: (changes: Record<string, string | undefined>) => string;
-  /** The alert path's state, when it runs. */
-  alerts: (() => Promise<AlertStatus>) | undefined;
-  /** Digests, when they run. */
-  digests: DigestPort | undefined;
   /** Whether the person who typed the command has a permission here. */
   may: (permission: Permission) => boolean;
+  typed: TypedCommand;
   currencies: CurrencyDirectory;
   collections: CollectionLookup;
   /** Web pages of tokens, transactions and orders (none when the bot has no templates). */
   links: Links | undefined;
   /** The bot's market history and rarity index, when it has them (/collection, /token, /traits). */
   market: MarketContext | undefined;
-  /** Registry of all commands (for /help). */
-  commands: readonly CommandDefinition[];
+  /** Digests, when they run. */
+  digests: DigestPort | undefined;
+  /** Wallet verification (/verify), when the bot has a wallet store. */
+  verification: WalletVerificationPort | undefined;
+  bot: BotInfo;
 }
 
 export interface CommandSpec<O extends readonly OptionSpec[] = readonly OptionSpec[]> {

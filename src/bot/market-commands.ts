@@ -22,7 +22,7 @@ export async function traitConditions(
   collection: ResolvedCollection,
   usage: string,
 ): Promise<Array<{ filter: PropertyFilter; value: string }>> {
-  if (ctx.extras.size === 0) return [];
+  if (ctx.typed.extras.size === 0) return [];
   const filters = await onCollection(collection, () =>
     ctx.platform.metadata.tokenCollectionFilters({
       network: collection.network,
@@ -30,7 +30,7 @@ export async function traitConditions(
     }),
   );
   const out: Array<{ filter: PropertyFilter; value: string }> = [];
-  for (const [key, wanted] of ctx.extras) {
+  for (const [key, wanted] of ctx.typed.extras) {
     const filter = filters.find((f) => f.name.toLowerCase() === key.toLowerCase());
     if (!filter) {
       throw new ArgumentError({ code: 'invalid_trait', input: key, allowed: filters.map((f) => f.name) }, usage);
@@ -214,10 +214,11 @@ export async function bookPage(
     else reply.lines = [...(reply.lines ?? []), [bold(`${side.otherEndLabel}: `), ...value]];
   }
   const nav: ReplyButton[] = [];
-  if (page > 1) nav.push({ label: side.previousLabel, action: ctx.rerun({ page: String(page - 1) }), replaces: true });
+  if (page > 1)
+    nav.push({ label: side.previousLabel, action: ctx.typed.rerun({ page: String(page - 1) }), replaces: true });
   const more = sorted.length > page * BOOK_PAGE_SIZE || (list.more && sorted.length >= page * BOOK_PAGE_SIZE);
   if (page < MAX_BOOK_PAGES && more) {
-    nav.push({ label: 'More ▶', action: ctx.rerun({ page: String(page + 1) }), replaces: true });
+    nav.push({ label: 'More ▶', action: ctx.typed.rerun({ page: String(page + 1) }), replaces: true });
   }
   if (nav.length) reply.buttons = [nav];
   return reply;

@@ -34,6 +34,8 @@ export interface OptionSpec {
   /** For `integer`. */
   min?: number;
   max?: number;
+  /** For `text`: the longest accepted (default 200 characters). */
+  maxLength?: number;
   /** Takes the rest of the positional words (free text, lists). Only the last option may, but named-only ones. */
   rest?: boolean;
   /** Given only as `name=value` (or a Discord option), never from positional words. */
@@ -442,7 +444,7 @@ export function looksLike(spec: OptionSpec, input: string, ctx: ParseContext): b
 export function parseOption(spec: OptionSpec, input: string, ctx: ParseContext): Parsed<OptionValues[OptionType]> {
   switch (spec.type) {
     case 'text':
-      return parseText(input, spec.name);
+      return parseText(input, spec.name, spec.maxLength);
     case 'collection':
       return parseCollection(input, ctx, spec.name);
     case 'network':

@@ -156,6 +156,25 @@ export function describeChoice(error: AmbiguousCollectionError): string {
   return `Nothing matches ${quote(error.query)} on ${error.searched}, but ${error.candidates.length} collections on other networks do. Choose one:`;
 }
 
+/**
+ * The answer to a name that needs a choice: the candidates of {@link AmbiguousCollectionError} as
+ * buttons, each running its command line (`lines`, one per candidate, in order).
+ */
+export function choiceReply(error: AmbiguousCollectionError, lines: readonly string[]): Reply {
+  return {
+    tone: 'warning',
+    ephemeral: true,
+    title: error.searched === undefined ? 'Which collection?' : 'On another network',
+    lines: [describeChoice(error)],
+    buttons: error.candidates.map((c, i) => [
+      {
+        label: `${c.name} (${c.network} ${c.address.slice(0, 6)}…${c.address.slice(-4)})`,
+        action: lines[i] ?? '',
+      },
+    ]),
+  };
+}
+
 function describeUserError(error: UserError, context: AnswerContext): string {
   const p = error.params;
   switch (error.code) {

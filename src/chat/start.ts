@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { CommandEngine } from '../bot/engine.ts';
-import type { RulesRepository } from '../core/ports.ts';
 import type { AlertSink } from '../delivery/sink.ts';
 import { ConsoleChat } from './console/console-chat.ts';
 import { ConsoleSink } from './console/console-sink.ts';
@@ -27,13 +26,9 @@ export interface ChatSettings {
 export interface ChatsOptions {
   config: ChatSettings;
   engine: CommandEngine;
-  store: RulesRepository;
   logger: Logger;
   stdin: Readable & { isTTY?: boolean };
   stdout: Writable;
-  /** The platform's network names (Discord's autocomplete) and the default one. */
-  networks: readonly string[];
-  defaultNetwork: string;
   /** The platform's own addresses: token images may come from its hosts, internal or not. */
   platformUrls: readonly string[];
   /** Where each adapter's sink goes, for the dispatcher. */
@@ -60,7 +55,7 @@ export function wantsConsole(config: Pick<ChatSettings, 'console' | 'discord' | 
 
 /** Starts the chat adapters; on a failure, stops those already started and throws. */
 export async function startChats(options: ChatsOptions): Promise<Chats> {
-  const { config, engine, store, logger, sinks } = options;
+  const { config, engine, logger, sinks } = options;
   const stops: Array<() => Promise<void>> = [];
   const ready: Array<{ platform: string; ready: () => boolean }> = [];
   const stop = async () => {
@@ -96,10 +91,7 @@ export async function startChats(options: ChatsOptions): Promise<Chats> {
       const discord = await startDiscord({
         config: config.discord,
         engine,
-        store,
         logger: logger.child({ component: 'discord' }),
-        networks: options.networks,
-        defaultNetwork: options.defaultNetwork,
         ...(images ? { images } : {}),
       });
       stops.push(() => discord.stop());
@@ -111,7 +103,6 @@ export async function startChats(options: ChatsOptions): Promise<Chats> {
       const telegram = await startTelegram({
         config: config.telegram,
         engine,
-        store,
         logger: logger.child({ component: 'telegram' }),
         ...(images ? { images } : {}),
       });

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 /**
  * What one HTTP listener that faces the outside (the health server, the Telegram webhook) lets a
@@ -42,4 +43,29 @@ export function createLimitedServer(
   server.maxHeadersCount = limits.maxHeadersCount;
   server.maxConnections = limits.maxConnections;
   return server;
+}
+
+/** A listening server: where it listens, and how to stop it (idle connections closed at once). */
+export interface RunningListener {
+  address: { host: string; port: number };
+  close(): Promise<void>;
+}
+
+/** Starts `server` on `host`:`port` (0: any free port) and resolves once it listens, or rejects with the bind error. */
+export async function listenOn(server: Server, host: string, port: number): Promise<RunningListener> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const bound = server.address() as AddressInfo;
+  return {
+    address: { host, port: bound.port },
+    async close() {
+      server.closeIdleConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }

@@ -27,6 +27,17 @@ export interface ReplyButton {
   action?: string;
   /** Opens a link instead of running an action. */
   url?: string;
+  /**
+   * With `url`: opens it inside the chat app where it can (a Telegram Mini App, in a private chat
+   * only, whose signed launch data tells the page who opened it); a plain link elsewhere.
+   */
+  webApp?: boolean;
+  /**
+   * Opens the person's private chat with the bot and runs this command line there, for the
+   * community where the button was shown (a Telegram deep link `t.me/<bot>?start=…`; lower-case
+   * words only). Platforms without such links drop the button.
+   */
+  privateCommand?: string;
   style?: 'primary' | 'secondary' | 'danger' | 'success';
   /** The answer replaces the message that holds the button (paging, refresh) instead of following it. */
   replaces?: boolean;
@@ -81,6 +92,21 @@ export function plain(rich: Rich): string {
       return piece.link;
     })
     .join('');
+}
+
+/**
+ * Whether a URL may open inside a chat app (a Telegram Mini App): https, or plain http to this
+ * machine (a local demo or test has no certificate; Telegram's own test environment allows http).
+ */
+export function opensInApp(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol === 'https:') return true;
+    const host = parsed.hostname.replace(/^\[|\]$/g, '');
+    return parsed.protocol === 'http:' && (host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host));
+  } catch {
+    return false;
+  }
 }
 
 /** A URL a renderer may show: http or https only, parseable, of sane length. */

@@ -7,6 +7,7 @@
 import type { SendFence } from '../core/lease.ts';
 import type { MarketHistory } from '../core/market.ts';
 import type { CursorStore, DeliveryLog, RulesRepository } from '../core/ports.ts';
+import type { WalletStore } from '../core/wallets.ts';
 import type { DeliveryQueue, Dispatcher } from '../delivery/dispatcher.ts';
 
 export interface Deployment {
@@ -19,6 +20,8 @@ export interface Deployment {
   readonly deliveries: DeliveryLog;
   /** The bot's own record of sales and floors (commands, digests, alerts' last sales). */
   readonly market: MarketHistory;
+  /** Verified wallets and verification links (/verify writes them, the role rules read them). */
+  readonly wallets: WalletStore;
   /** Checked right before each send: this process may still send to the chat (its directory, or the chat's claim). */
   readonly sendFence: SendFence;
   /**

@@ -1,6 +1,6 @@
 /**
- * Any number of processes on one PostgreSQL database: rules, settings, deliveries, cursors and the
- * market history in its tables, changes heard through LISTEN/NOTIFY. Every role is a lease (store/pg/leases.ts): per network
+ * Any number of processes on one PostgreSQL database: rules, settings, deliveries, cursors, the
+ * market history and the verified wallets in its tables, changes heard through LISTEN/NOTIFY. Every role is a lease (store/pg/leases.ts): per network
  * one process ingests and records, each chat is sent to by the holder of its claim, one process posts
  * the digests; a write or a send checks the lease it is made under.
  */
@@ -18,6 +18,7 @@ import {
   PgMarketHistory,
   type SharedDatabase,
 } from '../store/pg/index.ts';
+import { PgWalletStore } from '../store/pg/wallets.ts';
 import type { Deployment, Roles } from './deployment.ts';
 
 export interface SharedOptions {
@@ -33,17 +34,20 @@ export async function openShared(options: SharedOptions): Promise<Deployment> {
   const shared = await openSharedDatabase(options.database, logger, options.onLeaseLost);
   logger.info({ database: shared.db.where }, 'using the shared database');
   const market = await PgMarketHistory.open(shared.db, { logger: logger.child({ component: 'market-history' }) });
+  const wallets = await PgWalletStore.open(shared.db, logger.child({ component: 'wallets' }));
   return {
     mode: 'shared',
     where: shared.db.where,
     rules: shared.rules,
     deliveries: shared.deliveries,
     market,
+    wallets,
     sendFence: shared.leases,
     takesOverNetworks: true,
     cursors: async (onWriteError) => new PgCursorStore(shared.db, { onWriteError }),
     roles: (dispatcher, networks) => sharedRoles(shared, dispatcher, networks, logger),
     close: async () => {
+      await wallets.close();
       await market.close();
       await shared.deliveries.close();
       await shared.rules.flush();

@@ -1,7 +1,8 @@
 /**
  * One process on files in its data directory: the state (lowdb), the delivery journal, the market
- * history and the block cursors, every write fenced by the data directory's lease (the market
- * history's excepted: it is only the bot's own record). This process plays
+ * history, the verified wallets and the block cursors. The state's and the journal's writes are fenced
+ * by the data directory's lease (the market history is only the bot's own record; the wallet file
+ * relies on the lease being held). This process plays
  * every role: it ingests every network, sends to every chat, posts the digests.
  */
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import { DeliveryJournal } from '../store/files/journal/journal.ts';
 import type { DataDirLock } from '../store/files/lock.ts';
 import { FileMarketHistory } from '../store/files/market-history.ts';
 import { StateStore } from '../store/files/state.ts';
+import { FileWalletStore } from '../store/files/wallets.ts';
 import type { Deployment } from './deployment.ts';
 
 export interface SingleOptions {
@@ -35,12 +37,14 @@ export async function openSingle(options: SingleOptions): Promise<Deployment> {
   const market = await FileMarketHistory.open(join(dataDir, 'market-history.jsonl'), {
     logger: logger.child({ component: 'market-history' }),
   });
+  const wallets = await FileWalletStore.open(join(dataDir, 'wallets.jsonl'));
   return {
     mode: 'single',
     where: dataDir,
     rules,
     deliveries,
     market,
+    wallets,
     sendFence: lock,
     takesOverNetworks: false,
     cursors: (onWriteError) => FileCursorStore.open(join(dataDir, 'cursors.json'), { onWriteError }),
@@ -53,6 +57,7 @@ export async function openSingle(options: SingleOptions): Promise<Deployment> {
       stop: async () => {},
     }),
     close: async () => {
+      await wallets.close();
       await market.close();
       await deliveries.close();
       await rules.flush();

@@ -4,12 +4,14 @@ import type { BlockRecord, LogRecord, TxnRecord } from './chain.ts';
 import { hashText, ZERO_ADDRESS } from './hex.ts';
 import { readBody, sendText } from './http.ts';
 import type { DevnetState, NetworkState } from './state.ts';
+import { codeAt, isByteHex, simulateCall, UnsupportedCallError } from './wallets.ts';
 
 /**
  * The devnet's Ethereum JSON-RPC 2.0 endpoint, one per network at `POST /chain/<network>` (name or
  * chain id), over the same simulated chain the SubscribeEvents streams serve: `eth_chainId`,
  * `eth_blockNumber`, `eth_getBlockByNumber`, `eth_getBlockByHash`, `eth_getLogs`, `net_version`,
- * `web3_clientVersion`. Batches are answered in one array. Like a node that does not keep all
+ * `web3_clientVersion`, and `eth_call` / `eth_getCode` for the test wallets and ERC-6492's deployless
+ * signature validator (devnet/wallets.ts). Batches are answered in one array. Like a node that does not keep all
  * history, it serves the blocks mined since the devnet started, minus those pruned past its limits
  * (ranges below them are refused, never answered with an empty list) and those removed by a reorg.
  *
@@ -37,12 +39,15 @@ const CODES = {
   invalidParams: -32602,
   server: -32000,
   limitExceeded: -32005,
+  /** A call that reverted (geth's code), with the revert data. */
+  executionReverted: 3,
 } as const;
 
 class JsonRpcError extends Error {
   constructor(
     readonly code: number,
     message: string,
+    readonly data?: string,
   ) {
     super(message);
   }
@@ -119,7 +124,7 @@ export async function serveChainRpc(
   }
   const rpc = new ChainRpc(state, network);
   if (!Array.isArray(body)) {
-    const answer = rpc.answer(body);
+    const answer = await rpc.answer(body);
     if (answer === undefined) sendText(res, 200, 'application/json', '');
     else reply(res, 200, answer);
     return;
@@ -132,7 +137,7 @@ export async function serveChainRpc(
     reply(res, 200, failure(null, CODES.invalidRequest, `batch too large: ${body.length} calls, at most ${MAX_BATCH}`));
     return;
   }
-  const answers = body.map((item) => rpc.answer(item)).filter((a) => a !== undefined);
+  const answers = (await Promise.all(body.map((item) => rpc.answer(item)))).filter((a) => a !== undefined);
   if (answers.length === 0) sendText(res, 200, 'application/json', '');
   else reply(res, 200, answers);
 }
@@ -141,8 +146,8 @@ function reply(res: ServerResponse, status: number, body: unknown, headers: Reco
   sendText(res, status, 'application/json', JSON.stringify(body), headers);
 }
 
-function failure(id: Id, code: number, message: string): object {
-  return { jsonrpc: '2.0', id, error: { code, message } };
+function failure(id: Id, code: number, message: string, data?: string): object {
+  return { jsonrpc: '2.0', id, error: { code, message, ...(data === undefined ? {} : { data }) } };
 }
 
 function safeDecode(text: string): string | undefined {
@@ -161,7 +166,7 @@ class ChainRpc {
   ) {}
 
   /** The response object of one call, or undefined for a notification. */
-  answer(item: unknown): object | undefined {
+  async answer(item: unknown): Promise<object | undefined> {
     let call: Call;
     try {
       call = parseCall(item);
@@ -170,16 +175,16 @@ class ChainRpc {
       return failure(id, (error as JsonRpcError).code ?? CODES.invalidRequest, (error as Error).message);
     }
     try {
-      const result = this.#call(call.method, call.params);
+      const result = await this.#call(call.method, call.params);
       return call.notification ? undefined : { jsonrpc: '2.0', id: call.id, result };
     } catch (error) {
       if (call.notification) return undefined;
-      if (error instanceof JsonRpcError) return failure(call.id, error.code, error.message);
+      if (error instanceof JsonRpcError) return failure(call.id, error.code, error.message, error.data);
       return failure(call.id, CODES.server, error instanceof Error ? error.message : String(error));
     }
   }
 
-  #call(method: string, params: unknown[]): unknown {
+  async #call(method: string, params: unknown[]): Promise<unknown> {
     const { chain, history } = this.network;
     switch (method) {
       case 'eth_chainId':
@@ -202,8 +207,32 @@ class ChainRpc {
       }
       case 'eth_getLogs':
         return this.#logs(params[0]);
+      case 'eth_getCode': {
+        this.#blockNumber(params[1], 'block');
+        return codeAt(addressParam(params[0], 'address'));
+      }
+      case 'eth_call':
+        return this.#ethCall(params[0], params[1]);
       default:
         throw new JsonRpcError(CODES.methodNotFound, `the method ${method} does not exist/is not available`);
+    }
+  }
+
+  /** A call to a test wallet or the factory, or ERC-6492's deployless validator; a revert is error 3 with its data. */
+  async #ethCall(param: unknown, block: unknown): Promise<string> {
+    if (!isObject(param))
+      throw new JsonRpcError(CODES.invalidParams, `invalid call: expected an object, got ${show(param)}`);
+    this.#blockNumber(block, 'block');
+    const to = param.to === undefined || param.to === null ? undefined : addressParam(param.to, 'to');
+    const data = param.input ?? param.data ?? '0x';
+    if (!isByteHex(data)) throw new JsonRpcError(CODES.invalidParams, `invalid call data: ${show(data)}`);
+    try {
+      const outcome = await simulateCall(this.network.chainId, to, data);
+      if (outcome.ok) return outcome.data;
+      throw new JsonRpcError(CODES.executionReverted, outcome.reason, outcome.data);
+    } catch (error) {
+      if (error instanceof UnsupportedCallError) throw new JsonRpcError(CODES.server, error.message);
+      throw error;
     }
   }
 
@@ -365,6 +394,11 @@ function fullFlag(value: unknown): boolean {
 function hashParam(value: unknown, what: string): string {
   if (typeof value === 'string' && /^0x[0-9a-fA-F]{64}$/.test(value)) return value.toLowerCase();
   throw new JsonRpcError(CODES.invalidParams, `invalid ${what}: expected a 32-byte hex hash, got ${show(value)}`);
+}
+
+function addressParam(value: unknown, what: string): `0x${string}` {
+  if (typeof value === 'string' && /^0x[0-9a-fA-F]{40}$/.test(value)) return value.toLowerCase() as `0x${string}`;
+  throw new JsonRpcError(CODES.invalidParams, `invalid ${what}: expected a 20-byte address, got ${show(value)}`);
 }
 
 function addressFilter(value: unknown): Set<string> | undefined {

@@ -1,14 +1,28 @@
 // Standalone devnet: `npm run devnet -- --port 8777 --seed 1 --block-interval 3000`.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+// Test wallets: `npm run devnet -- wallets`, `npm run --silent devnet -- sign --wallet 1 '<message>'`.
 import { parseArgs } from 'node:util';
 import { devnetEnvBlock, withEnvBlock } from './env-file.ts';
 import { startDevnet } from './index.ts';
 import type { DevnetLogger, DevnetOptions } from './types.ts';
+import { runWalletCommand } from './wallet-cli.ts';
+
+const subcommand = process.argv[2];
+if (subcommand === 'sign' || subcommand === 'wallets') {
+  const code = await runWalletCommand(
+    process.argv.slice(2),
+    (line) => console.log(line),
+    (line) => console.error(line),
+  );
+  process.exit(code);
+}
 
 const HELP = `Floorwatch devnet: a local platform with the real wire protocol, a seeded dataset and a simulated chain.
 
 Usage: npm run devnet -- [options]
+       npm run devnet -- wallets                               the test wallets (TEST ONLY)
+       npm run --silent devnet -- sign --wallet <n> '<message>'  a test wallet's signature of a message
 
 Options:                                                     environment                default
   --port <n>              TCP port, 0 = any free port        DEVNET_PORT                8777
@@ -132,6 +146,9 @@ try {
     'Base addresses:',
     ...Object.entries(devnet.endpoints).map(([name, url]) => `  ${name.padEnd(15)} ${url}`),
     `  ${'chain JSON-RPC'.padEnd(15)} ${devnet.chainRpcUrl}  (FLOORWATCH_RPC_URL)`,
+    '',
+    "Test wallets (TEST ONLY, public keys; sign with: npm run --silent devnet -- sign --wallet <n> '<message>'):",
+    ...info.testWallets.map((w) => `  ${w.index}  ${w.address}  ${w.kind}`),
     '',
     `Access key (X-Access-Key):      ${devnet.accessKey}`,
     `Bearer token (Authorization):   ${devnet.secretToken}`,

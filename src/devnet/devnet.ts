@@ -12,6 +12,7 @@ import { RpcServer } from './server.ts';
 import { DevnetState } from './state.ts';
 import { StreamHub } from './streams.ts';
 import type { ActivityState, Devnet, DevnetCollectionInfo, DevnetInfo, DevnetOptions } from './types.ts';
+import { TEST_WALLETS } from './wallets.ts';
 
 export const DEFAULT_PROJECT_ID = 16815;
 
@@ -175,6 +176,7 @@ export class DevnetInstance implements Devnet {
       heartbeatIntervalMs: this.#options.heartbeatIntervalMs,
       finalityDepth: this.#options.finalityDepth,
       sampleAccounts: this.#state.accounts.addresses.slice(0, 5),
+      testWallets: TEST_WALLETS.map(({ index, kind, address }) => ({ index, kind, address })),
     };
   }
 

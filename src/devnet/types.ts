@@ -113,6 +113,11 @@ export interface DevnetInfo {
   finalityDepth: number;
   /** A few holders of the dataset, the first ones holding the most. */
   sampleAccounts: string[];
+  /**
+   * The test wallets (devnet/wallets.ts), TEST ONLY: their keys are public. Sign with
+   * `npm run devnet -- sign --wallet <index> '<message>'`.
+   */
+  testWallets: Array<{ index: number; kind: 'eoa' | 'contract' | 'counterfactual'; address: string }>;
 }
 
 /** A running devnet. `close()` ends every stream and connection. */

@@ -29,10 +29,152 @@ export interface ChartSeries {
 export const CHART_WIDTH = 960;
 const PANEL_HEIGHT = 220;
 const MARGIN = { left: 72, right: 24, top: 56, bottom: 36 };
+/** Baseline of a panel's header row (its name, and the first row of its legend) below the panel's top. */
+const HEADER_BASELINE = 12;
+/** Distance between the baselines of two legend rows. */
+const LEGEND_ROW = 17;
+/** Space kept between two entries of a legend, and between the legend and the panel's name. */
+const LEGEND_GAP = 20;
+/** The plot begins this far below the panel's top, plus a row for each legend row past the first. */
+const PLOT_OFFSET = 24;
+/** Font sizes (px) of the pieces of text a panel draws. */
+const FONT = { panelName: 16, legend: 13, valueLabel: 13 } as const;
+const MARKER_RADIUS = 6;
+
+/** A rectangle of the drawing, for keeping text from running over other text. */
+export interface Box {
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+}
+
+function overlaps(a: Box, b: Box): boolean {
+  return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+}
+
+/**
+ * The width of a line of text in DejaVu Sans, estimated from each character's class and rounded up
+ * (the chart draws no text it has to measure exactly; it only keeps pieces of text apart): measuring
+ * with the font would cost a font load per chart.
+ */
+function textWidth(text: string, fontSize: number, bold = false): number {
+  let ems = 0;
+  for (const char of text) {
+    if (/[ il.,:;'|!jftrI()[\]]/.test(char)) ems += 0.4;
+    else if (/[WMmw@%●]/.test(char)) ems += 1.02;
+    else if (/[A-Z]/.test(char)) ems += 0.8;
+    else ems += 0.66;
+  }
+  return ems * fontSize * (bold ? 1.12 : 1);
+}
+
+/** The box of a line of text drawn at `x` (by its anchor) on the baseline `y`. */
+function textBox(
+  text: string,
+  x: number,
+  y: number,
+  fontSize: number,
+  anchor: 'start' | 'middle' | 'end',
+  bold = false,
+) {
+  const width = textWidth(text, fontSize, bold);
+  const left = anchor === 'start' ? x : anchor === 'middle' ? x - width / 2 : x - width;
+  return { left, right: left + width, top: y - fontSize * 0.95, bottom: y + fontSize * 0.3 };
+}
+
+interface LegendEntry {
+  text: string;
+  color: string;
+  /** Right end of the entry (it is drawn anchored at its end). */
+  x: number;
+  y: number;
+  box: Box;
+}
+
+/**
+ * A panel's legend: its entries in the order of the lines, right-aligned in rows at the top right of
+ * the panel, a new row begun where a row would run into the panel's name.
+ */
+function legendOf(
+  lines: ReadonlyArray<{ name: string; color: string }>,
+  top: number,
+  nameRight: number,
+): LegendEntry[] {
+  const right = CHART_WIDTH - MARGIN.right;
+  const room = right - nameRight - LEGEND_GAP;
+  const rows: Array<Array<{ text: string; color: string; width: number }>> = [[]];
+  let used = 0;
+  for (const line of lines) {
+    const text = `● ${truncate(line.name, 24)}`;
+    const width = textWidth(text, FONT.legend);
+    const row = rows[rows.length - 1] as Array<{ text: string; color: string; width: number }>;
+    if (row.length > 0 && used + LEGEND_GAP + width > room) {
+      rows.push([{ text, color: line.color, width }]);
+      used = width;
+    } else {
+      row.push({ text, color: line.color, width });
+      used += (row.length > 1 ? LEGEND_GAP : 0) + width;
+    }
+  }
+  const entries: LegendEntry[] = [];
+  rows.forEach((row, r) => {
+    const y = top + HEADER_BASELINE + r * LEGEND_ROW;
+    let x = right;
+    for (const entry of [...row].reverse()) {
+      entries.push({ text: entry.text, color: entry.color, x, y, box: textBox(entry.text, x, y, FONT.legend, 'end') });
+      x -= entry.width + LEGEND_GAP;
+    }
+  });
+  return entries;
+}
+
+/**
+ * Where the value of a lone point is written: above its marker, else below it, else beside it, else
+ * further up or down, the first place inside the panel that covers no other text (the panel's name,
+ * its legend, other values) and no marker.
+ */
+function valueLabelAt(
+  text: string,
+  px: number,
+  py: number,
+  taken: readonly Box[],
+  bounds: { top: number; bottom: number },
+): { x: number; y: number; box: Box } {
+  const half = textWidth(text, FONT.valueLabel) / 2;
+  const clampX = (x: number) => Math.min(Math.max(x, MARGIN.left + half), CHART_WIDTH - MARGIN.right - half);
+  const gap = MARKER_RADIUS + 6;
+  const above = py - gap;
+  const below = py + gap + FONT.valueLabel * 0.95;
+  const beside = py + FONT.valueLabel * 0.35;
+  const candidates: Array<[number, number]> = [
+    [px, above],
+    [px, below],
+    [px + gap + half, beside],
+    [px - gap - half, beside],
+  ];
+  for (let step = 1; step <= 6; step++) {
+    for (const dx of [0, gap + half, -(gap + half)]) {
+      candidates.push([px + dx, above - step * LEGEND_ROW], [px + dx, below + step * LEGEND_ROW]);
+    }
+  }
+  let fallback: { x: number; y: number; box: Box } | undefined;
+  for (const [cx, y] of candidates) {
+    const x = clampX(cx);
+    const box = textBox(text, x, y, FONT.valueLabel, 'middle');
+    if (box.top < bounds.top || box.bottom > bounds.bottom) continue;
+    fallback ??= { x, y, box };
+    if (!taken.some((other) => overlaps(box, other))) return { x, y, box };
+  }
+  const x = clampX(px);
+  return fallback ?? { x, y: below, box: textBox(text, x, below, FONT.valueLabel, 'middle') };
+}
 
 /**
  * One opaque dark card (readable on dark and light chat themes alike) with one panel per series,
  * since the series have different scales. Text is drawn in DejaVu Sans (see {@link chartFonts}).
+ * No piece of text is drawn over another: a legend wraps into rows before it reaches the panel's
+ * name, and the value of a lone point moves off the legend (see {@link valueLabelAt}).
  */
 export function chartSvg(title: string, series: readonly ChartSeries[]): string {
   const height = MARGIN.top + series.length * (PANEL_HEIGHT + MARGIN.bottom) + 8;
@@ -52,20 +194,20 @@ export function chartSvg(title: string, series: readonly ChartSeries[]): string 
     const span = max - min;
     const axis = axes[index] ?? [];
     const slot = new Map(axis.map((label, i) => [label, i]));
+    const nameBox = textBox(s.name, MARGIN.left, top + HEADER_BASELINE, FONT.panelName, 'start', true);
+    const legend = s.lines ? legendOf(s.lines, top, nameBox.right) : [];
+    const legendRows = new Set(legend.map((entry) => entry.y)).size;
+    const plotTop = top + PLOT_OFFSET + Math.max(0, legendRows - 1) * LEGEND_ROW;
+    const plotHeight = PANEL_HEIGHT - 12 - (plotTop - top);
     const x = (i: number) => MARGIN.left + (axis.length <= 1 ? plotWidth / 2 : (i / (axis.length - 1)) * plotWidth);
-    const y = (v: number) => top + 24 + (1 - (v - min) / span) * (PANEL_HEIGHT - 36);
+    const y = (v: number) => plotTop + (1 - (v - min) / span) * plotHeight;
     out.push(
-      `<text x="${MARGIN.left}" y="${top + 12}" fill="${s.lines ? '#f2f4f8' : s.color}" font-size="16" font-weight="bold">${escapeXml(s.name)}</text>`,
+      `<text x="${MARGIN.left}" y="${top + HEADER_BASELINE}" fill="${s.lines ? '#f2f4f8' : s.color}" font-size="${FONT.panelName}" font-weight="bold">${escapeXml(s.name)}</text>`,
     );
-    if (s.lines) {
-      let legendX = width - MARGIN.right;
-      for (const line of [...s.lines].reverse()) {
-        const name = escapeXml(truncate(line.name, 24));
-        out.push(
-          `<text x="${legendX}" y="${top + 12}" fill="${line.color}" font-size="13" text-anchor="end">● ${name}</text>`,
-        );
-        legendX -= 28 + Math.min(24, line.name.length) * 7.5;
-      }
+    for (const entry of legend) {
+      out.push(
+        `<text x="${entry.x.toFixed(1)}" y="${entry.y}" fill="${entry.color}" font-size="${FONT.legend}" text-anchor="end">${escapeXml(entry.text)}</text>`,
+      );
     }
     if (values.length === 0) {
       // No scale to show: labels of an empty range would read as a value ($0.00).
@@ -86,17 +228,35 @@ export function chartSvg(title: string, series: readonly ChartSeries[]): string 
         );
       }
     }
+    // Lone points are written with their value; the text they must keep clear of comes first.
+    const at = (p: ChartPoint, i: number) => x(slot.get(p.label) ?? i);
+    const lonePoints = lines.flatMap((line) => {
+      const point = line.points.length === 1 ? line.points[0] : undefined;
+      return point ? [{ line, point, px: at(point, 0), py: y(point.value) }] : [];
+    });
+    const taken: Box[] = [
+      nameBox,
+      ...legend.map((entry) => entry.box),
+      ...lonePoints.map(({ px, py }) => ({
+        left: px - MARKER_RADIUS,
+        right: px + MARKER_RADIUS,
+        top: py - MARKER_RADIUS,
+        bottom: py + MARKER_RADIUS,
+      })),
+    ];
     for (const line of lines) {
       if (line.points.length === 0) continue;
-      const at = (p: ChartPoint, i: number) => x(slot.get(p.label) ?? i);
-      if (line.points.length === 1) {
+      const lone = lonePoints.find((p) => p.line === line);
+      if (lone) {
         // One point makes no line: a marker with its value says what is known.
-        const point = line.points[0] as ChartPoint;
-        const px = at(point, 0);
-        const labelX = Math.min(Math.max(px, MARGIN.left + 40), width - MARGIN.right - 40);
-        out.push(`<circle cx="${px.toFixed(1)}" cy="${y(point.value).toFixed(1)}" r="6" fill="${line.color}"/>`);
+        const text = s.format(lone.point.value);
+        const label = valueLabelAt(text, lone.px, lone.py, taken, { top, bottom: top + PANEL_HEIGHT });
+        taken.push(label.box);
         out.push(
-          `<text x="${labelX.toFixed(1)}" y="${(y(point.value) - 12).toFixed(1)}" fill="${line.color}" font-size="13" text-anchor="middle">${escapeXml(s.format(point.value))}</text>`,
+          `<circle cx="${lone.px.toFixed(1)}" cy="${lone.py.toFixed(1)}" r="${MARKER_RADIUS}" fill="${line.color}"/>`,
+        );
+        out.push(
+          `<text x="${label.x.toFixed(1)}" y="${label.y.toFixed(1)}" fill="${line.color}" font-size="${FONT.valueLabel}" text-anchor="middle">${escapeXml(text)}</text>`,
         );
         continue;
       }

@@ -14,7 +14,7 @@ import { PlatformError } from '../platform/errors.ts';
 import type { AnalyticsFilter, ChartPoint, Order } from '../platform/types.ts';
 import { dict, own } from '../records.ts';
 import { type ChartRenderer, type ChartSeries, chartsInThread } from './chart.ts';
-import { zonedDay } from './zoned-time.ts';
+import { lastDue, zonedClock, zonedDay } from './zoned-time.ts';
 
 /** Chats whose digests are built at the same time. */
 const DIGEST_CONCURRENCY = 4;
@@ -105,14 +105,24 @@ function isoDay(at: Date): string {
 }
 
 /**
- * The days a digest covers, as the platform's analytics count them (UTC dates, first and last
- * included): the analytics filter asks for them, and every chart panel shares them as its axis.
+ * The days a digest of `count` days covers, as the platform's analytics count them: `count` UTC
+ * dates, the last one that of `end` (so far). The analytics filter asks for them, every chart panel
+ * shares them as its axis, and the digest's text names them.
  */
-function periodDays(start: Date, end: Date): string[] {
-  const days: string[] = [];
+export function periodDays(end: Date, count: number): string[] {
   const last = Date.parse(isoDay(end));
-  for (let at = Date.parse(isoDay(start)); at <= last; at += 86_400_000) days.push(isoDay(new Date(at)));
-  return days;
+  return Array.from({ length: count }, (_, i) => isoDay(new Date(last - (count - 1 - i) * 86_400_000)));
+}
+
+/** `2026-11-15 to 2026-11-21`, or `2026-11-21` for one day. */
+function daysText(days: readonly string[]): string {
+  const first = days[0] ?? '';
+  const last = days.at(-1) ?? first;
+  return first === last ? first : `${first} to ${last}`;
+}
+
+function capitalized(text: string): string {
+  return `${text.charAt(0).toUpperCase()}${text.slice(1)}`;
 }
 
 function change(now: number | undefined, before: number | undefined, unit: (n: number) => string): string {
@@ -186,7 +196,11 @@ export class DigestService {
     this.#o.logger.info({ chat: chatKey, due: dueAt }, 'digest posted');
   }
 
-  /** The digest of a chat as of `dueAt` (also what /digest preview shows). */
+  /**
+   * The digest of a chat for the period ending at `dueAt`. At a time its schedule falls due it is the
+   * daily digest; at any other time (/digest preview) it covers the period up to that moment and says
+   * it is a preview.
+   */
   async build(
     chatKey: string,
     digest: DigestSettings,
@@ -195,26 +209,35 @@ export class DigestService {
   ): Promise<{ reply: Reply; market: Record<string, MarketSnapshot>; timing: Omit<DigestTiming, 'journalMs'> }> {
     const started = performance.now();
     const end = dueAt;
+    // Alerts are counted over whole days back from the due time, so that daily digests miss none.
     const start = new Date(end.getTime() - digest.days * 86_400_000);
-    const days = periodDays(start, end);
+    const days = periodDays(end, digest.days);
     const analytics = this.#analytics(digest, days, cache);
     // Each collection's floor is recorded as it is looked up, so the chart drawn after plots it.
     const markets = Promise.all(digest.collections.map((collection) => this.#market(collection, cache)));
     const [wallets, conversion] = await analytics;
     const looked = await markets;
     const recordedFrom = await this.#recordedFrom();
-    const chart = this.#chart(digest, dueAt, days, [wallets, conversion], recordedFrom, cache);
+    const marketPanels = await this.#marketSeries(digest, days, recordedFrom);
+    const chart = this.#chart(digest, days, marketPanels.series, [wallets, conversion], cache);
     const fields: ReplyField[] = [];
     const notes: string[] = [];
     if (this.#o.market && digest.collections.length > 0) {
+      const began = recordedFrom === undefined ? '' : momentText(recordedFrom, dueAt.getTime());
       if (recordedFrom === undefined) notes.push('Sales volume: not recorded yet, so the chart draws none.');
-      else if (isoDay(new Date(recordedFrom)) > (days[0] ?? '')) {
+      else if (!marketPanels.sold) {
         notes.push(
-          `Sales volume: the bot's record of sales begins at ${momentText(recordedFrom, dueAt.getTime())}; the chart draws no day before.`,
+          recordedFrom > Date.parse(days[0] ?? '')
+            ? `Sales volume: no sale recorded since ${began} (when the bot's record of sales begins), so the chart leaves it out.`
+            : `Sales volume: no sale recorded ${days.length === 1 ? `on ${days[0]}` : 'in these days'}, so the chart leaves it out.`,
+        );
+      } else if (recordedFrom > Date.parse(days[0] ?? '')) {
+        notes.push(
+          `Sales volume: the bot's record of sales begins at ${began}; the chart draws no day before, and that day's sales from then only.`,
         );
       }
     }
-    const expectedDays = digest.days;
+    const expectedDays = days.length;
     const describeSeries = (name: string, s: Series, format: (v: number) => string) => {
       if (s.error) {
         notes.push(`${name}: unavailable (${s.error}).`);
@@ -275,11 +298,18 @@ export class DigestService {
     const png = await chart;
     if (!png) notes.push('Chart: unavailable (it could not be drawn).');
     const day = zonedDay(dueAt, digest.timeZone);
+    const scheduled = lastDue(dueAt, digest.hour, digest.minute, digest.timeZone).getTime() === dueAt.getTime();
+    const span = digest.days === 1 ? 'the last 24 hours' : `the last ${digest.days} days`;
+    const clock = `${zonedClock(dueAt, digest.timeZone)} ${digest.timeZone}`;
+    const scheduledClock = `${String(digest.hour).padStart(2, '0')}:${String(digest.minute).padStart(2, '0')} ${digest.timeZone}`;
     const reply: Reply = {
-      title: `Daily digest · ${day}`,
+      title: `Daily digest · ${day}${scheduled ? '' : ' (preview)'}`,
       tone: 'info',
       lines: [
-        `The last ${digest.days === 1 ? '24 hours' : `${digest.days} days`}, to ${digest.hour.toString().padStart(2, '0')}:${digest.minute.toString().padStart(2, '0')} ${digest.timeZone}.`,
+        scheduled
+          ? `${capitalized(span)}, to ${clock}.`
+          : `Preview: ${span}, to now (${clock}). The daily digest covers the same span to ${scheduledClock}.`,
+        `Chart and analytics by UTC date: ${daysText(days)}${days.length === 1 ? '' : ` (${days.length} days)`}, the last one to ${dueAt.toISOString().slice(11, 16)} UTC.`,
         ...notes,
       ],
       fields,
@@ -297,18 +327,19 @@ export class DigestService {
   /** Starts drawing the chart of these series (once per distinct chart in a run). */
   #chart(
     digest: DigestSettings,
-    dueAt: Date,
     days: readonly string[],
+    market: readonly ChartSeries[],
     [wallets, conversion]: [Series, Series],
-    recordedFrom: number | undefined,
     cache: DigestRunCache,
   ): Promise<Uint8Array | undefined> {
-    const title = `Project activity, ${digest.days} day${digest.days === 1 ? '' : 's'} to ${zonedDay(dueAt, digest.timeZone)}`;
-    const from = recordedFrom === undefined ? '' : isoDay(new Date(recordedFrom));
-    const key = `${JSON.stringify(this.#filter(digest, days))}|${title}|${from}`;
+    const title = `Project activity, ${days.length} day${days.length === 1 ? '' : 's'}: ${daysText(days)} (UTC)`;
+    // The market panels differ between chats of a run only by what they plot.
+    const plotted = market.map((s) => [s.name, s.lines?.map((l) => [l.name, l.points])]);
+    const key = `${JSON.stringify(this.#filter(digest, days))}|${title}|${JSON.stringify(plotted)}`;
     let pending = cache.charts.get(key);
     if (!pending) {
-      const project: ChartSeries[] = [
+      const series: ChartSeries[] = [
+        ...market,
         {
           name: 'Wallets that sent transactions',
           points: wallets.points ?? [],
@@ -318,12 +349,10 @@ export class DigestService {
         },
         { name: 'Conversion rate', points: conversion.points ?? [], format: percent, color: '#f5a524', axis: days },
       ];
-      pending = this.#marketSeries(digest, days, recordedFrom)
-        .then((market) => (this.#o.charts ?? chartsInThread).render(title, [...market, ...project]))
-        .catch((error: unknown) => {
-          this.#o.logger.error({ chart: title, err: error }, 'could not draw a digest chart');
-          return undefined;
-        });
+      pending = (this.#o.charts ?? chartsInThread).render(title, series).catch((error: unknown) => {
+        this.#o.logger.error({ chart: title, err: error }, 'could not draw a digest chart');
+        return undefined;
+      });
       cache.charts.set(key, pending);
     }
     return pending;
@@ -342,46 +371,57 @@ export class DigestService {
 
   /**
    * Floor and sales volume of the digest's collections, a line each, over its days (what the bot
-   * recorded). The record sums a day's sales as 0 whether it saw none or was not recording, so the
-   * volume lines begin on the day the record does (`recordedFrom`): a day it did not see is no data.
+   * recorded), and whether any sale was recorded. The record sums a day's sales as 0 whether it saw
+   * none or was not recording, so a day's volume is drawn only when the bot recorded that day from its
+   * start (a 0 is then no sales) or saw sales on it: a day or part of a day it did not see is no data,
+   * never $0. Without any sale the volume panel is left out (a flat $0 says less than a sentence).
    */
   async #marketSeries(
     digest: DigestSettings,
     days: readonly string[],
     recordedFrom: number | undefined,
-  ): Promise<ChartSeries[]> {
+  ): Promise<{ series: ChartSeries[]; sold: boolean }> {
     const market = this.#o.market;
-    if (!market || digest.collections.length === 0) return [];
+    if (!market || digest.collections.length === 0) return { series: [], sold: false };
     const dayOf = (at: number) => isoDay(new Date(at));
-    const firstRecorded = recordedFrom === undefined ? undefined : dayOf(recordedFrom);
     const recorded = (points: readonly ChartPoint[]) =>
-      firstRecorded === undefined ? [] : points.filter((p) => p.label >= firstRecorded);
+      recordedFrom === undefined
+        ? []
+        : points.filter((p) => p.label >= dayOf(recordedFrom) && (p.value > 0 || recordedFrom <= Date.parse(p.label)));
     const lines = await Promise.all(
-      digest.collections.map(async (collection, i) => ({
-        name: collection.name ?? collection.address,
-        color: LINE_COLORS[i % LINE_COLORS.length] as string,
-        ...(await market.daily(collection.network, collection.address, days, dayOf)),
-      })),
+      digest.collections.map(async (collection, i) => {
+        const daily = await market.daily(collection.network, collection.address, days, dayOf);
+        return {
+          name: collection.name ?? collection.address,
+          color: LINE_COLORS[i % LINE_COLORS.length] as string,
+          floor: daily.floor,
+          volume: recorded(daily.volume),
+        };
+      }),
     );
     const usd = (v: number) => formatUsd(v) ?? '$0';
-    return [
+    const sold = lines.some((l) => l.volume.some((p) => p.value > 0));
+    const series: ChartSeries[] = [
       {
         name: 'Floor (USD)',
         points: [],
         color: '#f2f4f8',
         format: usd,
-        lines: lines.map((l) => ({ ...l, points: l.floor })),
+        lines: lines.map((l) => ({ name: l.name, color: l.color, points: l.floor })),
         axis: days,
       },
-      {
+    ];
+    if (sold) {
+      series.push({
         name: 'Sales volume (USD)',
         points: [],
         color: '#f2f4f8',
         format: usd,
-        lines: lines.map((l) => ({ ...l, points: recorded(l.volume) })),
+        lines: lines.map((l) => ({ name: l.name, color: l.color, points: l.volume })),
         axis: days,
-      },
-    ];
+      });
+    }
+    return { series, sold };
   }
 
   #filter(digest: DigestSettings, days: readonly string[]): AnalyticsFilter {

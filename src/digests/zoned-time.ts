@@ -78,3 +78,31 @@ export function zonedDay(at: Date, timeZone: string): string {
   const p = zonedParts(at, timeZone);
   return `${p.year}-${String(p.month).padStart(2, '0')}-${String(p.day).padStart(2, '0')}`;
 }
+
+/** `HH:MM` of an instant in a zone (24-hour clock). */
+export function zonedClock(at: Date, timeZone: string): string {
+  const p = zonedParts(at, timeZone);
+  return `${String(p.hour).padStart(2, '0')}:${String(p.minute).padStart(2, '0')}`;
+}
+
+/**
+ * An instant as people of a zone read it, with UTC in brackets when the zone is not UTC:
+ * `2026-11-22 09:00 Europe/Paris (08:00 UTC)`, or `2026-11-22 09:00 UTC`. The UTC date is named
+ * too when it differs (`2026-11-22 09:00 Pacific/Auckland (20:00 UTC on 2026-11-21)`).
+ */
+export function zonedMoment(at: Date, timeZone: string): string {
+  const local = `${zonedDay(at, timeZone)} ${zonedClock(at, timeZone)} ${timeZone}`;
+  if (isUtc(timeZone)) return local;
+  const utcDay = at.toISOString().slice(0, 10);
+  const utc = `${at.toISOString().slice(11, 16)} UTC${utcDay === zonedDay(at, timeZone) ? '' : ` on ${utcDay}`}`;
+  return `${local} (${utc})`;
+}
+
+/** Whether a zone's clock is UTC's all year (`UTC`, `Etc/UTC`, `GMT`...). */
+function isUtc(timeZone: string): boolean {
+  const january = new Date(Date.UTC(2026, 0, 1, 12));
+  const july = new Date(Date.UTC(2026, 6, 1, 12));
+  return [january, july].every(
+    (at) => zonedClock(at, timeZone) === '12:00' && zonedDay(at, timeZone) === at.toISOString().slice(0, 10),
+  );
+}

@@ -1,8 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { createLimitedServer, type ListenerLimits } from '../core/http-listener.ts';
+import { createLimitedServer, type ListenerLimits, listenOn } from '../core/http-listener.ts';
 import type { ReadinessReport } from './readiness.ts';
 
 export interface HealthServerOptions {
@@ -70,22 +69,9 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       else res.destroy();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const bound = server.address() as AddressInfo;
-  logger.info({ host: options.host, port: bound.port }, 'health and metrics listening');
-  return {
-    address: { host: options.host, port: bound.port },
-    async close() {
-      server.closeIdleConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  const listener = await listenOn(server, options.host, options.port);
+  logger.info({ host: options.host, port: listener.address.port }, 'health and metrics listening');
+  return listener;
 }
 
 function send(res: ServerResponse, status: number, contentType: string, body: string): void {

@@ -233,3 +233,50 @@ describe('the built bot (what npm start and the Docker image run)', () => {
     expect(stderr).not.toContain('"level":50');
   });
 });
+
+describe('npm start: verifying a wallet in the terminal chat', () => {
+  it('GIVEN the local platform WHEN a newcomer pastes the signature of the printed signing command THEN the wallet is verified (an EOA and a counterfactual contract wallet)', async () => {
+    const running = spawnEntryPoint({ FLOORWATCH_DATA_DIR: dataDir, FLOORWATCH_DEVNET_BLOCK_MS: '0' });
+    try {
+      running.child.stdin.write('/verify\n');
+      await waitUntil(() => running.stdout.includes('Test wallets of the local platform'), 30_000);
+      const wallets = [...running.stdout.matchAll(/^(\d)\. (0x[0-9a-f]{40}) (.+)$/gm)];
+      const eoa = wallets.find((w) => w[3] === 'EOA')?.[2];
+      const counterfactual = wallets.find((w) => w[3]?.includes('ERC-6492'))?.[2];
+      expect(eoa).toBeDefined();
+      expect(counterfactual).toBeDefined();
+      for (const [at, address] of [eoa, counterfactual].entries()) {
+        const before = running.stdout.length;
+        running.child.stdin.write(`/verify address ${address}\n`);
+        const printed = /(npm run --silent devnet -- sign --wallet \d '[^']*')/;
+        await waitUntil(() => printed.test(running.stdout.slice(before)), 30_000);
+        const command = printed.exec(running.stdout.slice(before))?.[1] ?? '';
+        // Run exactly as printed, by a shell, as a person pasting it would.
+        const signature = execFileSync('bash', ['-c', command], {
+          cwd: ROOT,
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'pipe'],
+        }).trim();
+        expect(signature).toMatch(/^0x[0-9a-f]+$/);
+        running.child.stdin.write(`/verify signature ${signature}\n`);
+        await waitUntil(
+          () => (running.stdout.match(/is verified for the terminal chat/g) ?? []).length === at + 1,
+          30_000,
+        );
+      }
+      running.child.stdin.write('/verify list\n');
+      await waitUntil(() => running.stdout.includes('Your wallets in the terminal chat'), 30_000);
+    } finally {
+      running.child.stdin.end();
+    }
+    const run = await running.exited;
+    expect(run.code).toBe(0);
+    const list = run.stdout.slice(run.stdout.indexOf('Your wallets in the terminal chat'));
+    expect(list).toContain(' EOA, verified ');
+    expect(list).toContain(' contract wallet, verified ');
+    // Stored in a file of its own; state.json knows nothing of wallets.
+    expect(await readFile(join(dataDir, 'wallets.jsonl'), 'utf8')).toContain('"kind":"contract"');
+    const state = await readFile(join(dataDir, 'state.json'), 'utf8').catch(() => '');
+    expect(state).not.toMatch(/0x[0-9a-f]{40}/);
+  }, 120_000);
+});

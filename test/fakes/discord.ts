@@ -121,6 +121,74 @@ const CDN = 'https://cdn.discordapp.test/attachments';
 /** A file a message carries, as the API shows it. */
 type FakeAttachment = FakeMessage['attachments'][number];
 
+/** Discord's limits on a message's content and embeds (docs: Embed Limits), as it enforces them. */
+const MESSAGE_LIMITS = {
+  content: 2000,
+  embeds: 10,
+  title: 256,
+  description: 4096,
+  fields: 25,
+  fieldName: 256,
+  fieldValue: 1024,
+  footer: 2048,
+  author: 256,
+  embedTotal: 6000,
+};
+
+type EmbedBody = {
+  title?: string;
+  description?: string;
+  fields?: Array<{ name?: string; value?: string }>;
+  footer?: { text?: string };
+  author?: { name?: string };
+};
+
+/**
+ * What Discord says of a message body past its limits (400, code 50035 "Invalid Form Body", the
+ * errors keyed by the path of each field), or undefined when it is within them. The embeds' total
+ * counts titles, descriptions, field names and values, footers and author names of all of them.
+ */
+function formBodyErrors(body: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (!body) return undefined;
+  const errors: Record<string, unknown> = {};
+  // Nested by the path of the field, as Discord gives them: {embeds: {0: {description: {_errors}}}}.
+  const set = (path: string, code: string, message: string) => {
+    const keys = path.split('.');
+    let at = errors;
+    for (const key of keys) {
+      at[key] ??= {};
+      at = at[key] as Record<string, unknown>;
+    }
+    at._errors = [{ code, message }];
+  };
+  const tooLong = (path: string, value: string | undefined, max: number) => {
+    if ((value?.length ?? 0) > max) set(path, 'BASE_TYPE_MAX_LENGTH', `Must be ${max} or fewer in length.`);
+  };
+  if (typeof body.content === 'string') tooLong('content', body.content, MESSAGE_LIMITS.content);
+  const embeds = Array.isArray(body.embeds) ? (body.embeds as EmbedBody[]) : [];
+  if (embeds.length > MESSAGE_LIMITS.embeds) set('embeds', 'BASE_TYPE_MAX_LENGTH', 'Must be 10 or fewer in length.');
+  let total = 0;
+  embeds.forEach((embed, i) => {
+    tooLong(`embeds.${i}.title`, embed.title, MESSAGE_LIMITS.title);
+    tooLong(`embeds.${i}.description`, embed.description, MESSAGE_LIMITS.description);
+    tooLong(`embeds.${i}.footer.text`, embed.footer?.text, MESSAGE_LIMITS.footer);
+    tooLong(`embeds.${i}.author.name`, embed.author?.name, MESSAGE_LIMITS.author);
+    const fields = embed.fields ?? [];
+    if (fields.length > MESSAGE_LIMITS.fields)
+      set(`embeds.${i}.fields`, 'BASE_TYPE_MAX_LENGTH', 'Must be 25 or fewer in length.');
+    fields.forEach((field, f) => {
+      tooLong(`embeds.${i}.fields.${f}.name`, field.name, MESSAGE_LIMITS.fieldName);
+      tooLong(`embeds.${i}.fields.${f}.value`, field.value, MESSAGE_LIMITS.fieldValue);
+      total += (field.name?.length ?? 0) + (field.value?.length ?? 0);
+    });
+    total += (embed.title?.length ?? 0) + (embed.description?.length ?? 0);
+    total += (embed.footer?.text?.length ?? 0) + (embed.author?.name?.length ?? 0);
+  });
+  if (total > MESSAGE_LIMITS.embedTotal)
+    set('embeds', 'MAX_EMBED_SIZE_EXCEEDED', 'Embed size exceeds maximum size of 6000');
+  return Object.keys(errors).length > 0 ? errors : undefined;
+}
+
 export class FakeDiscord {
   readonly token: string;
   readonly applicationId: string;
@@ -572,6 +640,13 @@ export class FakeDiscord {
     }
     const interactionRoute = /^\/interactions\/\d+\/[^/]+\/callback$/.test(route) || route.startsWith('/webhooks/');
     if (!interactionRoute && !call.authorized) return answer(401, { message: '401: Unauthorized', code: 0 });
+    if (method === 'POST' || method === 'PATCH') {
+      // An interaction callback carries its message in `data`.
+      const isCallback = /^\/interactions\/\d+\/[^/]+\/callback$/.test(route);
+      const sent = isCallback ? (body?.data as Record<string, unknown> | undefined) : body;
+      const errors = formBodyErrors(sent);
+      if (errors) return answer(400, { message: 'Invalid Form Body', code: 50035, errors });
+    }
 
     if (method === 'GET' && route === '/gateway/bot') {
       return answer(200, {

@@ -1,6 +1,8 @@
+import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { UserFromGetMe } from 'grammy/types';
+import type { MessageEntity, UserFromGetMe } from 'grammy/types';
+import { SaxesParser } from 'saxes';
 
 /** One request the stand-in received, with its parameters as the Bot API would read them. */
 export interface TelegramCall {
@@ -23,6 +25,12 @@ export interface StoredMessage {
   date: number;
   text?: string;
   caption?: string;
+  /**
+   * With parse_mode HTML, the text (or caption) as Telegram shows it, the HTML read, and its
+   * entities (code spans, bold, links...) with offsets into that text. `text` and `caption` keep the
+   * HTML as sent, which tests match messages by.
+   */
+  shown?: { text: string; entities: MessageEntity[] };
   photo?: Array<{ file_id: string; file_unique_id: string; width: number; height: number }>;
   document?: { file_id: string; file_unique_id: string; file_name: string };
   reply_markup?: unknown;
@@ -46,6 +54,76 @@ export interface WebhookDelivery {
   updateId: number;
   status: number;
   at: number;
+}
+
+/** The Bot API's length limits, counted on the text as shown (after the HTML is read), in UTF-16 units. */
+const TEXT_LIMIT = 4096;
+const CAPTION_LIMIT = 1024;
+
+/** The tags Telegram's HTML parse mode reads, and the entity each makes. */
+const HTML_TAGS: Record<string, MessageEntity['type']> = {
+  b: 'bold',
+  strong: 'bold',
+  i: 'italic',
+  em: 'italic',
+  u: 'underline',
+  ins: 'underline',
+  s: 'strikethrough',
+  strike: 'strikethrough',
+  del: 'strikethrough',
+  code: 'code',
+  pre: 'pre',
+  a: 'text_link',
+  'tg-spoiler': 'spoiler',
+  blockquote: 'blockquote',
+};
+
+/**
+ * A text with parse_mode HTML as Telegram reads it: the text shown and its entities, or the API's
+ * refusal (an unknown tag, an unclosed or misnested one, a bare `<` or `&`, an entity other than
+ * `&lt; &gt; &amp; &quot;` and numeric ones, a text past its limit). Read with an XML parser inside a
+ * root element: for the markup the bot writes, Telegram's reader is no less strict.
+ */
+function readHtml(html: string, limit: number): { text: string; entities: MessageEntity[] } | string {
+  const parser = new SaxesParser({ position: false });
+  let text = '';
+  const entities: MessageEntity[] = [];
+  const open: Array<{ entity: MessageEntity; offset: number }> = [];
+  let refusal: string | undefined;
+  parser.on('error', (error) => {
+    refusal ??= `Bad Request: can't parse entities: ${error.message}`;
+  });
+  parser.on('opentag', (tag) => {
+    if (tag.name === 'root') return;
+    const type = HTML_TAGS[tag.name];
+    if (!type) {
+      refusal ??= `Bad Request: can't parse entities: Unsupported start tag "${tag.name}"`;
+      return;
+    }
+    const href = tag.attributes.href;
+    const entity = { type, offset: text.length, length: 0, ...(type === 'text_link' ? { url: String(href) } : {}) };
+    open.push({ entity: entity as MessageEntity, offset: text.length });
+  });
+  parser.on('closetag', (tag) => {
+    if (tag.name === 'root') return;
+    const top = open.pop();
+    if (!top) return;
+    top.entity.length = text.length - top.offset;
+    if (top.entity.length > 0) entities.push(top.entity);
+  });
+  parser.on('text', (chunk) => {
+    text += chunk;
+  });
+  try {
+    parser.write(`<root>${html}</root>`).close();
+  } catch (error) {
+    refusal ??= `Bad Request: can't parse entities: ${(error as Error).message}`;
+  }
+  if (refusal) return refusal;
+  if (text.trim().length === 0) return 'Bad Request: message text is empty';
+  if (text.length > limit)
+    return limit === CAPTION_LIMIT ? 'Bad Request: message caption is too long' : 'Bad Request: message is too long';
+  return { text, entities: entities.sort((a, b) => a.offset - b.offset) };
 }
 
 const SEND_METHODS = new Set(['sendMessage', 'sendPhoto', 'sendDocument', 'editMessageText', 'editMessageCaption']);
@@ -79,6 +157,10 @@ export class FakeTelegram {
   }
   /** Chat id -> user ids that are administrators (the first is the creator). */
   readonly admins = new Map<string, number[]>();
+  /** Group titles getChat answers (a group not listed is "Group", as in injected messages). */
+  readonly titles = new Map<string, string>();
+  /** Groups the bot is not in: getChat answers 400 "chat not found". */
+  readonly leftGroups = new Set<string>();
   /** Chats whose sends answer 403 "bot was blocked by the user". */
   readonly blocked = new Set<string>();
   webhook: { url: string; secret_token?: string } | undefined;
@@ -191,6 +273,33 @@ export class FakeTelegram {
   /** Resolves when every queued update has been POSTed to the webhook (or given up on). */
   async webhookIdle(): Promise<void> {
     while (this.#delivering) await this.#delivering;
+  }
+
+  /**
+   * Telegram's launch data for a Mini App opened by `userId` (`Telegram.WebApp.initData`), signed
+   * with the bot's token as Telegram signs it: the hex HMAC-SHA256, keyed with
+   * HMAC-SHA256("WebAppData", token), of the other fields as sorted `key=value` lines.
+   */
+  webAppInitData(userId: number, authDate = Math.floor(Date.now() / 1000)): string {
+    const fields = new URLSearchParams({
+      query_id: `AAH${userId}`,
+      user: JSON.stringify({ id: userId, first_name: `User ${userId}`, language_code: 'en' }),
+      auth_date: String(authDate),
+      signature: 'c2lnbmF0dXJl',
+    });
+    const check = [...fields]
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([k, v]) => `${k}=${v}`)
+      .join('\n');
+    const secret = createHmac('sha256', 'WebAppData').update(this.token).digest();
+    fields.set('hash', createHmac('sha256', secret).update(check).digest('hex'));
+    return fields.toString();
+  }
+
+  /** The address a client opens for a web_app button: its URL with the launch data in the fragment, as Telegram passes it. */
+  webAppLaunchUrl(url: string, userId: number): string {
+    const launch = new URLSearchParams({ tgWebAppData: this.webAppInitData(userId), tgWebAppVersion: '8.0' });
+    return `${url}#${launch.toString()}`;
   }
 
   /** Calls of a method, in order. */
@@ -318,6 +427,12 @@ export class FakeTelegram {
       case 'sendChatAction':
       case 'answerCallbackQuery':
         return ok(true);
+      case 'getChat': {
+        if (!chatId || this.leftGroups.has(chatId)) return error(400, 'Bad Request: chat not found');
+        const id = Number(chatId);
+        if (id > 0) return ok({ id, type: 'private', first_name: `User ${id}` });
+        return ok({ id, type: 'supergroup', title: this.titles.get(chatId) ?? 'Group' });
+      }
       case 'getChatMember': {
         const admins = this.admins.get(chatId ?? '') ?? [];
         const user = { id: Number(p.user_id), is_bot: false, first_name: `User ${p.user_id}` };
@@ -330,6 +445,8 @@ export class FakeTelegram {
       case 'sendDocument': {
         if (!chatId) return error(400, 'Bad Request: chat_id is empty');
         if (chatId === '0') return error(400, 'Bad Request: chat not found');
+        const refusal = webAppRefusal(p.reply_markup, Number(chatId) > 0);
+        if (refusal) return error(400, refusal);
         const photo = method === 'sendPhoto' ? await this.#photo(p.photo) : undefined;
         if (typeof photo === 'string') return error(400, photo);
         const id = Number(chatId);
@@ -342,9 +459,19 @@ export class FakeTelegram {
         if (method === 'sendMessage') {
           if (!p.text) return error(400, 'Bad Request: message text is empty');
           message.text = String(p.text);
+          if (p.parse_mode === 'HTML') {
+            const read = readHtml(message.text, TEXT_LIMIT);
+            if (typeof read === 'string') return error(400, read);
+            message.shown = read;
+          }
         } else if (photo) {
           message.photo = [{ file_id: `photo${message.message_id}`, file_unique_id: 'u', ...photo }];
           if (p.caption !== undefined) message.caption = String(p.caption);
+          if (p.caption !== undefined && p.parse_mode === 'HTML') {
+            const read = readHtml(String(p.caption), CAPTION_LIMIT);
+            if (typeof read === 'string') return error(400, read);
+            message.shown = read;
+          }
         } else {
           const file = p.document as UploadedFile | undefined;
           if (!file?.data) return error(400, 'Bad Request: there is no document in the request');
@@ -362,6 +489,9 @@ export class FakeTelegram {
         if (field === 'text' ? message.text === undefined : message.photo === undefined)
           return error(400, `Bad Request: there is no ${field} in the message to edit`);
         const next = String(p[field] ?? '');
+        const read =
+          p.parse_mode === 'HTML' ? readHtml(next, field === 'text' ? TEXT_LIMIT : CAPTION_LIMIT) : undefined;
+        if (typeof read === 'string') return error(400, read);
         const markup = p.reply_markup ?? undefined;
         if (message[field] === next && JSON.stringify(message.reply_markup) === JSON.stringify(markup))
           return error(
@@ -369,6 +499,7 @@ export class FakeTelegram {
             'Bad Request: message is not modified: specified new message content and reply markup are exactly the same',
           );
         message[field] = next;
+        if (read) message.shown = read;
         if (markup) message.reply_markup = markup;
         else delete message.reply_markup;
         return ok(message);
@@ -426,6 +557,28 @@ export class FakeTelegram {
     const known = [...this.messages.values()].some((m) => m.photo?.some((size) => size.file_id === text));
     return known ? { width: 512, height: 512 } : 'Bad Request: wrong file identifier/HTTP URL specified';
   }
+}
+
+/**
+ * Why the Bot API refuses a keyboard's web_app buttons: they are for private chats only
+ * (BUTTON_TYPE_INVALID elsewhere), and their URL must be https (BUTTON_URL_INVALID); like Telegram's
+ * test environment, this stand-in also takes plain http to this machine.
+ */
+function webAppRefusal(markup: unknown, privateChat: boolean): string | undefined {
+  const rows = (markup as { inline_keyboard?: unknown } | undefined)?.inline_keyboard;
+  if (!Array.isArray(rows)) return undefined;
+  for (const row of rows) {
+    for (const button of Array.isArray(row) ? row : []) {
+      const webApp = (button as { web_app?: { url?: unknown } }).web_app;
+      if (!webApp) continue;
+      if (!privateChat) return 'Bad Request: BUTTON_TYPE_INVALID';
+      const url = typeof webApp.url === 'string' ? webApp.url : '';
+      if (!/^https:\/\//.test(url) && !/^http:\/\/(127\.0\.0\.1|localhost)[:/]/.test(url)) {
+        return 'Bad Request: BUTTON_URL_INVALID';
+      }
+    }
+  }
+  return undefined;
 }
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);

@@ -4,15 +4,16 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { DigestSettings } from '../../src/core/settings.ts';
-import { type ChartSeries, chartSvg, chartsInThread } from '../../src/digests/chart.ts';
+import { type ChartSeries, chartSvg, chartsInThread, renderSvgPng } from '../../src/digests/chart.ts';
 import { ChartPool } from '../../src/digests/chart-pool.ts';
 import { DigestService, type DigestServiceOptions } from '../../src/digests/digest-service.ts';
 import { DigestScheduler } from '../../src/digests/scheduler.ts';
-import { lastDue, zonedToInstant } from '../../src/digests/zoned-time.ts';
+import { lastDue, zonedDay, zonedMoment, zonedToInstant } from '../../src/digests/zoned-time.ts';
 import { formatUsd } from '../../src/market/format.ts';
 import { FileMarketHistory } from '../../src/store/files/market-history.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
 import { ADMIN, CONSOLE, GROUP } from '../helpers/bot-harness.ts';
+import { overlappingTexts, svgTexts } from '../helpers/svg-text.ts';
 
 const silent = pino({ level: 'silent' });
 let h: AlertHarness;
@@ -69,6 +70,16 @@ describe('digest schedules', () => {
     expect(lastDue(new Date('2026-11-21T23:59:00Z'), 9, 0, 'Asia/Tokyo').toISOString()).toBe(
       '2026-11-21T00:00:00.000Z',
     );
+  });
+
+  it('names an instant in the zone of a schedule, with UTC in brackets (and its date when it differs)', () => {
+    expect(zonedMoment(new Date('2026-11-22T08:00:00Z'), 'Europe/Paris')).toBe(
+      '2026-11-22 09:00 Europe/Paris (08:00 UTC)',
+    );
+    expect(zonedMoment(new Date('2026-11-21T20:00:00Z'), 'Pacific/Auckland')).toBe(
+      '2026-11-22 09:00 Pacific/Auckland (20:00 UTC on 2026-11-21)',
+    );
+    expect(zonedMoment(new Date('2026-11-22T09:00:00Z'), 'UTC')).toBe('2026-11-22 09:00 UTC');
   });
 
   it('GIVEN a digest at 09:00 Asia/Tokyo THEN it fires at 00:00 UTC', async () => {
@@ -145,7 +156,7 @@ describe('digest content and posting', () => {
     );
     const wallets = await h.platform.analytics.walletsTxnSentTotal({
       projectId: h.devnet.projectId,
-      startDate: new Date(due.getTime() - 7 * 86_400_000).toISOString().slice(0, 10),
+      startDate: new Date(due.getTime() - 6 * 86_400_000).toISOString().slice(0, 10),
       endDate: due.toISOString().slice(0, 10),
       collections: [moonCats?.address ?? '', gardens?.address ?? ''].sort(),
     });
@@ -291,11 +302,24 @@ describe('digest content and posting', () => {
 describe('digest charts of the market', () => {
   it("GIVEN the bot's record of a collection's sales and floors THEN the digest chart adds its floor and sales volume panels, one line per collection", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'floorwatch-digest-market-'));
-    const history = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
     const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
     const gardens = h.devnet.collections.devnet?.find((c) => c.name === 'Glitch Gardens');
     if (!moonCats || !gardens) throw new Error('no collections');
     const now = Date.now();
+    // Recording for three days, with a sale of Moon Cats yesterday.
+    const recorded = [
+      { k: 'history', v: 1, since: now - 3 * 86_400_000 },
+      {
+        k: 'sale',
+        n: 'devnet',
+        c: moonCats.address,
+        at: now - 86_400_000,
+        tx: `0x${'ab'.repeat(32)}`,
+        t: [['1', '1', 300]],
+      },
+    ];
+    await writeFile(join(dir, 'market-history.jsonl'), `${recorded.map((l) => JSON.stringify(l)).join('\n')}\n`);
+    const history = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
     await history.floor('devnet', moonCats.address, 110, now - 2 * 86_400_000);
     await history.floor('devnet', moonCats.address, 125, now - 60_000);
     await history.floor('devnet', gardens.address, 40, now - 60_000);
@@ -400,7 +424,7 @@ describe('the floor a digest looks up, in its own chart', () => {
       // Every panel covers the days the analytics were asked for: one axis, its labels drawn once, at the bottom.
       const wallets = series.find((s) => s.name === 'Wallets that sent transactions')?.points ?? [];
       const days = wallets.map((p) => p.label);
-      expect(days).toEqual([new Date(due.getTime() - 86_400_000).toISOString().slice(0, 10), days.at(-1)]);
+      expect(days).toEqual([due.toISOString().slice(0, 10)]);
       for (const panel of series) expect(panel.axis).toEqual(days);
       for (const day of days) expect(svg.split(`>${day.slice(5)}</text>`)).toHaveLength(2);
     } finally {
@@ -465,9 +489,16 @@ describe('sales volume in the digest chart: what the bot recorded, no more', () 
       },
       new Date(now),
     );
-    const { series } = drawn.at(-1) ?? { series: [] };
+    const { svg, series } = drawn.at(-1) ?? { svg: '', series: [] };
     const volume = series.find((s) => s.name === 'Sales volume (USD)');
-    return { reply, moonCats, axis: volume?.axis ?? [], points: volume?.lines?.[0]?.points ?? [] };
+    return {
+      reply,
+      moonCats,
+      svg,
+      volume,
+      axis: series[0]?.axis ?? [],
+      points: volume?.lines?.[0]?.points ?? [],
+    };
   }
 
   /** {@link buildWith} on a record that began at `since` with `sales`, closed after. */
@@ -480,44 +511,204 @@ describe('sales volume in the digest chart: what the bot recorded, no more', () 
     }
   }
 
-  it('GIVEN recording began two days ago, with a sale yesterday WHEN a 7-day digest is built THEN its volume line begins on the day recording began, the days it recorded without sales are $0, the days before are no data, and the text says when the record begins', async () => {
-    const now = Date.now();
-    const since = now - 2 * DAY - 3_600_000;
-    const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
+  /** Noon UTC today: the tests' clock, so that which days are whole does not depend on the hour they run. */
+  const noon = () => Date.parse(isoDay(Date.now())) + 12 * 3_600_000;
+  const moonCatsAddress = () => h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats')?.address ?? '';
+
+  it('GIVEN recording began at 03:00 two days ago, with a sale yesterday WHEN a 7-day digest is built THEN its volume is drawn from the first whole day recorded, a whole day without sales is $0, the part-recorded day and the days before are no data, and the text says when the record begins', async () => {
+    const now = noon();
+    const today = Date.parse(isoDay(now));
+    const since = today - 2 * DAY + 3 * 3_600_000;
     const { reply, axis, points } = await builtOnRecord(
       since,
-      [{ address: moonCats?.address ?? '', at: now - DAY, usd: 500 }],
+      [{ address: moonCatsAddress(), at: today - DAY + 3_600_000, usd: 500 }],
       now,
       7,
     );
-    expect(axis).toHaveLength(8);
-    const recorded = axis.filter((day) => day >= isoDay(since));
-    expect(points.map((p) => p.label)).toEqual(recorded);
-    expect(points).toContainEqual({ label: isoDay(now - DAY), value: 500 });
-    expect(points).toContainEqual({ label: isoDay(now), value: 0 });
-    expect(points.filter((p) => p.value === 0)).toHaveLength(recorded.length - 1);
-    expect(points.map((p) => p.label)).not.toContain(axis[0]);
+    expect(axis).toHaveLength(7);
+    expect(points).toEqual([
+      { label: isoDay(today - DAY), value: 500 },
+      { label: isoDay(today), value: 0 },
+    ]);
     expect(h.text(reply)).toContain(
-      `Sales volume: the bot's record of sales begins at ${new Date(since).toISOString().slice(11, 16)} UTC on ${isoDay(since)}; the chart draws no day before.`,
+      `Sales volume: the bot's record of sales begins at 03:00 UTC on ${isoDay(since)}; the chart draws no day before, and that day's sales from then only.`,
     );
   });
 
-  it('GIVEN recording began three weeks ago WHEN a 30-day digest is built THEN its volume line begins where the record still holds sales (a week back), and the text says so', async () => {
-    const now = Date.now();
-    const { reply, axis, points } = await builtOnRecord(now - 21 * DAY, [], now, 30);
-    expect(axis).toHaveLength(31);
-    expect(points[0]?.label).toBe(isoDay(now - 7 * DAY));
-    expect(points.map((p) => p.label)).toEqual(axis.filter((day) => day >= isoDay(now - 7 * DAY)));
-    expect(h.text(reply)).toContain(
-      `the bot's record of sales begins at ${new Date(now - 7 * DAY).toISOString().slice(11, 16)} UTC on ${isoDay(now - 7 * DAY)}`,
+  it('GIVEN recording began three weeks ago, with a sale two days ago WHEN a 30-day digest is built THEN its volume is drawn from the first whole day the record still holds (it keeps a week), and the text says so', async () => {
+    const now = noon();
+    const { reply, axis, points } = await builtOnRecord(
+      now - 21 * DAY,
+      [{ address: moonCatsAddress(), at: now - 2 * DAY, usd: 200 }],
+      now,
+      30,
     );
+    expect(axis).toHaveLength(30);
+    // The record keeps sales from noon a week ago: that day is only half recorded.
+    expect(points[0]?.label).toBe(isoDay(now - 6 * DAY));
+    expect(points.map((p) => p.label)).toEqual(axis.filter((day) => day >= isoDay(now - 6 * DAY)));
+    expect(points).toContainEqual({ label: isoDay(now - 2 * DAY), value: 200 });
+    expect(h.text(reply)).toContain(`the bot's record of sales begins at 12:00 UTC on ${isoDay(now - 7 * DAY)}`);
   });
 
   it('GIVEN recording began before the period WHEN a digest is built THEN every day has its volume and the text adds no note', async () => {
-    const now = Date.now();
-    const { reply, axis, points } = await builtOnRecord(now - 6 * DAY, [], now, 3);
+    const now = noon();
+    const { reply, axis, points } = await builtOnRecord(
+      now - 6 * DAY,
+      [{ address: moonCatsAddress(), at: now - DAY, usd: 100 }],
+      now,
+      3,
+    );
     expect(points.map((p) => p.label)).toEqual(axis);
     expect(h.text(reply)).not.toContain('Sales volume:');
+  });
+
+  it('GIVEN a bot that began recording this morning and saw no sale WHEN a 1-day digest is built THEN the chart draws no volume panel (no lone $0) and the text says why', async () => {
+    const now = noon();
+    const since = now - 3 * 3_600_000;
+    const { reply, svg, volume, axis } = await builtOnRecord(since, [], now, 1);
+    expect(axis).toEqual([isoDay(now)]);
+    expect(volume).toBeUndefined();
+    expect(svg).not.toContain('Sales volume');
+    expect(h.text(reply)).toContain(
+      "Sales volume: no sale recorded since 09:00 UTC today (when the bot's record of sales begins), so the chart leaves it out.",
+    );
+  });
+
+  it('GIVEN a bot recording for days that saw no sale in the period THEN the volume panel is left out and the text says no sale was recorded', async () => {
+    const now = noon();
+    const { reply, volume } = await builtOnRecord(now - 5 * DAY, [], now, 1);
+    expect(volume).toBeUndefined();
+    expect(h.text(reply)).toContain(`Sales volume: no sale recorded on ${isoDay(now)}, so the chart leaves it out.`);
+  });
+
+  it('GIVEN one day of data with a sale WHEN a 1-day digest is built THEN the volume panel draws a marker with its value, and the PNG draws', async () => {
+    const now = noon();
+    const record = await recordedHistory(now - 2 * 3_600_000, [
+      { address: moonCatsAddress(), at: now - 3_600_000, usd: 845.25 },
+    ]);
+    try {
+      const { svg, points } = await buildWith(record.history, now, 1);
+      expect(points).toEqual([{ label: isoDay(now), value: 845.25 }]);
+      const texts = svgTexts(svg);
+      const panel = texts.find((t) => t.text === 'Sales volume (USD)');
+      const value = texts.find((t) => t.text === '$845.25' && t.y > (panel?.y ?? Number.POSITIVE_INFINITY));
+      expect(value).toBeDefined();
+      expect(svg).toMatch(/<circle [^>]*r="6"/);
+      expect(overlappingTexts(svg)).toEqual([]);
+      expect(Buffer.from(renderSvgPng(svg)).subarray(1, 4).toString()).toBe('PNG');
+    } finally {
+      await record.close();
+    }
+  });
+});
+
+describe('what a digest covers, and when, as a new user reads it', () => {
+  const DAY = 86_400_000;
+  const isoDay = (at: number) => new Date(at).toISOString().slice(0, 10);
+
+  it('GIVEN a 7-day digest at 09:00 Europe/Paris THEN the analytics, every chart panel, the chart axis and the text cover 7 UTC dates, the last that of the due time', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'floorwatch-digest-days-'));
+    const history = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
+    const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
+    if (!moonCats) throw new Error('no Moon Cats');
+    const drawn: Array<{ title: string; svg: string; series: readonly ChartSeries[] }> = [];
+    const service = digestService({
+      charts: {
+        render: async (title, series) => {
+          drawn.push({ title, svg: chartSvg(title, series), series });
+          return chartsInThread.render(title, series);
+        },
+      },
+      market: history,
+    });
+    try {
+      const due = lastDue(new Date(), 9, 0, 'Europe/Paris');
+      const week = Array.from({ length: 7 }, (_, i) => isoDay(due.getTime() - (6 - i) * DAY));
+      const { reply } = await service.build(
+        'console:seven-days',
+        {
+          hour: 9,
+          minute: 0,
+          timeZone: 'Europe/Paris',
+          days: 7,
+          collections: [{ network: 'devnet', address: moonCats.address, name: 'Moon Cats' }],
+          setAt: new Date(due.getTime() - DAY).toISOString(),
+        },
+        due,
+      );
+      const { title, svg, series } = drawn.at(-1) ?? { title: '', svg: '', series: [] };
+      // The platform was asked for these days: its series has one point a day.
+      const wallets = series.find((s) => s.name === 'Wallets that sent transactions');
+      expect(wallets?.points.map((p) => p.label)).toEqual(week);
+      for (const panel of series) expect(panel.axis).toEqual(week);
+      // The x axis of the drawn chart: a label per day, each day once.
+      const dayLabels = svgTexts(svg)
+        .filter((t) => /^\d{2}-\d{2}$/.test(t.text))
+        .map((t) => t.text);
+      expect(dayLabels).toEqual(week.map((day) => day.slice(5)));
+      expect(title).toBe(`Project activity, 7 days: ${week[0]} to ${week[6]} (UTC)`);
+      const text = h.text(reply);
+      expect(text).toContain('The last 7 days, to 09:00 Europe/Paris.');
+      expect(text).toContain(
+        `Chart and analytics by UTC date: ${week[0]} to ${week[6]} (7 days), the last one to ${due.toISOString().slice(11, 16)} UTC.`,
+      );
+      expect(text).not.toContain('days only');
+      expect(reply.title).toBe(`Daily digest · ${week[6]}`);
+    } finally {
+      await history.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('GIVEN a digest at 09:00 UTC WHEN previewed at 05:27 UTC through the engine THEN it says it covers the period up to now, not to 09:00', async () => {
+    const chat = { ...CONSOLE, id: 'preview-early' };
+    await h.run('/digest set 09:00 UTC moon cats', chat, ADMIN);
+    const at = new Date(`${isoDay(Date.now())}T05:27:00Z`);
+    // As the composition root wires the digest port, on a clock that reads 05:27.
+    const engine = h.engineWith({
+      digests: {
+        preview: async (chatKey, digest) => (await service.build(chatKey, digest, at)).reply,
+        nextRun: () => null,
+      },
+    });
+    const reply = await engine.runLine('/digest preview', chat, ADMIN);
+    if (!reply) throw new Error('no answer');
+    const text = h.text(reply);
+    expect(reply.title).toBe(`Daily digest · ${isoDay(at.getTime())} (preview)`);
+    expect(text).toContain(
+      'Preview: the last 24 hours, to now (05:27 UTC). The daily digest covers the same span to 09:00 UTC.',
+    );
+    expect(text).toContain(`Chart and analytics by UTC date: ${isoDay(at.getTime())}, the last one to 05:27 UTC.`);
+    expect(text).not.toContain('The last 24 hours, to 09:00 UTC.');
+    await h.run('/digest off', chat, ADMIN);
+  });
+
+  it('GIVEN a digest at 09:00 Europe/Paris WHEN shown THEN its next run is given in Paris time, with UTC in brackets', async () => {
+    const chat = { ...CONSOLE, id: 'next-in-paris' };
+    await h.run('/digest set 09:00 Europe/Paris', chat, ADMIN);
+    const scheduler = new DigestScheduler({ store: h.store, logger: silent, run: async () => {} });
+    scheduler.rebuild();
+    try {
+      const next = scheduler.nextRun(9, 0, 'Europe/Paris');
+      if (!next) throw new Error('not scheduled');
+      const engine = h.engineWith({
+        digests: {
+          preview: async () => ({}),
+          nextRun: (digest) => scheduler.nextRun(digest.hour, digest.minute, digest.timeZone),
+        },
+      });
+      const reply = await engine.runLine('/digest show', chat, ADMIN);
+      if (!reply) throw new Error('no answer');
+      const text = h.text(reply);
+      // Paris is one hour ahead of UTC in winter, two in summer: the next 09:00 there is 08:00 or 07:00 UTC.
+      const utc = next.toISOString().slice(11, 16);
+      expect(['07:00', '08:00']).toContain(utc);
+      expect(text).toContain(`Next: ${zonedDay(next, 'Europe/Paris')} 09:00 Europe/Paris (${utc} UTC).`);
+    } finally {
+      await scheduler.stop();
+      await h.run('/digest off', chat, ADMIN);
+    }
   });
 });
 

@@ -86,7 +86,6 @@ describe('Discord shards split across processes', () => {
       const adapter = await startDiscord({
         config,
         engine: h.engine,
-        store: h.store,
         logger: pino({ level: 'silent' }),
         clientOptions: { rest: { retries: 1, timeout: 5_000 } },
         deferAfterMs: 2_500,

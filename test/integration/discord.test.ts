@@ -224,10 +224,7 @@ function mainAdapterOptions(): DiscordAdapterOptions {
   return {
     config,
     engine,
-    store: h.store,
     logger: pino({ level: 'silent' }),
-    networks: h.platform.networks.all.map((n) => n.name),
-    defaultNetwork: 'devnet',
     clientOptions: { rest: { retries: 1, timeout: 5_000 } },
     deferAfterMs: 2_500,
     images,
@@ -572,7 +569,6 @@ async function startDiscordAgainst(extra: { deferAfterMs?: number }): Promise<{ 
   const second = await startDiscord({
     config,
     engine,
-    store: h.store,
     logger: pino({ level: 'silent' }),
     registerCommands: false,
     images,
@@ -807,7 +803,6 @@ describe('Discord start-up failures', () => {
     const failed = await startDiscord({
       config: { ...config, apiRoot },
       engine,
-      store: h.store,
       logger: pino({ level: 'silent' }),
       registerCommands: false,
       clientOptions: { rest: { retries: 0, timeout: 2_000 } },
@@ -821,7 +816,6 @@ describe('Discord start-up failures', () => {
     const failed = await startDiscord({
       config: { ...config, token: 'MTEwMA.wrong-token.abcdefghijklmnop' },
       engine,
-      store: h.store,
       logger: pino({ level: 'silent' }),
       registerCommands: false,
     }).catch((e: unknown) => e);

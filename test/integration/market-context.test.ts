@@ -159,6 +159,44 @@ describe('/collection', () => {
     expect(field(bare, 'Last 24 hours')).toBeUndefined();
   });
 
+  it('GIVEN a floor sample the alerts recorded a minute ago WHEN /collection is asked twice THEN both answers give the change from that first sample: the lookup in between does not replace it', async () => {
+    const now = Date.now();
+    const floor = await floorOf(moonCats.address);
+    const history = await FileMarketHistory.open(join(h.dataDir, 'replaced-first.jsonl'), { logger });
+    try {
+      // The floor was half as high a minute ago, as the alert pipeline saw it.
+      await history.floor('devnet', moonCats.address, floor.usd / 2, now - 60_000);
+      const engine = engineWith({ history });
+      const began = new Date((await history.since()) ?? 0).toISOString().slice(11, 16);
+      const first = await run(engine, `/collection devnet:${moonCats.address}`);
+      expect(field(first, `Since ${began} UTC today`)).toBe('0 sales · floor +100%');
+      // The first answer recorded the floor it looked up, within the sampling interval of that sample.
+      const second = await run(engine, `/collection devnet:${moonCats.address}`);
+      expect(field(second, `Since ${began} UTC today`)).toBe('0 sales · floor +100%');
+      expect(h.text(second)).toContain(
+        `since then: floor change from the first floor recorded, at ${new Date(now - 60_000).toISOString().slice(11, 16)} UTC today`,
+      );
+    } finally {
+      await history.close();
+    }
+  });
+
+  it('GIVEN no floor recorded before WHEN /collection is asked THEN it says there is not enough history for a floor change, and the next answer has one', async () => {
+    const history = await FileMarketHistory.open(join(h.dataDir, 'no-floor-yet.jsonl'), { logger });
+    try {
+      const engine = engineWith({ history });
+      const began = new Date((await history.since()) ?? 0).toISOString().slice(11, 16);
+      const first = await run(engine, `/collection devnet:${moonCats.address}`);
+      expect(field(first, `Since ${began} UTC today`)).toBe('0 sales');
+      expect(h.text(first)).toContain('floor change: not enough history yet');
+      const second = await run(engine, `/collection devnet:${moonCats.address}`);
+      expect(field(second, `Since ${began} UTC today`)).toBe('0 sales · floor 0%');
+      expect(h.text(second)).not.toContain('not enough history');
+    } finally {
+      await history.close();
+    }
+  });
+
   it('GIVEN a record of three days THEN the last 24 hours are whole, and the week is named by when recording began', async () => {
     const now = Date.now();
     const since = now - 3 * DAY;

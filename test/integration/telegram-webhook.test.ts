@@ -181,7 +181,6 @@ describe('Telegram webhook mode with several replicas', () => {
       const replica = await startTelegram({
         config,
         engine: h.engine,
-        store: h.store,
         logger: pino({ level: 'silent' }),
         botInfo: tg.botInfo(),
         webhookHost: '127.0.0.1',

@@ -132,7 +132,6 @@ beforeAll(async () => {
   adapter = await startTelegram({
     config: config(),
     engine: h.engine,
-    store: h.store,
     logger,
     botInfo: tg.botInfo(),
     groupIntervalMs: 50,
@@ -484,7 +483,6 @@ describe('button presses over the rate limit', () => {
     const limited = await startTelegram({
       config: { ...config(), token: fake.token, apiRoot: fake.url },
       engine,
-      store: h.store,
       logger,
       botInfo: fake.botInfo(),
       images,
@@ -523,7 +521,6 @@ describe('webhook mode and secrets', () => {
     const hook = await startTelegram({
       config: config({ webhookUrl: 'https://bot.example.test/telegram', webhookSecret: secret }),
       engine: h.engine,
-      store: h.store,
       logger,
     });
     try {
@@ -559,7 +556,6 @@ describe('webhook mode and secrets', () => {
     const failed = await startTelegram({
       config: config({ apiRoot }),
       engine: h.engine,
-      store: h.store,
       logger,
     }).catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(ChatStartError);

@@ -196,7 +196,6 @@ describe('a Discord gateway that cannot be reached at start', () => {
           managePermission: 'ManageGuild',
         },
         engine: h.engine,
-        store: h.store,
         logger: pino({ level: 'silent' }),
         registerCommands: false,
         readyTimeoutMs: 1_500,

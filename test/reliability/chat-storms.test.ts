@@ -93,7 +93,6 @@ beforeAll(async () => {
   telegram = await startTelegram({
     config: { token: tg.token, apiRoot: tg.url, webhookUrl: undefined, webhookSecret: undefined, webhookPort: 0 },
     engine: h.engine,
-    store: h.store,
     logger,
     botInfo: tg.botInfo(),
     groupIntervalMs: 50,

@@ -68,7 +68,6 @@ describe('floods on Telegram', () => {
     adapter = await startTelegram({
       config: { token: tg.token, apiRoot: tg.url, webhookUrl: undefined, webhookSecret: undefined, webhookPort: 0 },
       engine: await tightEngine(),
-      store: h.store,
       logger,
       botInfo: tg.botInfo(),
       groupIntervalMs: 50,
@@ -220,10 +219,7 @@ describe('floods on Discord', () => {
         managePermission: 'ManageGuild',
       },
       engine: await tightEngine(),
-      store: h.store,
       logger,
-      networks: h.platform.networks.all.map((n) => n.name),
-      defaultNetwork: 'devnet',
       clientOptions: { rest: { retries: 1, timeout: 5_000 } },
     });
   });

@@ -146,7 +146,6 @@ describe('half-sent requests to the Telegram webhook listener', () => {
         webhookPort: 0,
       },
       engine: h.engine,
-      store: h.store,
       logger: pino({ level: 'silent' }),
       botInfo: tg.botInfo(),
       webhookHost: '127.0.0.1',

@@ -137,6 +137,31 @@ describe('loadConfig', () => {
     expect(problemsOf({ ...real, FLOORWATCH_DATABASE_POOL: '1' })[0]).toMatch(/FLOORWATCH_DATABASE_POOL/);
   });
 
+  it('GIVEN one of two variables that go together, itself malformed THEN both problems are reported at once', () => {
+    expect(problemsOf({ DISCORD_SHARD_COUNT: 'y' })).toEqual([
+      'DISCORD_SHARD_COUNT must be a whole number from 1 to 65536; got "y".',
+      expect.stringMatching(/^DISCORD_SHARD_IDS is not set/),
+    ]);
+  });
+
+  it('GIVEN malformed secrets THEN each problem names its variable and none quotes a secret', () => {
+    const secrets = ['bot-token-not-botfather', 'hunter2secret', 'RPCKEY12345', 'short secret!'];
+    const problems = problemsOf({
+      TELEGRAM_BOT_TOKEN: secrets[0] as string,
+      FLOORWATCH_DATABASE_URL: `mysql://bot:${secrets[1]}@db/floorwatch`,
+      FLOORWATCH_RPC_URL: `ftp://rpc.example/${secrets[2]}`,
+      FLOORWATCH_TELEGRAM_WEBHOOK_URL: 'https://bot.example/t',
+      FLOORWATCH_TELEGRAM_WEBHOOK_SECRET: secrets[3] as string,
+    });
+    expect(problems.map((p) => p.split(' ')[0]).sort()).toEqual([
+      'FLOORWATCH_DATABASE_URL',
+      'FLOORWATCH_RPC_URL',
+      'FLOORWATCH_TELEGRAM_WEBHOOK_SECRET',
+      'TELEGRAM_BOT_TOKEN',
+    ]);
+    for (const secret of secrets) expect(problems.join('\n')).not.toContain(secret);
+  });
+
   it('GIVEN FLOORWATCH_PLATFORM_URL and the key THEN nothing else is required: the rest is read from the platform at start', () => {
     const config = loadConfig(
       {

@@ -20,7 +20,13 @@ export interface ConsoleChatOptions {
 }
 
 /** The terminal chat: one private chat with the person at the keyboard, who is its operator. */
-export const CONSOLE_CHAT: ChatRef = { platform: 'console', id: 'terminal', kind: 'private' };
+export const CONSOLE_CHAT: ChatRef = {
+  platform: 'console',
+  id: 'terminal',
+  kind: 'private',
+  // The terminal is a community of its own (wallet verification in the demo).
+  community: { id: 'terminal', name: 'the terminal chat' },
+};
 const CONSOLE_ACTOR: Actor = { id: 'local', name: 'you', canManage: true };
 
 const PROMPT = 'floorwatch> ';

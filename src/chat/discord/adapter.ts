@@ -31,19 +31,17 @@ import {
   Routes,
 } from 'discord.js';
 import type { Logger } from 'pino';
-import { ButtonCodec } from '../../bot/buttons.ts';
-import {
-  type Actor,
-  type ChatRef,
-  type CommandDefinition,
-  type DiscordManagePermission,
-  isGroup,
-  type RoleMentionCheck,
+import type { ButtonCodec } from '../../bot/buttons.ts';
+import type {
+  Actor,
+  ChatRef,
+  CommandDefinition,
+  DiscordManagePermission,
+  RoleMentionCheck,
 } from '../../bot/command.ts';
 import type { CommandEngine, Invocation } from '../../bot/engine.ts';
-import { type ArgError, type OptionSpec, tokenize } from '../../bot/options.ts';
-import type { RulesRepository } from '../../core/ports.ts';
-import { type Reply, truncate } from '../../core/reply.ts';
+import { type ArgError, tokenize } from '../../bot/options.ts';
+import type { Reply } from '../../core/reply.ts';
 import { type AlertSink, DeliveryError } from '../../delivery/sink.ts';
 import { ChatImages, IMAGES_BY_URL, type ImageSource } from '../images/images.ts';
 import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
@@ -96,15 +94,11 @@ export const DEFER_AFTER_MS = 1_000;
 
 export interface DiscordAdapterOptions {
   config: DiscordConfig;
+  /** Runs the commands; also answers autocomplete and keeps long button actions. */
   engine: CommandEngine;
-  store: RulesRepository;
   logger: Logger;
   /** Overrides of the discord.js client options (tests point `rest.api` at a stand-in). */
   clientOptions?: Partial<ClientOptions>;
-  /** Network names the platform serves, for autocomplete of network options. */
-  networks?: readonly string[];
-  /** Network that collection autocomplete searches when neither the command nor the chat names one. */
-  defaultNetwork?: string;
   /**
    * How long after its creation an interaction may wait for its answer before it is deferred
    * (default {@link DEFER_AFTER_MS}); commands that were slower than that the last time are
@@ -180,7 +174,7 @@ export async function registerCommands(options: {
  * alerts go through REST and reach any channel whichever shards the process holds.
  */
 export async function startDiscord(options: DiscordAdapterOptions): Promise<DiscordAdapter> {
-  const { config, engine, store, logger } = options;
+  const { config, engine, logger } = options;
   const extra = options.clientOptions ?? {};
   const client = new Client({
     intents: [GatewayIntentBits.Guilds],
@@ -189,7 +183,7 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
     ...extra,
     rest: { ...restOptions(config), ...extra.rest },
   });
-  const codec = new ButtonCodec(store, DISCORD_LIMITS.customId - CUSTOM_ID_PREFIX);
+  const codec = engine.buttonCodec(DISCORD_LIMITS.customId - CUSTOM_ID_PREFIX);
   const images = options.images ?? new ChatImages({ logger });
   const handler = new InteractionHandler(options, codec, images);
 
@@ -375,7 +369,13 @@ class InteractionHandler {
   #chat(interaction: Interaction): ChatRef {
     const id = interaction.channelId ?? interaction.user.id;
     return interaction.inGuild()
-      ? { platform: 'discord', id, guildId: interaction.guildId, kind: 'group' }
+      ? {
+          platform: 'discord',
+          id,
+          guildId: interaction.guildId,
+          kind: 'group',
+          community: { id: interaction.guildId, name: interaction.guild?.name ?? 'this server' },
+        }
       : { platform: 'discord', id, kind: 'private' };
   }
 
@@ -510,58 +510,24 @@ class InteractionHandler {
     await interaction.respond(choices ?? []);
   }
 
-  async #choices(
+  #choices(
     interaction: AutocompleteInteraction,
     optionName: string,
     text: string,
   ): Promise<ApplicationCommandOptionChoiceData<string>[]> {
-    const option = optionSpecOf(
-      this.#options.engine.commands,
-      interaction.commandName,
-      interaction.options.getSubcommand(false),
-      optionName,
-    );
-    const wanted = text.trim().toLowerCase();
-    const networks = this.#options.networks ?? [];
-    if (optionName === EXTRA_OPTIONS.network || option?.type === 'network') {
-      return networks
-        .filter((n) => n.toLowerCase().includes(wanted))
-        .slice(0, AUTOCOMPLETE_CHOICES)
-        .map((n) => ({ name: n, value: n }));
-    }
-    if (option?.type !== 'collection' && option?.autocomplete !== true) return [];
-    const chatKey = `discord:${this.#chat(interaction).id}`;
-    const settings = this.#options.store.chat(chatKey);
-    const out: ApplicationCommandOptionChoiceData<string>[] = [];
-    const seen = new Set<string>();
-    const add = (name: string, value: string, key: string) => {
-      if (seen.has(key) || out.length >= AUTOCOMPLETE_CHOICES || value.length > CHOICE_TEXT) return;
-      seen.add(key);
-      out.push({ name: truncate(name, CHOICE_TEXT), value });
-    };
-    for (const alias of Object.values(settings.aliases)) {
-      if (!wanted || alias.alias.includes(wanted) || (alias.name ?? '').toLowerCase().includes(wanted)) {
-        add(`${alias.alias} (${alias.name ?? alias.address})`, alias.alias, `${alias.network}:${alias.address}`);
-      }
-    }
-    for (const rule of await this.#options.store.rulesOf(chatKey)) {
-      if (!wanted || rule.collectionName.toLowerCase().includes(wanted) || rule.collection.includes(wanted)) {
-        const value = `${rule.network}:${rule.collection}`;
-        add(`${rule.collectionName} (${rule.network})`, value, value);
-      }
-    }
-    const typedNetwork = interaction.options.data
+    const network = interaction.options.data
       .flatMap((o) => [o, ...(o.options ?? [])])
-      .find((o) => o.name === EXTRA_OPTIONS.network && typeof o.value === 'string' && networks.includes(o.value))
-      ?.value as string | undefined;
-    const network = typedNetwork ?? settings.network ?? this.#options.defaultNetwork ?? networks[0];
-    if (network && wanted.length >= 2) {
-      for (const found of await this.#options.engine.resolver.suggest(text, network)) {
-        const value = `${found.network}:${found.address}`;
-        add(`${found.name} (${found.network})`, value, value);
-      }
-    }
-    return out;
+      .find((o) => o.name === EXTRA_OPTIONS.network && typeof o.value === 'string')?.value as string | undefined;
+    return this.#options.engine.complete({
+      chat: this.#chat(interaction),
+      command: interaction.commandName,
+      subcommand: interaction.options.getSubcommand(false) ?? undefined,
+      option: optionName,
+      text,
+      network,
+      limit: AUTOCOMPLETE_CHOICES,
+      maxLength: CHOICE_TEXT,
+    });
   }
 }
 
@@ -574,18 +540,6 @@ function roleMention(interaction: Interaction<'cached' | 'raw'>, roleId: string)
   if (!role) return 'unknown_role';
   if (role.mentionable || interaction.memberPermissions?.has(PermissionFlagsBits.MentionEveryone, true)) return 'ok';
   return 'not_mentionable';
-}
-
-function optionSpecOf(
-  commands: readonly CommandDefinition[],
-  name: string,
-  subcommand: string | null,
-  option: string,
-): OptionSpec | undefined {
-  const command = commands.find((c) => c.name === name);
-  if (!command) return undefined;
-  const spec = isGroup(command) ? command.subcommands.find((s) => s.name === subcommand) : command;
-  return spec?.options.find((o) => o.name === option);
 }
 
 /**

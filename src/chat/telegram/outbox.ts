@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 import type { ButtonCodec } from '../../bot/buttons.ts';
 import type { Reply } from '../../core/reply.ts';
 import { type ChatImage, IMAGES_BY_URL, type ImageSource } from '../images/images.ts';
-import { renderTelegram, TELEGRAM_LIMITS, type TelegramButton } from './render.ts';
+import { deepLink, startPayload } from './deep-link.ts';
+import { type RenderOptions, renderTelegram, TELEGRAM_LIMITS, type TelegramButton } from './render.ts';
 
 /** How a message was sent, which decides how it is edited. */
 export type SentKind = 'text' | 'photo';
@@ -39,16 +40,38 @@ export class TelegramOutbox {
   readonly #codec: ButtonCodec;
   readonly #logger: Logger;
   readonly #images: ImageSource;
+  readonly #botUsername: () => string | undefined;
 
-  constructor(api: Api, codec: ButtonCodec, logger: Logger, images: ImageSource = IMAGES_BY_URL) {
+  /** `botUsername`: the bot's, for deep links into its private chats (known once it has started). */
+  constructor(
+    api: Api,
+    codec: ButtonCodec,
+    logger: Logger,
+    images: ImageSource = IMAGES_BY_URL,
+    botUsername: () => string | undefined = () => undefined,
+  ) {
     this.#api = api;
     this.#codec = codec;
     this.#logger = logger;
     this.#images = images;
+    this.#botUsername = botUsername;
+  }
+
+  /** How buttons render for a chat: Mini Apps in private chats, deep links from groups. */
+  #renderOptions(chatId: string): RenderOptions {
+    const username = this.#botUsername();
+    return {
+      // User ids (private chats) are positive; groups' ids are negative.
+      privateChat: /^\d+$/.test(chatId),
+      deepLink: (command) => {
+        const payload = startPayload(command, chatId);
+        return username && payload ? deepLink(username, payload) : undefined;
+      },
+    };
   }
 
   async send(chatId: string, reply: Reply, replyTo?: number): Promise<SentMessage> {
-    const text = renderTelegram(withoutImage(reply));
+    const text = renderTelegram(withoutImage(reply), this.#renderOptions(chatId));
     const image = await this.#images.show(renderTelegram(reply).photo);
     const reply_markup = await this.#keyboard(text.keyboard);
     const common = {
@@ -94,7 +117,7 @@ export class TelegramOutbox {
   async edit(chatId: string, messageId: number, kind: SentKind, reply: Reply): Promise<void> {
     try {
       if (kind === 'photo') {
-        const caption = renderTelegram(reply, { limit: TELEGRAM_LIMITS.caption });
+        const caption = renderTelegram(reply, { ...this.#renderOptions(chatId), limit: TELEGRAM_LIMITS.caption });
         const reply_markup = await this.#keyboard(caption.keyboard);
         await this.#api.editMessageCaption(chatId, messageId, {
           caption: caption.html || '…',
@@ -102,7 +125,7 @@ export class TelegramOutbox {
           ...(reply_markup ? { reply_markup } : {}),
         });
       } else {
-        const text = renderTelegram(withoutImage(reply));
+        const text = renderTelegram(withoutImage(reply), this.#renderOptions(chatId));
         const reply_markup = await this.#keyboard(text.keyboard);
         await this.#api.editMessageText(chatId, messageId, text.html || '…', {
           parse_mode: 'HTML',
@@ -120,7 +143,8 @@ export class TelegramOutbox {
     for (const row of rows) {
       const buttons: InlineKeyboardButton[] = [];
       for (const button of row) {
-        if (button.url) buttons.push({ text: button.text, url: button.url });
+        if (button.url && button.webApp) buttons.push({ text: button.text, web_app: { url: button.url } });
+        else if (button.url) buttons.push({ text: button.text, url: button.url });
         else if (button.action) {
           // A leading mark says the answer edits this message in place.
           const data = await this.#codec.encode(button.action);

@@ -1,5 +1,6 @@
 import {
   type Inline,
+  opensInApp,
   plain,
   type Reply,
   type ReplyAttachment,
@@ -29,8 +30,19 @@ export interface TelegramButton {
   /** A stored or plain action; the adapter encodes it to fit `callbackData`. */
   action?: string;
   url?: string;
+  /** `url` opens as a Mini App (a `web_app` button: private chats only). */
+  webApp?: boolean;
   /** The answer edits the message in place (paging, refresh). */
   replaces?: boolean;
+}
+
+export interface RenderOptions {
+  /** Overrides the length budget (a photo's caption edited with a reply that has no image). */
+  limit?: number;
+  /** The message goes to a private chat, where Mini App buttons are allowed. */
+  privateChat?: boolean;
+  /** The deep link of a button's private command (see deep-link.ts); such buttons are dropped without it. */
+  deepLink?: (command: string) => string | undefined;
 }
 
 export interface TelegramMessage {
@@ -71,9 +83,9 @@ export function richToHtml(text: Rich): string {
 /**
  * Renders a Reply as one Telegram message. Blocks are added whole while they fit; a block that
  * does not fit is cut on its plain text before escaping, so no tag or entity is ever split.
- * `limit` overrides the length budget (a photo's caption edited with a reply that has no image).
+ * See {@link RenderOptions} for the options.
  */
-export function renderTelegram(reply: Reply, options: { limit?: number } = {}): TelegramMessage {
+export function renderTelegram(reply: Reply, options: RenderOptions = {}): TelegramMessage {
   const image = safeUrl(reply.image) ?? safeUrl(reply.thumbnail);
   const limit = options.limit ?? (image ? TELEGRAM_LIMITS.caption : TELEGRAM_LIMITS.message);
   const blocks: Array<() => [string, (room: number) => string]> = [];
@@ -137,8 +149,16 @@ export function renderTelegram(reply: Reply, options: { limit?: number } = {}): 
     for (const button of row.slice(0, TELEGRAM_LIMITS.buttonsPerRow)) {
       const text = truncate(button.label, TELEGRAM_LIMITS.buttonLabel);
       const url = safeUrl(button.url);
-      if (url) buttons.push({ text, url });
-      else if (button.action)
+      if (url)
+        buttons.push({
+          text,
+          url,
+          ...(button.webApp && options.privateChat && opensInApp(url) ? { webApp: true } : {}),
+        });
+      else if (button.privateCommand) {
+        const link = options.deepLink?.(button.privateCommand);
+        if (link) buttons.push({ text, url: link });
+      } else if (button.action)
         buttons.push({ text, action: button.action, ...(button.replaces ? { replaces: true } : {}) });
     }
     if (buttons.length) keyboard.push(buttons);

@@ -179,7 +179,9 @@ export class FileMarketHistory implements MarketHistory {
     const sample = { at, usd };
     if (last && Math.abs(at - last.at) < FLOOR_SAMPLE_INTERVAL_MS) {
       if (!lookedUp || at < last.at) return;
-      history.floors[history.floors.length - 1] = sample;
+      // The first sample stays: until an older one is recorded, floor changes are measured from it.
+      if (history.floors.length > 1) history.floors[history.floors.length - 1] = sample;
+      else history.floors.push(sample);
     } else if (last && at < last.at) insertSorted(history.floors, sample);
     else history.floors.push(sample);
     history.touched = this.#now();

@@ -279,6 +279,20 @@ describe('passesPrice', () => {
     expect(compareDecimals('', '1')).toBeUndefined();
   });
 
+  it('GIVEN decimals that one float stands for, or beyond the floats THEN they are still ordered exactly', () => {
+    expect(compareDecimals('0.30000000000000001', '0.3')).toBe(1);
+    expect(compareDecimals('123456789.123456789123456789', '123456789.123456789123456788')).toBe(1);
+    const huge = `1${'0'.repeat(400)}`;
+    expect(compareDecimals(huge, `${huge.slice(0, -1)}1`)).toBe(-1);
+    const tiny = `0.${'0'.repeat(400)}`;
+    expect(compareDecimals(`${tiny}2`, `${tiny}1`)).toBe(1);
+    expect(compareDecimals(`-${tiny}1`, '0')).toBe(-1);
+    // A minimum in dollars just above what a price's float reads as.
+    const r = rule({ minPrice: { value: '0.10000000000000001', usd: true } });
+    expect(passesPrice(r, { amount: '1', usd: 0.1 })).toBe(false);
+    expect(passesPrice(rule({ minPrice: { value: '0.1', usd: true } }), { amount: '1', usd: 0.1 })).toBe(true);
+  });
+
   it('writes numbers as plain decimals', () => {
     expect(numberToDecimal(1.5e-7)).toBe('0.00000015');
     expect(numberToDecimal(1e21)).toBe('1000000000000000000000');

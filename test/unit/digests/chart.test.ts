@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type ChartSeries, chartSvg, valueScale } from '../../../src/digests/chart.ts';
+import { type ChartSeries, chartSvg, renderSvgPng, valueScale } from '../../../src/digests/chart.ts';
+import { overlappingTexts, svgTexts } from '../../helpers/svg-text.ts';
 
 const DAYS = ['2026-11-25', '2026-11-26', '2026-11-27'];
 const usd = (v: number) => (v > 0 ? `$${v.toFixed(2)}` : '$0');
@@ -110,6 +111,49 @@ describe('digest chart panels', () => {
     ]);
     expect(svg).toContain('>week 47</text>');
     expect(svg).not.toContain('>11-25</text>');
+  });
+
+  it('GIVEN a lone floor at the top of its scale on the last day, under the legend THEN its value is drawn clear of the legend, and the PNG draws', () => {
+    // $100 is the top of the scale (0, 50, 100): written above its marker, it sat on the legend's row.
+    const svg = chartSvg('t', [floorPanel([{ label: '2026-11-27', value: 100 }], DAYS)]);
+    const texts = svgTexts(svg);
+    const value = texts.find((t) => t.text === '$100.00');
+    const legend = texts.find((t) => t.text === '● Moon Cats');
+    expect(value && legend).toBeTruthy();
+    expect(overlappingTexts(svg)).toEqual([]);
+    const png = Buffer.from(renderSvgPng(svg));
+    expect(png.subarray(1, 4).toString()).toBe('PNG');
+  });
+
+  it('GIVEN two collections known by one floor each, side by side at the top, with long names THEN no value, legend entry or panel name is drawn over another', () => {
+    const names = [
+      'Moon Cats Deluxe Edition',
+      'WWWWWWWWWWWWWWWWWWWWWWWW',
+      'Glitch Gardens',
+      'MMMMMMMMMMMMMMMMMMMMMMMM',
+      'Harbor Gulls',
+    ];
+    const colors = ['#7ee0a1', '#ff8fa3', '#c3a6ff', '#ffd166', '#64d2ff'];
+    const svg = chartSvg('t', [
+      {
+        name: 'Sales volume (USD)',
+        points: [],
+        color: '#f2f4f8',
+        format: usd,
+        lines: names.map((name, i) => ({
+          name,
+          color: colors[i] as string,
+          points: [{ label: '2026-11-27', value: [100, 98, 97, 99, 60][i] as number }],
+        })),
+        axis: DAYS,
+      },
+    ]);
+    expect(overlappingTexts(svg)).toEqual([]);
+    // Every entry of the legend and every value is drawn.
+    const texts = svgTexts(svg).map((t) => t.text);
+    for (const name of names) expect(texts).toContain(`● ${name}`);
+    for (const v of ['$100.00', '$98.00', '$97.00', '$99.00', '$60.00']) expect(texts).toContain(v);
+    expect(Buffer.from(renderSvgPng(svg)).subarray(1, 4).toString()).toBe('PNG');
   });
 
   it('value scales have round steps whose labels differ once formatted', () => {
