@@ -118,6 +118,17 @@ describe.each([
     expect(await other.lastSale('devnet', C, '9')).toBeUndefined();
   });
 
+  it("GIVEN a collection's only floor sample WHEN a floor is looked up within the sampling interval THEN that first sample stays (floor changes are measured from it) and the looked-up one is added", async () => {
+    const pair = await open();
+    closers.push(pair.close);
+    const history = pair.first;
+    await history.floor('devnet', C, 50, NOW - 60_000);
+    await history.floor('devnet', C, 100, NOW, true);
+    const other = await pair.second();
+    expect((await other.activity('devnet', C, DAY, NOW)).floorThen).toEqual({ at: NOW - 60_000, usd: 50 });
+    expect((await other.activity('devnet', C, 1, NOW + 60_000)).floorThen).toEqual({ at: NOW, usd: 100 });
+  });
+
   it('GIVEN floor samples THEN those within the sampling interval are one, a looked-up floor replaces the sample, and the other process sees them', async () => {
     const pair = await open();
     closers.push(pair.close);

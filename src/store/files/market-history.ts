@@ -497,8 +497,9 @@ export class FileMarketHistory implements MarketHistory {
       if (line.k === 'floor') {
         const floors = this.#collection(line.n, line.c).floors;
         const last = floors.at(-1);
-        // Only a looked-up floor is written this close to the sample before it: it replaced that one.
-        if (last && line.at >= last.at && line.at - last.at < FLOOR_SAMPLE_INTERVAL_MS) {
+        // Only a looked-up floor is written this close to the sample before it: it replaced that one,
+        // unless that one was the collection's first (see floor()).
+        if (last && floors.length > 1 && line.at >= last.at && line.at - last.at < FLOOR_SAMPLE_INTERVAL_MS) {
           floors[floors.length - 1] = { at: line.at, usd: line.usd };
           this.#dead++;
         } else {

@@ -117,19 +117,28 @@ export class PgMarketHistory implements MarketHistory {
     if (!client) return;
     try {
       await client.query('BEGIN');
-      // The collection's latest sample, held while this one is decided (as the file keeps its order).
+      // The collection's two latest samples, held while this one is decided (as the file keeps its order).
       const { rows } = await client.query<{ at: string }>(
-        'SELECT at FROM market_floors WHERE network = $1 AND collection = $2 ORDER BY at DESC LIMIT 1 FOR UPDATE',
+        'SELECT at FROM market_floors WHERE network = $1 AND collection = $2 ORDER BY at DESC LIMIT 2 FOR UPDATE',
         [network, c],
       );
       const last = rows[0] === undefined ? undefined : Number(rows[0].at);
       let latest = last;
       if (last !== undefined && Math.abs(at - last) < FLOOR_SAMPLE_INTERVAL_MS) {
         if (lookedUp && at >= last) {
-          await client.query(
-            'UPDATE market_floors SET at = $4, usd = $5 WHERE network = $1 AND collection = $2 AND at = $3',
-            [network, c, last, at, usd],
-          );
+          // The first sample stays: until an older one is recorded, floor changes are measured from it.
+          if (rows.length > 1) {
+            await client.query(
+              'UPDATE market_floors SET at = $4, usd = $5 WHERE network = $1 AND collection = $2 AND at = $3',
+              [network, c, last, at, usd],
+            );
+          } else {
+            await client.query(
+              `INSERT INTO market_floors (network, collection, at, usd) VALUES ($1, $2, $3, $4)
+               ON CONFLICT (network, collection, at) DO UPDATE SET usd = EXCLUDED.usd`,
+              [network, c, at, usd],
+            );
+          }
           latest = at;
         }
       } else {
