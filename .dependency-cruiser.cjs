@@ -198,13 +198,16 @@ module.exports = {
         'The PostgreSQL adapter shares only the record checks (store/schema.ts) and LazyWrite with the file adapter; migrate-data copies the files, so reading them is its job.',
       severity: 'error',
       from: { path: '^src/store/pg/', pathNot: ROOTS },
-      to: { path: '^src/store/[^/]+$', pathNot: ['^src/store/schema[.]ts$', '^src/store/lazy-write[.]ts$'] },
+      to: {
+        path: ['^src/store/files/', '^src/store/[^/]+$'],
+        pathNot: ['^src/store/schema[.]ts$', '^src/store/lazy-write[.]ts$'],
+      },
     },
     {
       name: 'file-store-not-pg-store',
       comment: 'The file adapter does not import the PostgreSQL adapter.',
       severity: 'error',
-      from: { path: '^src/store/[^/]+$' },
+      from: { path: ['^src/store/files/', '^src/store/[^/]+$'] },
       to: { path: '^src/store/pg/' },
     },
     {

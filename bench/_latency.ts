@@ -17,7 +17,7 @@ import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { type EnrichedEvent, Enricher } from '../src/alerts/enrich.ts';
-import type { AlertPipelineOptions } from '../src/alerts/pipeline.ts';
+import type { AlertsDeps } from '../src/alerts/index.ts';
 import type { ChainEvent } from '../src/alerts/types.ts';
 import { renderDiscord } from '../src/chat/discord/render.ts';
 import { renderTelegram } from '../src/chat/telegram/render.ts';
@@ -320,15 +320,17 @@ function nativeSymbols(info: DevnetInfo): Record<string, string> {
 }
 
 /**
- * The AlertPipeline options the benches share (theirs add the stores and what the pipeline hands its
- * deliveries to): the timed enricher, the devnet's marketplace contracts, and onRecorded noting when
- * a transaction's deliveries were recorded; production defaults otherwise.
+ * The createAlerts deps the benches share (theirs add the stores and the queue the deliveries go to):
+ * the timed enricher, the devnet's marketplace contracts, and onRecorded noting when a transaction's
+ * deliveries were recorded; production defaults otherwise.
  */
-export function pipelineOptions(devnet: DevnetProcess, platform: PlatformClient, logger: Logger) {
+export function alertsDeps(devnet: DevnetProcess, platform: PlatformClient, logger: Logger) {
   const marketplaceContracts = Object.fromEntries(devnet.info.networks.map((n) => [n.name, [n.marketplaceContract]]));
-  const enricher = new TimedEnricher(platform, new CurrencyDirectory(platform, nativeSymbols(devnet.info)), logger);
+  const currencies = new CurrencyDirectory(platform, nativeSymbols(devnet.info));
+  const enricher = new TimedEnricher(platform, currencies, logger);
   return {
     platform,
+    currencies,
     enricher,
     logger,
     marketplaceContracts,
@@ -338,7 +340,7 @@ export function pipelineOptions(devnet: DevnetProcess, platform: PlatformClient,
     onRecorded: (event) => {
       timesOf(event.txnHash).recorded = now();
     },
-  } satisfies Partial<AlertPipelineOptions>;
+  } satisfies Partial<AlertsDeps>;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@
 // 2 cores; both processes share them, and the round trips of enrichment still go over local HTTP). The bot
 // side is the production code: a real PlatformClient (undici, HTTP and ndjson streams), StateStore and
 // DeliveryJournal (fsync on, as in production) in a temp dir held by its lease (lockDataDir, whose check
-// fences each journal write and each send, as src/main.ts wires it), the real Dispatcher and AlertPipeline with
+// fences each journal write and each send, as src/main.ts wires it), the real Dispatcher and createAlerts() with
 // production defaults (flushDelayMs 2), and sinks that note the time when `send` is called (maxBatch 1,
 // minIntervalMs 0), then convert the alert as the adapters will (renderDiscord / renderTelegram).
 //
@@ -43,19 +43,20 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { AlertPipeline } from '../src/alerts/pipeline.ts';
+import { type Alerts, createAlerts } from '../src/alerts/index.ts';
 import { Dispatcher } from '../src/delivery/dispatcher.ts';
 import type { PlatformClient } from '../src/platform/client.ts';
-import { DeliveryJournal } from '../src/store/journal.ts';
-import { lockDataDir } from '../src/store/lock.ts';
-import { StateStore } from '../src/store/state.ts';
+import { DeliveryJournal } from '../src/store/files/journal/journal.ts';
+import { lockDataDir } from '../src/store/files/lock.ts';
+import { FileMarketHistory } from '../src/store/files/market-history.ts';
+import { StateStore } from '../src/store/files/state.ts';
 import {
+  alertsDeps,
   DESTINATIONS,
   type DevnetProcess,
   forgetTimes,
   type LatencyBench,
   measureRounds,
-  pipelineOptions,
   rulesFor,
   runLatencyBench,
   type Scenario,
@@ -104,9 +105,10 @@ async function scenario(
   const dir = await mkdtemp(join(tmpdir(), 'floorwatch-bench-latency-'));
   const logger = pino({ level: 'silent' });
   let compactionErrors = 0;
-  let pipeline: AlertPipeline | undefined;
+  let pipeline: Alerts | undefined;
   let dispatcher: Dispatcher | undefined;
   let journal: DeliveryJournal | undefined;
+  let market: FileMarketHistory | undefined;
   // The data directory's lease, as src/main.ts takes it: it fences every journal write and every send.
   let leaseLost = 0;
   const lock = await lockDataDir(dir, { onLost: () => leaseLost++ });
@@ -123,11 +125,13 @@ async function scenario(
     });
     timeJournal(journal);
     dispatcher = new Dispatcher({ journal, sinks: timingSinks(), logger, fence: lock });
-    pipeline = new AlertPipeline({
-      ...pipelineOptions(devnet, platform, logger),
-      store,
-      journal,
-      dispatcher,
+    market = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger });
+    pipeline = createAlerts({
+      ...alertsDeps(devnet, platform, logger),
+      market,
+      rules: store,
+      deliveries: journal,
+      queue: dispatcher,
     });
     await pipeline.start();
 
@@ -145,6 +149,7 @@ async function scenario(
     await pipeline?.stop();
     await dispatcher?.stop();
     await journal?.close();
+    await market?.close();
     await lock.release();
     await rm(dir, { recursive: true, force: true });
     forgetTimes();

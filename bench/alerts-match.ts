@@ -26,14 +26,13 @@ import { runInNewContext } from 'node:vm';
 import { CANONICAL_SIGNATURES, classifyTransaction, type EventName, TOPICS } from '../src/alerts/classify.ts';
 import { type AlertDetails, alertsFor, renderAlert, type TokenDetails } from '../src/alerts/render.ts';
 import {
-  type MatchingRule,
   matchDestinations,
   type PriceInfo,
   passesPrice,
   passesTraitsAny,
-  RuleIndex,
   type TokenTrait,
-} from '../src/alerts/rule-index.ts';
+} from '../src/alerts/rule-filters.ts';
+import { type MatchingRule, RuleIndex } from '../src/alerts/rule-index.ts';
 import type { ChainEvent } from '../src/alerts/types.ts';
 import { renderDiscord } from '../src/chat/discord/render.ts';
 import { renderTelegram } from '../src/chat/telegram/render.ts';
@@ -471,9 +470,9 @@ interface Output {
 }
 
 /**
- * What AlertPipeline#deliveries does: phase 2 grouped by destination (matchDestinations), then one
- * message per chat from alertsFor (the event rendered once; chats that ping roles get a copy with
- * them). The chat converters (renderDiscord / renderTelegram) run later, per message, when the
+ * What the alert path does once an event is enriched (EventMatch.destinations, then alertsFor): phase
+ * 2 grouped by destination (matchDestinations), then one message per chat from alertsFor (the event
+ * rendered once; chats that ping roles get a copy with them). The chat converters (renderDiscord / renderTelegram) run later, per message, when the
  * adapters send, paced by the chat platforms' rate limits: their cost per message is printed apart.
  */
 function renderEvent(event: ChainEvent, candidates: readonly MatchingRule[], out: Output): void {

@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import pino from 'pino';
-import { MarketHistory } from '../src/alerts/market-history.ts';
 import type { CollectionKey } from '../src/core/settings.ts';
 import { Dispatcher } from '../src/delivery/dispatcher.ts';
 import type { AlertSink } from '../src/delivery/sink.ts';
@@ -19,8 +18,9 @@ import { ChartPool } from '../src/digests/chart-pool.ts';
 import { DigestService, type DigestTiming } from '../src/digests/digest-service.ts';
 import { CurrencyDirectory } from '../src/market/currencies.ts';
 import { PlatformClient } from '../src/platform/client.ts';
-import { DeliveryJournal } from '../src/store/journal.ts';
-import { StateStore } from '../src/store/state.ts';
+import { DeliveryJournal } from '../src/store/files/journal/journal.ts';
+import { FileMarketHistory } from '../src/store/files/market-history.ts';
+import { StateStore } from '../src/store/files/state.ts';
 
 const CHATS = 1_000;
 const PER_CHAT = 5;
@@ -129,10 +129,10 @@ async function runCase(label: string, digestOf: (i: number) => ChatDigest): Prom
     join(dir, 'market-history.jsonl'),
     [{ k: 'history', v: 1, since: recordedSince }, ...sales].map((line) => `${JSON.stringify(line)}\n`).join(''),
   );
-  const market = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger });
+  const market = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger });
   for (const collection of collections) {
     for (let day = 6; day >= 0; day--) {
-      market.floor(collection.network, collection.address, 50 + day * 3, Date.now() - day * 86_400_000);
+      await market.floor(collection.network, collection.address, 50 + day * 3, Date.now() - day * 86_400_000);
     }
   }
   const service = new DigestService({

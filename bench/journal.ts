@@ -4,7 +4,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { NewDelivery } from '../src/core/deliveries.ts';
-import { DeliveryJournal } from '../src/store/journal.ts';
+import { DeliveryJournal } from '../src/store/files/journal/journal.ts';
 
 const TOTAL = 20_000;
 const BATCH = 10;

@@ -7,7 +7,7 @@
 // PgRulesRepository, PgDeliveryLog, Leases: every write fenced by a lease's token, every send by the
 // chat's claim), a ChatClaims in front of the real Dispatcher (the
 // pipeline hands it what it recorded; it also hears the `floorwatch_deliveries` notifications, as
-// main.ts wires it), and the real AlertPipeline with production defaults. In this mode every delivery
+// main.ts wires it), and the alert path from createAlerts() with production defaults. In this mode every delivery
 // is recorded `pending` (claims: `sendsAlone` is false), then the holder of the chat's claim reads it
 // back (`openFor`), marks it `sending`, sends it and marks it `sent`: three writes and a read per alert.
 //
@@ -31,19 +31,25 @@
 //   npm run bench -- pg-latency
 //   BENCH_ONLY=1 npm run bench -- pg-latency         (only the 1-chat scenario)
 import pino from 'pino';
-import { AlertPipeline } from '../src/alerts/pipeline.ts';
+import { type Alerts, createAlerts } from '../src/alerts/index.ts';
 import { ChatClaims } from '../src/delivery/claims.ts';
 import { Dispatcher } from '../src/delivery/dispatcher.ts';
 import type { PlatformClient } from '../src/platform/client.ts';
-import { chatsOf, DELIVERIES_CHANNEL, openSharedDatabase, type SharedDatabase } from '../src/store/pg/index.ts';
+import {
+  chatsOf,
+  DELIVERIES_CHANNEL,
+  openSharedDatabase,
+  PgMarketHistory,
+  type SharedDatabase,
+} from '../src/store/pg/index.ts';
 import { startTestPostgres, type TestPostgres } from '../test/helpers/postgres.ts';
 import {
+  alertsDeps,
   DESTINATIONS,
   type DevnetProcess,
   forgetTimes,
   type LatencyBench,
   measureRounds,
-  pipelineOptions,
   rulesFor,
   runLatencyBench,
   type Scenario,
@@ -90,7 +96,7 @@ async function scenario(
 ) {
   const logger = pino({ level: 'silent' });
   let lostLeases = 0;
-  let pipeline: AlertPipeline | undefined;
+  let pipeline: Alerts | undefined;
   let dispatcher: Dispatcher | undefined;
   let claims: ChatClaims | undefined;
   let shared: SharedDatabase | undefined;
@@ -113,11 +119,12 @@ async function scenario(
     const origin = journal.origin;
     await shared.db.listen(DELIVERIES_CHANNEL, (payload) => chatClaims.noticed(chatsOf(payload, origin)));
     await chatClaims.start();
-    pipeline = new AlertPipeline({
-      ...pipelineOptions(devnet, platform, logger),
-      store,
-      journal,
-      dispatcher: chatClaims,
+    pipeline = createAlerts({
+      ...alertsDeps(devnet, platform, logger),
+      market: await PgMarketHistory.open(shared.db, { logger }),
+      rules: store,
+      deliveries: journal,
+      queue: chatClaims,
     });
     await pipeline.start();
 

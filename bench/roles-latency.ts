@@ -119,7 +119,7 @@ discord.dispatchInteraction({
   permissions: String(1n << 28n),
 });
 await until(() => bot.roles.collections('devnet').length > 0, 'the rule');
-await until(() => bot.pipeline.health().some((s) => s.contracts >= 2), 'the streams to follow the rule');
+await until(() => bot.alerts.status().streams.some((s) => s.contracts >= 2), 'the streams to follow the rule');
 
 // Every member holds a token and verifies their wallet.
 const minted = await devnet.mine(

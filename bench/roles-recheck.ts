@@ -23,8 +23,8 @@ import { startDevnet } from '../src/devnet/index.ts';
 import { PlatformClient } from '../src/platform/client.ts';
 import { HoldingsReader } from '../src/roles/holdings.ts';
 import { RoleSync } from '../src/roles/sync.ts';
-import { FileRoleStore } from '../src/store/roles.ts';
-import { FileWalletStore } from '../src/store/wallets.ts';
+import { FileRoleStore } from '../src/store/files/roles.ts';
+import { FileWalletStore } from '../src/store/files/wallets.ts';
 import { FakeDiscord } from '../test/fakes/discord.ts';
 
 const MEMBERS = 10_000;

@@ -30,13 +30,19 @@ function activityText(activity: WindowActivity, floorNow: number | undefined): s
   return parts.join(' · ');
 }
 
-function historyFields(history: MarketHistoryView, network: string, address: string, now: number, floorNow?: number) {
+async function historyFields(
+  history: MarketHistoryView,
+  network: string,
+  address: string,
+  now: number,
+  floorNow?: number,
+) {
   const fields: ReplyField[] = [];
   const notes: string[] = [];
   let partial = false;
   let compared = false;
   for (const [label, windowMs] of WINDOWS) {
-    const activity = history.activity(network, address, windowMs, now);
+    const activity = await history.activity(network, address, windowMs, now);
     let name = label;
     if (!activity.complete) {
       // A window the record does not cover is named by what it covers: a count since start-up is not
@@ -99,12 +105,12 @@ export default defineCommand({
 
     const lines: Rich[] = [];
     if (history) {
-      const recorded = historyFields(history, collection.network, collection.address, now, floorUsd);
+      const recorded = await historyFields(history, collection.network, collection.address, now, floorUsd);
       fields.push(...recorded.fields);
       const notes = recorded.notes.length ? ` (${recorded.notes.join('; ')})` : '';
       lines.push([bold('Sales and floor changes'), ` are what the bot recorded${notes}.`]);
       // After reading the history: this floor is the next one's "then", not this one's.
-      if (floorUsd !== undefined) history.floor(collection.network, collection.address, floorUsd, now, true);
+      if (floorUsd !== undefined) await history.floor(collection.network, collection.address, floorUsd, now, true);
     } else {
       lines.push('Sales over 24 h and 7 days: not recorded (the bot runs without its alert pipeline).');
     }

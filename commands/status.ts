@@ -88,7 +88,7 @@ export default defineCommand({
         `⚠️ Platform records dropped (values that failed their checks): ${dropped.total} since start (${worst.join(', ')}${dropped.byOperation.size > 3 ? ', …' : ''}); details in the log`,
       );
     }
-    const alerts = ctx.bot.alerts?.();
+    const alerts = await ctx.bot.alerts?.();
     if (alerts) {
       lines.push('Alert streams:');
       if (alerts.streams.length === 0)

@@ -1,6 +1,7 @@
 /**
  * Composition root: configuration -> logger -> platform (the local one when none is configured)
- * -> store -> command engine -> chat adapters. Nothing else wires components together.
+ * -> deployment (files or the shared database) -> alerts, digests, command engine -> chat adapters.
+ * Nothing else wires components together.
  */
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -8,31 +9,29 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { Backfill } from './alerts/backfill.ts';
-import { Enricher } from './alerts/enrich.ts';
-import { MarketHistory } from './alerts/market-history.ts';
-import { AlertPipeline } from './alerts/pipeline.ts';
+import { type Alerts, type AlertsStatus, createAlerts } from './alerts/index.ts';
+import type { AlertStatus } from './bot/command.ts';
 import { CommandEngine } from './bot/engine.ts';
 import { RarityIndex } from './bot/rarity.ts';
 import { loadCommands } from './bot/registry.ts';
-import { ConsoleChat } from './chat/console/console-chat.ts';
-import { ConsoleSink } from './chat/console/console-sink.ts';
-import type { ChatImages } from './chat/images/images.ts';
+import type { ConsoleChat } from './chat/console/console-chat.ts';
+import { startChats, wantsConsole } from './chat/start.ts';
 import { ChatStartError } from './chat/start-error.ts';
 import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
+import type { JournalStats } from './core/deliveries.ts';
 import type { DeliveryLog, RulesRepository } from './core/ports.ts';
-import type { RoleStore } from './core/roles.ts';
 import type { WalletStore } from './core/wallets.ts';
-import { ChatClaims } from './delivery/claims.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
 import type { AlertSink } from './delivery/sink.ts';
+import { pauseRulesOfUnreachable } from './delivery/unreachable.ts';
+import { type Deployment, openDeployment } from './deployment/index.ts';
 import type { Devnet } from './devnet/index.ts';
-import { ChartPool } from './digests/chart-pool.ts';
-import { DigestService } from './digests/digest-service.ts';
-import { DigestScheduler } from './digests/scheduler.ts';
-import { type HealthServer, startHealthServer } from './health/http.ts';
+import { createDigests } from './digests/index.ts';
+import type { HealthServer } from './health/http.ts';
+import { startHealth } from './health/index.ts';
 import { BotMetrics } from './health/metrics.ts';
-import { checkReadiness } from './health/readiness.ts';
 import { createLogger } from './logger.ts';
+import { CurrencyDirectory } from './market/currencies.ts';
 import { Links, type LinkTemplates } from './market/links.ts';
 import { PlatformClient } from './platform/client.ts';
 import { discoverPlatform, type PlatformDescription, PlatformDiscoveryError } from './platform/discovery.ts';
@@ -42,14 +41,9 @@ import { SignatureChecker } from './roles/siwe.ts';
 import { RoleSync } from './roles/sync.ts';
 import { WalletVerification } from './roles/verification.ts';
 import { type PageServer, startPageServer } from './roles/web.ts';
-import { FileCursorStore } from './store/cursors.ts';
-import { DeliveryJournal } from './store/journal.ts';
-import { DataDirError, lockDataDir } from './store/lock.ts';
+import { DataDirError, lockDataDir } from './store/files/lock.ts';
+import { StoreFileError } from './store/files/state.ts';
 import { DatabaseError } from './store/pg/errors.ts';
-import type { Leadership, SharedDatabase } from './store/pg/index.ts';
-import { FileRoleStore } from './store/roles.ts';
-import { StateStore, StoreFileError } from './store/state.ts';
-import { FileWalletStore } from './store/wallets.ts';
 
 export const VERSION = '0.1.0';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -66,7 +60,7 @@ export interface RunningBot {
   engine: CommandEngine;
   store: RulesRepository;
   journal: DeliveryLog;
-  pipeline: AlertPipeline;
+  alerts: Alerts;
   dispatcher: Dispatcher;
   devnet: Devnet | undefined;
   console: ConsoleChat | undefined;
@@ -107,572 +101,443 @@ export interface StartOptions {
 export async function startBot(options: StartOptions = {}): Promise<RunningBot> {
   const config = loadConfig(options.env ?? process.env, options.cwd);
   const stdin = options.stdin ?? process.stdin;
-  const consoleWanted = config.console || (!config.discord && !config.telegram);
-  const logFile =
-    options.logDestination === undefined && consoleWanted && stdin.isTTY === true
-      ? join(config.dataDir, LOG_FILE)
-      : undefined;
-  let logger: Logger;
-  try {
-    logger = createLogger(config.logLevel, secretsOf(config), options.logDestination ?? logFile ?? 2);
-    if (logFile) process.stderr.write(`floorwatch: logs go to ${logFile}\n`);
-  } catch (error) {
-    // The data directory cannot take the log file: the checks below say why; log to stderr meanwhile.
-    if (!logFile) throw error;
-    logger = createLogger(config.logLevel, secretsOf(config), 2);
-  }
-  const stops: Array<() => Promise<void>> = [];
-  const fatalListeners: Array<(error: Error) => void> = [];
-  let fatalError: Error | undefined;
-  const fatal = (error: Error) => {
-    if (fatalError) return;
-    fatalError = error;
-    logger.error({ err: error }, 'cannot go on: stopping');
-    for (const listener of fatalListeners) listener(error);
-  };
-  const stop = async () => {
-    for (const step of stops.reverse()) {
-      try {
-        await step();
-      } catch (error) {
-        logger.warn({ err: error }, 'error while stopping');
-      }
-    }
-    stops.length = 0;
-  };
-
+  const { logger, toFile } = openLogger(config, options.logDestination, stdin);
+  const life = new Lifetime(logger);
   try {
     // First, so that a second process on the same directory changes nothing before it is refused.
     const lock = await lockDataDir(config.dataDir, {
-      onLost: fatal,
+      onLost: life.fatal,
       onRetaken: (unrenewedMs) =>
         logger.warn(
           { unrenewedMs: Math.round(unrenewedMs) },
           'this process was paused or stalled past its lease on the data directory; nobody took it over: it goes on',
         ),
     });
-    stops.push(() => lock.release());
-    const fence = () => lock.check();
-    let devnet: Devnet | undefined;
-    let nativeSymbols: Record<string, string> = config.platform.nativeSymbols;
-    let marketplaceContracts: Record<string, string[]> = config.marketplaceContracts;
-    let endpoints = config.platform.endpoints;
-    let platformOptions = {
-      accessKey: config.platform.accessKey,
-      secretToken: config.platform.secretToken,
-      projectId: config.platform.projectId,
-      networks: config.platform.networks,
-    };
-    let discovered: PlatformDescription | undefined;
-    if (config.platform.discoveryUrl) {
-      // A platform that describes itself: what the configuration does not say is read from it.
-      discovered = await discoverPlatform(config.platform.discoveryUrl);
-      endpoints = { ...discovered.endpoints, ...config.platform.endpointOverrides };
-      platformOptions = {
-        ...platformOptions,
-        projectId: config.platform.projectId ?? discovered.projectId,
-        networks: config.platform.networks.length > 0 ? config.platform.networks : discovered.networks,
-      };
-      nativeSymbols = { ...discovered.nativeSymbols, ...config.platform.nativeSymbols };
-      marketplaceContracts = { ...discovered.marketplaceContracts, ...config.marketplaceContracts };
-      logger.info(
-        { url: config.platform.discoveryUrl, networks: platformOptions.networks.map((n) => n.name) },
-        'using the platform described at FLOORWATCH_PLATFORM_URL',
-      );
-    }
-    if (!endpoints) {
-      const { startDevnet } = await import('./devnet/index.ts');
-      devnet = await startDevnet({
-        seed: config.devnet.seed,
-        blockIntervalMs: config.devnet.blockIntervalMs,
-        port: config.devnet.port,
-        logger: logger.child({ component: 'devnet' }),
-      });
-      const running = devnet;
-      stops.push(() => running.close());
-      endpoints = devnet.endpoints;
-      platformOptions = {
-        accessKey: devnet.accessKey,
-        secretToken: devnet.secretToken,
-        projectId: config.platform.projectId ?? devnet.projectId,
-        networks: devnet.networks,
-      };
-      nativeSymbols = nativeSymbolsOf(devnet);
-      marketplaceContracts = Object.fromEntries(devnet.info().networks.map((n) => [n.name, [n.marketplaceContract]]));
-      logger.info({ url: devnet.url, networks: devnet.networks.map((n) => n.name) }, 'using the local platform');
-    }
-
+    life.onStop(() => lock.release());
     const metrics = config.http ? new BotMetrics() : undefined;
-    const platformLogger = logger.child({ component: 'platform' });
-    const linkTemplates = devnet
-      ? devnetLinks(devnet, config.links)
-      : discovered?.pages
-        ? describedLinks(discovered.pages, platformOptions.networks, config.links)
-        : config.links;
-    const platform = new PlatformClient({
-      ...platformOptions,
-      endpoints,
-      userAgent: `floorwatch/${VERSION}`,
-      onDroppedRecords: (sample, dropped) =>
-        platformLogger.warn({ ...sample, dropped }, 'dropped platform records that failed their checks'),
-      onCall: (report) => {
-        metrics?.platformCall(report);
-        platformLogger.debug(
-          {
-            operation: report.operation,
-            attempt: report.attempt,
-            status: report.outcome,
-            ms: Math.round(report.durationMs),
-            requestId: report.requestId,
-          },
-          'platform call',
-        );
-      },
-    });
-    stops.push(() => platform.close());
-    const links = new Links(linkTemplates, platform.networks.all);
-    warnOfNetworksWithoutMarketplace(platform.networks.all, marketplaceContracts, logger, logFile !== undefined);
-    const defaultNetwork = config.defaultNetwork ?? platform.networks.all[0]?.name;
-    if (!defaultNetwork) throw new ConfigError(['FLOORWATCH_NETWORKS lists no network.']);
-    // With the local platform the networks are known only now: the configuration could not check this.
-    if (!platform.networks.all.some((n) => n.name === defaultNetwork)) {
-      const known = platform.networks.all.map((n) => n.name).join(', ');
-      throw new ConfigError([
-        `FLOORWATCH_DEFAULT_NETWORK "${defaultNetwork}" is not a network of the platform (${known}).`,
-      ]);
-    }
+    const setup = await openPlatform(config, logger, life, metrics);
+    warnOfNetworksWithoutMarketplace(setup.platform.networks.all, setup.marketplaceContracts, logger, toFile);
+    const { platform } = setup;
+    const deployment = await openDeployment(config, { lock, logger, onLeaseLost: life.fatal });
+    life.onStop(() => deployment.close());
+    const { rules, deliveries } = deployment;
 
-    // The stores: files in the data directory (one process), or the shared database (any number).
-    let store: RulesRepository;
-    let journal: DeliveryLog;
-    let shared: SharedDatabase | undefined;
-    // Loaded only when used: the database driver and migrations cost start-up time.
-    const pgStore = config.database ? await import('./store/pg/index.ts') : undefined;
-    if (config.database && pgStore) {
-      shared = await pgStore.openSharedDatabase(config.database, logger, (error) => fatal(error));
-      const opened = shared;
-      stops.push(() => opened.close());
-      store = shared.rules;
-      journal = shared.deliveries;
-      logger.info({ database: shared.db.where }, 'using the shared database');
-    } else {
-      store = await StateStore.open(join(config.dataDir, 'state.json'), {
-        fence,
-        logger: logger.child({ component: 'state' }),
-      });
-      journal = await DeliveryJournal.open(join(config.dataDir, 'deliveries.jsonl'), {
-        onCompactionError: (error) => logger.error({ err: error }, 'journal compaction failed'),
-        fence,
-      });
-    }
-    const stores = { store, journal };
-    stops.push(() => stores.store.flush());
-    stops.push(() => stores.journal.close());
-    const marketHistory = await MarketHistory.open(join(config.dataDir, 'market-history.jsonl'), {
-      platform,
-      logger: logger.child({ component: 'market-history' }),
-    });
-    stops.push(() => marketHistory.close());
     const sinks = new Map<AlertSink['platform'], AlertSink>();
-    let pipeline: AlertPipeline | undefined;
     const deliveryLogger = logger.child({ component: 'delivery' });
     const dispatcher = new Dispatcher({
-      journal,
+      journal: deliveries,
       sinks,
       logger: deliveryLogger,
-      // Who may send: the holder of a chat's claim with a shared database, of the directory otherwise.
-      fence: shared?.leases ?? lock,
-      onUnreachable: (destination, reason) => void pipeline?.destinationUnreachable(destination, reason),
-      onOutcome: (outcome, platform, count) => {
-        metrics?.delivery(outcome, platform, count);
-        deliveryLogger.debug({ outcome, platform, count }, 'alert delivery');
+      fence: deployment.sendFence,
+      onUnreachable: pauseRulesOfUnreachable(rules, logger.child({ component: 'alerts' })),
+      onOutcome: (outcome, chatPlatform, count) => {
+        metrics?.delivery(outcome, chatPlatform, count);
+        deliveryLogger.debug({ outcome, platform: chatPlatform, count }, 'alert delivery');
       },
     });
-    stops.push(() => dispatcher.stop());
-    // With a shared database, a chat's deliveries are sent by the process that holds its claim.
-    let claims: ChatClaims | undefined;
-    if (shared && pgStore) {
-      const opened = shared;
-      claims = new ChatClaims({
-        leases: shared.leases,
-        log: shared.deliveries,
-        dispatcher,
-        logger: deliveryLogger,
-      });
-      const chatClaims = claims;
-      await shared.db.listen(pgStore.DELIVERIES_CHANNEL, (payload) =>
-        chatClaims.noticed(pgStore.chatsOf(payload, opened.deliveries.origin)),
-      );
-      opened.db.onResync(() => void chatClaims.sweep());
-      stops.push(async () => chatClaims.stop());
-    }
-    const deliveryQueue = claims ?? dispatcher;
+    life.onStop(() => dispatcher.stop());
+    const roles = deployment.roles(dispatcher, () => platform.networks.all.map((n) => n.name));
+    life.onStop(() => roles.stop());
 
-    // Begin wallet verification.
-    const wallets: WalletStore = shared
-      ? await (await import('./store/pg/wallets.ts')).PgWalletStore.open(
-          shared.db,
-          logger.child({ component: 'wallets' }),
-        )
-      : await FileWalletStore.open(join(config.dataDir, 'wallets.jsonl'));
-    stops.push(() => wallets.close());
-    const verification = await walletVerification(config, wallets, {
-      chainId: platform.networks.find(defaultNetwork)?.chainId ?? 1,
-      rpcUrl: (config.backfill.rpcUrl ?? devnet?.chainRpcUrl)?.replaceAll('{network}', defaultNetwork),
-      devnet,
-      logger: logger.child({ component: 'verify' }),
+    // Holder roles: kept in sync from the verified wallets, the streams (a follower of the alert path)
+    // and a full re-check run by the process the deployment says.
+    const rolesLogger = logger.child({ component: 'roles' });
+    const holderRoles = new RoleSync({
+      wallets: deployment.wallets,
+      store: deployment.holderRoles,
+      holdings: new HoldingsReader(platform, { logger: rolesLogger }),
+      logger: rolesLogger,
+      graceMs: config.roles.graceHours * 3_600_000,
+      recheckEveryMs: config.roles.recheckHours * 3_600_000,
+      leads: () => roles.checksHolderRoles(),
     });
-    // End wallet verification.
-    // Begin holder roles: rules and grants (files, or the shared database), kept in sync from the
-    // verified wallets, the streams (followers below) and a full re-check run by one process.
-    const holderRoles = await startHolderRoles(config, { platform, wallets, shared, logger });
-    stops.push(() => holderRoles.close());
-    // End holder roles.
-    let digests: DigestService | undefined;
-    let scheduler: DigestScheduler | undefined;
+
+    const currencies = new CurrencyDirectory(platform, setup.nativeSymbols);
+    const alerts = createAlerts({
+      followers: [holderRoles],
+      platform,
+      rules,
+      deliveries,
+      queue: roles.queue,
+      ingests: roles.ingests,
+      currencies,
+      links: setup.links,
+      logger: logger.child({ component: 'alerts' }),
+      marketplaceContracts: setup.marketplaceContracts,
+      relistWindowMs: config.relistWindowHours * 60 * 60 * 1000,
+      market: deployment.market,
+      backfill: await openBackfill(config, setup, deployment, logger),
+    });
+    const digests = createDigests({
+      platform,
+      rules,
+      deliveries,
+      queue: roles.queue,
+      currencies,
+      logger: logger.child({ component: 'digests' }),
+      projectId: setup.projectId,
+      market: deployment.market,
+      chartWorkerUrl: new URL(`./digests/chart-worker.${SOURCE_EXTENSION}`, import.meta.url),
+      posts: roles.postsDigests,
+    });
+
+    const verification = await walletVerification(config, deployment.wallets, setup, logger);
+
     const commands = await loadCommands(COMMANDS_DIR);
     const engine = new CommandEngine({
       platform,
-      store,
+      store: rules,
       logger: logger.child({ component: 'commands' }),
       settings: {
         operators: config.operators,
-        projectId: platformOptions.projectId,
+        projectId: setup.projectId,
         allowlistAudience: config.allowlistAudience,
-        defaultNetwork,
+        defaultNetwork: setup.defaultNetwork,
         version: VERSION,
         discordManagePermission: config.discord?.managePermission,
       },
       commands,
-      links,
+      links: setup.links,
       market: {
-        history: marketHistory,
+        history: deployment.market,
         rarity: new RarityIndex(platform, { logger: logger.child({ component: 'rarity' }) }),
       },
-      nativeSymbols,
+      currencies,
+      digests,
       verification,
-      roles: holderRoles.sync,
-      digests: {
-        preview: async (chatKey, digest) => {
-          if (!digests) throw new Error('digests are not running');
-          return (await digests.build(chatKey, digest, new Date())).reply;
-        },
-        nextRun: (digest) => scheduler?.nextRun(digest.hour, digest.minute, digest.timeZone) ?? null,
-      },
-      alerts: () => {
-        const stats = journal.stats();
-        return {
-          streams: pipeline?.health() ?? [],
-          journal: { records: stats.records, pending: stats.pending + stats.sending, failed: stats.failed },
-          counters: pipeline?.counters ?? { logs: 0, events: 0, matched: 0, deliveries: 0, reorged: 0, dropped: 0 },
-          backlog: pipeline?.backlog(),
-        };
-      },
+      roles: holderRoles,
+      alerts: async () => alertStatus(alerts.status(), await deliveries.counts()),
     });
     if (metrics) engine.onOutcome((name, outcome) => metrics.command(name, outcome));
-    // Begin backfill: the blocks missed while stopped or reconnecting, read back over JSON-RPC.
-    const rpcUrl = config.backfill.rpcUrl ?? devnet?.chainRpcUrl ?? discovered?.chainRpcUrl;
-    let backfill: Backfill | undefined;
-    if (rpcUrl && config.backfill.maxBlocks > 0) {
-      const onWriteError = (error: unknown) => logger.warn({ err: error }, 'could not save the block cursors');
-      const cursors =
-        shared && pgStore
-          ? new pgStore.PgCursorStore(shared.db, { onWriteError })
-          : await FileCursorStore.open(join(config.dataDir, 'cursors.json'), { onWriteError });
-      backfill = new Backfill({
-        settings: { rpcUrl, maxBlocks: config.backfill.maxBlocks, resumeOnActivate: shared !== undefined },
-        cursors,
-        logger: logger.child({ component: 'backfill' }),
-        chainId: (network) => platform.networks.find(network)?.chainId,
-      });
-    } else {
-      logger.info('no FLOORWATCH_RPC_URL: blocks missed while stopped are not read back');
-    }
-    // End backfill.
-    // With a shared database one process at a time ingests each network's streams.
-    let ingest: Leadership | undefined;
-    if (shared && pgStore) {
-      ingest = new pgStore.Leadership({
-        leases: shared.leases,
-        space: 'ingest',
-        keys: () => platform.networks.all.map((n) => n.name),
-        onAcquired: () =>
-          void pipeline?.replan().catch((error: unknown) => logger.error({ err: error }, 'could not open the streams')),
-        logger: logger.child({ component: 'leadership' }),
-      });
-      const leadership = ingest;
-      stops.push(async () => leadership.stop());
-    }
-    const alertPipeline = new AlertPipeline({
-      ...(backfill ? { backfill } : {}),
-      platform,
-      store,
-      journal,
-      dispatcher: deliveryQueue,
-      ...(ingest ? { ingests: (network: string) => ingest?.leads(network) ?? false } : {}),
-      enricher: new Enricher(platform, engine.currencies, logger.child({ component: 'enrich' }), links),
-      logger: logger.child({ component: 'alerts' }),
-      marketplaceContracts,
-      relistWindowMs: config.relistWindowHours * 60 * 60 * 1000,
-      market: marketHistory,
-      followers: [holderRoles.sync],
-    });
-    pipeline = alertPipeline;
-    // Closed after the digest scheduler has stopped (stops run in reverse), so a run in progress keeps its charts.
-    const charts = new ChartPool({ workerUrl: new URL(`./digests/chart-worker.${SOURCE_EXTENSION}`, import.meta.url) });
-    stops.push(() => charts.close());
-    digests = new DigestService({
-      platform,
-      store,
-      journal,
-      dispatcher: deliveryQueue,
-      currencies: engine.currencies,
-      logger: logger.child({ component: 'digests' }),
-      projectId: platformOptions.projectId,
-      charts,
-      market: marketHistory,
-    });
-    const digestService = digests;
-    const digestScheduler = new DigestScheduler({
-      store,
-      logger: logger.child({ component: 'digests' }),
-      // With a shared database one process posts the digests (each due digest is also recorded once).
-      run: async (chatKeys, dueAt) => {
-        if (digestLeader && pgStore && !digestLeader.leads(pgStore.DIGESTS_LEASE_KEY)) return;
-        await digestService.run(chatKeys, dueAt);
+
+    const chats = await startChats({
+      config,
+      engine,
+      logger,
+      stdin,
+      stdout: options.stdout ?? process.stdout,
+      platformUrls: Object.values(platform.endpoints),
+      sinks,
+      drawWorkerUrl: new URL(`./chat/images/draw-worker.${SOURCE_EXTENSION}`, import.meta.url),
+      holderRoles: {
+        useSink: (sink) => holderRoles.useSink(sink),
+        joinRequest: (request) => holderRoles.joinRequest(request),
       },
     });
-    scheduler = digestScheduler;
-    let digestLeader: Leadership | undefined;
-    if (shared && pgStore) {
-      digestLeader = new pgStore.Leadership({
-        leases: shared.leases,
-        space: 'digests',
-        keys: () => [pgStore.DIGESTS_LEASE_KEY],
-        onAcquired: () => void digestScheduler.catchUp(),
-        logger: logger.child({ component: 'leadership' }),
-      });
-      const leadership = digestLeader;
-      stops.push(async () => leadership.stop());
-    }
-
-    const chats: Array<{ platform: string; ready: () => boolean }> = [];
-    let consoleChat: ConsoleChat | undefined;
-    let finished: Promise<void> = new Promise(() => undefined);
-    if (consoleWanted) {
-      consoleChat = new ConsoleChat({
-        engine,
-        input: stdin,
-        output: options.stdout ?? process.stdout,
-        interactive: stdin.isTTY === true,
-        attachmentsDir: join(config.dataDir, 'attachments'),
-        logger,
-      });
-      const chat = consoleChat;
-      stops.push(async () => chat.close());
-      sinks.set('console', new ConsoleSink(chat));
-      chats.push({ platform: 'console', ready: () => true });
-      finished = chat.run();
-    }
-    // Chat platforms load only when configured: their libraries cost start-up time.
-    let images: ChatImages | undefined;
-    if (config.discord || config.telegram) {
-      const chatImages = await import('./chat/images/images.ts');
-      // Token images come from the platform's own hosts, which may be internal (the local platform).
-      const created = new chatImages.ChatImages({
-        logger: logger.child({ component: 'images' }),
-        allowHosts: chatImages.imageHostsOf(Object.values(endpoints)),
-        drawing: { workerUrl: new URL(`./chat/images/draw-worker.${SOURCE_EXTENSION}`, import.meta.url), warm: 1 },
-      });
-      images = created;
-      stops.push(() => created.close());
-    }
-    if (config.discord) {
-      const { startDiscord } = await import('./chat/discord/adapter.ts');
-      const discord = await startDiscord({
-        config: config.discord,
-        engine,
-        logger: logger.child({ component: 'discord' }),
-        ...(images ? { images } : {}),
-      });
-      stops.push(() => discord.stop());
-      holderRoles.sync.useSink(discord.membership);
-      sinks.set('discord', discord.sink);
-      chats.push({ platform: 'discord', ready: discord.ready });
-    }
-    if (config.telegram) {
-      const { startTelegram } = await import('./chat/telegram/adapter.ts');
-      const telegram = await startTelegram({
-        config: config.telegram,
-        engine,
-        logger: logger.child({ component: 'telegram' }),
-        ...(images ? { images } : {}),
-        joinRequests: (request) => holderRoles.sync.joinRequest(request),
-      });
-      stops.push(() => telegram.stop());
-      holderRoles.sync.useSink(telegram.membership);
-      sinks.set('telegram', telegram.sink);
-      chats.push({ platform: 'telegram', ready: telegram.ready });
-    }
-    // After the adapters: deliveries replayed from the journal need their sinks.
-    // Streams open in the background: a platform that is down must not hold the chat back.
-    stops.push(() => alertPipeline.stop());
-    if (ingest) await ingest.start();
-    if (claims) await claims.start();
-    // After the adapters (its re-check needs their sinks), before the streams (its collections join them).
-    stops.push(() => holderRoles.stop());
+    life.onStop(() => chats.stop());
+    // After the adapters (the re-check needs their sinks), before the streams (its collections join them);
+    // stopped before the adapters, so changes under way finish while their sinks still work.
+    life.onStop(() => holderRoles.stop());
     await holderRoles.start();
-    void alertPipeline
+    await roles.startHolderRoleChecks(() => void holderRoles.recheckAll());
+
+    // After the adapters: deliveries replayed from the journal need their sinks.
+    life.onStop(() => alerts.stop());
+    await roles.start(
+      () => void alerts.replan().catch((error: unknown) => logger.error({ err: error }, 'could not open the streams')),
+    );
+    // Streams open in the background: a platform that is down must not hold the chat back.
+    void alerts.start().catch((error: unknown) => logger.error({ err: error }, 'alert pipeline failed to start'));
+    life.onStop(() => digests.stop());
+    void digests
       .start()
-      .catch((error: unknown) => logger.error({ err: error }, 'alert pipeline failed to start'));
-    stops.push(() => digestScheduler.stop());
-    void digestScheduler
-      .start()
-      .then(() => digestLeader?.start())
+      .then(() => roles.startDigests(() => void digests.catchUp()))
       .catch((error: unknown) => logger.error({ err: error }, 'digest scheduler failed to start'));
-    let http: HealthServer | undefined;
-    if (config.http && metrics) {
-      metrics.watch({
-        streams: () => alertPipeline.health(),
-        counters: () => alertPipeline.counters,
-        queueDepth: () => dispatcher.depth(),
-        journal: () => journal.stats(),
-        backlog: () => alertPipeline.backlog(),
-        isCommand: (name) => engine.find(name.split(' ')[0] ?? '') !== undefined,
-        droppedRecords: () => platform.droppedRecords.snapshot().byOperation,
-      });
-      const server = await startHealthServer({
-        ...config.http,
-        registry: metrics.registry,
-        logger: logger.child({ component: 'http' }),
-        readiness: () =>
-          checkReadiness({
-            watchedNetworks: () =>
-              alertPipeline
-                .watchedNetworks()
-                .filter((network) => platform.networks.find(network) && (ingest?.leads(network) ?? true)),
-            streams: () => alertPipeline.health(),
-            chats: () => chats,
-            dataDir: config.dataDir,
-            journal: () => alertPipeline.backlog(),
-          }),
-      });
-      http = server;
-      stops.push(() => server.close());
-    }
-    let web: PageServer | undefined;
-    if (config.verification.publicUrl) {
-      const server = await startPageServer({
-        ...config.verification.web,
-        publicUrl: config.verification.publicUrl,
-        verification,
-        logger: logger.child({ component: 'verify-page' }),
-      });
-      web = server;
-      stops.push(() => server.close());
-    }
+
+    const http =
+      config.http && metrics
+        ? await startHealth({
+            ...config.http,
+            metrics,
+            logger: logger.child({ component: 'http' }),
+            sources: {
+              streams: () => alerts.status().streams,
+              counters: () => alerts.status().counters,
+              backlog: () => alerts.status().backlog,
+              // Networks this process must have streams for: watched, and ingested here.
+              watchedNetworks: () =>
+                alerts.status().watchedNetworks.filter((n) => platform.networks.find(n) && roles.ingests(n)),
+              queueDepth: () => dispatcher.depth(),
+              journal: () => deliveries.counts(),
+              isCommand: (name) => engine.find(name.split(' ')[0] ?? '') !== undefined,
+              droppedRecords: () => platform.droppedRecords.snapshot().byOperation,
+              chats: () => chats.ready,
+              dataDir: config.dataDir,
+            },
+          })
+        : undefined;
+    if (http) life.onStop(() => http.close());
+    const web = config.verification.publicUrl
+      ? await startPageServer({
+          ...config.verification.web,
+          publicUrl: config.verification.publicUrl,
+          verification,
+          logger: logger.child({ component: 'verify-page' }),
+        })
+      : undefined;
+    if (web) life.onStop(() => web.close());
     logger.info({ commands: commands.length, dataDir: config.dataDir }, 'floorwatch started');
     return {
       config,
       logger,
       platform,
       engine,
-      store,
-      journal,
-      pipeline: alertPipeline,
+      store: rules,
+      journal: deliveries,
+      alerts,
       dispatcher,
-      devnet,
-      console: consoleChat,
+      devnet: setup.devnet,
+      console: chats.console,
       http: http?.address,
-      wallets,
+      wallets: deployment.wallets,
       verification,
       web: web?.address,
-      roles: holderRoles.sync,
-      finished,
-      stop,
-      onFatal: (listener) => {
-        fatalListeners.push(listener);
-        if (fatalError) listener(fatalError);
-      },
+      roles: holderRoles,
+      finished: chats.finished,
+      stop: () => life.stop(),
+      onFatal: (listener) => life.onFatal(listener),
     };
   } catch (error) {
-    await stop();
+    await life.stop();
     throw error;
   }
 }
 
-/**
- * Holder roles: the role store of the storage mode, the sync over the verified wallets and the
- * platform's balances, and with a shared database the `roles` lease, whose holder runs the full
- * re-check and the sweeps. `start` once the chat adapters have handed their membership sinks to
- * `sync`.
- */
-async function startHolderRoles(
-  config: Config,
-  deps: { platform: PlatformClient; wallets: WalletStore; shared: SharedDatabase | undefined; logger: Logger },
-): Promise<{ sync: RoleSync; start: () => Promise<void>; stop: () => Promise<void>; close: () => Promise<void> }> {
-  const logger = deps.logger.child({ component: 'roles' });
-  const shared = deps.shared;
-  const pg = shared ? await import('./store/pg/index.ts') : undefined;
-  const store: RoleStore = shared
-    ? await (await import('./store/pg/roles.ts')).PgRoleStore.open(shared.db, logger)
-    : await FileRoleStore.open(join(config.dataDir, 'roles.jsonl'));
-  let leader: Leadership | undefined;
-  const sync = new RoleSync({
-    wallets: deps.wallets,
-    store,
-    holdings: new HoldingsReader(deps.platform, { logger }),
-    logger,
-    graceMs: config.roles.graceHours * 3_600_000,
-    recheckEveryMs: config.roles.recheckHours * 3_600_000,
-    ...(shared ? { leads: () => leader?.leads(ROLES_LEASE_KEY) ?? false } : {}),
-  });
-  if (shared && pg) {
-    leader = new pg.Leadership({
-      leases: shared.leases,
-      space: 'roles',
-      keys: () => [ROLES_LEASE_KEY],
-      onAcquired: () => sync.recheckAll(),
-      logger: deps.logger.child({ component: 'leadership' }),
-    });
-  }
+/** What /status shows of the alert path: its own status, and the delivery log's counts. */
+function alertStatus(alerts: AlertsStatus, stats: JournalStats): AlertStatus {
   return {
-    sync,
-    async start() {
-      await sync.start();
-      await leader?.start();
-    },
-    /** Before the chat adapters stop: changes under way finish while their sinks still work. */
-    async stop() {
-      leader?.stop();
-      await sync.stop();
-    },
-    close: () => store.close(),
+    streams: alerts.streams,
+    journal: { records: stats.records, pending: stats.pending + stats.sending, failed: stats.failed },
+    counters: alerts.counters,
+    backlog: alerts.backlog,
   };
 }
 
-/** The one lease of the `roles` space: its holder runs the full re-check and the sweeps. */
-const ROLES_LEASE_KEY = 'all';
+/**
+ * The logger: to stderr, or to the data directory's log file when the terminal chat runs on a
+ * terminal (logs would mix with the prompt).
+ */
+function openLogger(
+  config: Config,
+  destination: StartOptions['logDestination'],
+  stdin: Readable & { isTTY?: boolean },
+): { logger: Logger; toFile: boolean } {
+  const logFile =
+    destination === undefined && wantsConsole(config) && stdin.isTTY === true
+      ? join(config.dataDir, LOG_FILE)
+      : undefined;
+  try {
+    const logger = createLogger(config.logLevel, secretsOf(config), destination ?? logFile ?? 2);
+    if (logFile) process.stderr.write(`floorwatch: logs go to ${logFile}\n`);
+    return { logger, toFile: logFile !== undefined };
+  } catch (error) {
+    // The data directory cannot take the log file: the checks below say why; log to stderr meanwhile.
+    if (!logFile) throw error;
+    return { logger: createLogger(config.logLevel, secretsOf(config), 2), toFile: false };
+  }
+}
+
+/**
+ * What runs until the bot stops: the steps that stop it, run in reverse order of start, and the one
+ * error after which it cannot go on.
+ */
+class Lifetime {
+  readonly #logger: Logger;
+  readonly #stops: Array<() => Promise<void>> = [];
+  readonly #fatalListeners: Array<(error: Error) => void> = [];
+  #fatalError: Error | undefined;
+
+  constructor(logger: Logger) {
+    this.#logger = logger;
+  }
+
+  /** The bot cannot go on safely (a lease lost): its listeners stop it at once. */
+  readonly fatal = (error: Error): void => {
+    if (this.#fatalError) return;
+    this.#fatalError = error;
+    this.#logger.error({ err: error }, 'cannot go on: stopping');
+    for (const listener of this.#fatalListeners) listener(error);
+  };
+
+  onFatal(listener: (error: Error) => void): void {
+    this.#fatalListeners.push(listener);
+    if (this.#fatalError) listener(this.#fatalError);
+  }
+
+  onStop(step: () => Promise<void>): void {
+    this.#stops.push(step);
+  }
+
+  async stop(): Promise<void> {
+    for (const step of this.#stops.splice(0).reverse()) {
+      try {
+        await step();
+      } catch (error) {
+        this.#logger.warn({ err: error }, 'error while stopping');
+      }
+    }
+  }
+}
+
+/** The platform the bot talks to, and what it says of itself. */
+interface PlatformSetup {
+  platform: PlatformClient;
+  /** The local platform, when no platform is configured. */
+  devnet: Devnet | undefined;
+  projectId: number | undefined;
+  nativeSymbols: Record<string, string>;
+  marketplaceContracts: Record<string, string[]>;
+  links: Links;
+  defaultNetwork: string;
+  /** The chains' JSON-RPC address (`{network}` for the network's name), for backfill. */
+  rpcUrl: string | undefined;
+}
+
+/** The configured platform, or the local one started in-process when none is configured. */
+async function openPlatform(
+  config: Config,
+  logger: Logger,
+  life: Lifetime,
+  metrics: BotMetrics | undefined,
+): Promise<PlatformSetup> {
+  let devnet: Devnet | undefined;
+  let nativeSymbols: Record<string, string> = config.platform.nativeSymbols;
+  let marketplaceContracts: Record<string, string[]> = config.marketplaceContracts;
+  let endpoints = config.platform.endpoints;
+  let platformOptions = {
+    accessKey: config.platform.accessKey,
+    secretToken: config.platform.secretToken,
+    projectId: config.platform.projectId,
+    networks: config.platform.networks,
+  };
+  let discovered: PlatformDescription | undefined;
+  if (config.platform.discoveryUrl) {
+    // A platform that describes itself: what the configuration does not say is read from it.
+    discovered = await discoverPlatform(config.platform.discoveryUrl);
+    endpoints = { ...discovered.endpoints, ...config.platform.endpointOverrides };
+    platformOptions = {
+      ...platformOptions,
+      projectId: config.platform.projectId ?? discovered.projectId,
+      networks: config.platform.networks.length > 0 ? config.platform.networks : discovered.networks,
+    };
+    nativeSymbols = { ...discovered.nativeSymbols, ...config.platform.nativeSymbols };
+    marketplaceContracts = { ...discovered.marketplaceContracts, ...config.marketplaceContracts };
+    logger.info(
+      { url: config.platform.discoveryUrl, networks: platformOptions.networks.map((n) => n.name) },
+      'using the platform described at FLOORWATCH_PLATFORM_URL',
+    );
+  }
+  if (!endpoints) {
+    const { startDevnet } = await import('./devnet/index.ts');
+    devnet = await startDevnet({
+      seed: config.devnet.seed,
+      blockIntervalMs: config.devnet.blockIntervalMs,
+      port: config.devnet.port,
+      logger: logger.child({ component: 'devnet' }),
+    });
+    const running = devnet;
+    life.onStop(() => running.close());
+    endpoints = devnet.endpoints;
+    platformOptions = {
+      accessKey: devnet.accessKey,
+      secretToken: devnet.secretToken,
+      projectId: config.platform.projectId ?? devnet.projectId,
+      networks: devnet.networks,
+    };
+    nativeSymbols = nativeSymbolsOf(devnet);
+    marketplaceContracts = Object.fromEntries(devnet.info().networks.map((n) => [n.name, [n.marketplaceContract]]));
+    logger.info({ url: devnet.url, networks: devnet.networks.map((n) => n.name) }, 'using the local platform');
+  }
+  const platformLogger = logger.child({ component: 'platform' });
+  const platform = new PlatformClient({
+    ...platformOptions,
+    endpoints,
+    userAgent: `floorwatch/${VERSION}`,
+    onDroppedRecords: (sample, dropped) =>
+      platformLogger.warn({ ...sample, dropped }, 'dropped platform records that failed their checks'),
+    onCall: (report) => {
+      metrics?.platformCall(report);
+      platformLogger.debug(
+        {
+          operation: report.operation,
+          attempt: report.attempt,
+          status: report.outcome,
+          ms: Math.round(report.durationMs),
+          requestId: report.requestId,
+        },
+        'platform call',
+      );
+    },
+  });
+  life.onStop(() => platform.close());
+  const defaultNetwork = config.defaultNetwork ?? platform.networks.all[0]?.name;
+  if (!defaultNetwork) throw new ConfigError(['FLOORWATCH_NETWORKS lists no network.']);
+  // With the local platform the networks are known only now: the configuration could not check this.
+  if (!platform.networks.all.some((n) => n.name === defaultNetwork)) {
+    const known = platform.networks.all.map((n) => n.name).join(', ');
+    throw new ConfigError([
+      `FLOORWATCH_DEFAULT_NETWORK "${defaultNetwork}" is not a network of the platform (${known}).`,
+    ]);
+  }
+  const linkTemplates = devnet
+    ? devnetLinks(devnet, config.links)
+    : discovered?.pages
+      ? describedLinks(discovered.pages, platformOptions.networks, config.links)
+      : config.links;
+  return {
+    platform,
+    devnet,
+    projectId: platformOptions.projectId,
+    nativeSymbols,
+    marketplaceContracts,
+    links: new Links(linkTemplates, platform.networks.all),
+    defaultNetwork,
+    rpcUrl: config.backfill.rpcUrl ?? devnet?.chainRpcUrl ?? discovered?.chainRpcUrl,
+  };
+}
+
+/** Backfill: the blocks missed while stopped or reconnecting, read back over JSON-RPC, when an address is known. */
+async function openBackfill(
+  config: Config,
+  setup: PlatformSetup,
+  deployment: Deployment,
+  logger: Logger,
+): Promise<Backfill | undefined> {
+  const rpcUrl = setup.rpcUrl;
+  if (!rpcUrl || config.backfill.maxBlocks <= 0) {
+    logger.info('no FLOORWATCH_RPC_URL: blocks missed while stopped are not read back');
+    return undefined;
+  }
+  const cursors = await deployment.cursors((error) => logger.warn({ err: error }, 'could not save the block cursors'));
+  return new Backfill({
+    settings: { rpcUrl, maxBlocks: config.backfill.maxBlocks, resumeOnActivate: deployment.takesOverNetworks },
+    cursors,
+    logger: logger.child({ component: 'backfill' }),
+    chainId: (network) => setup.platform.networks.find(network)?.chainId,
+  });
+}
 
 /**
  * Wallet verification over `store`: signatures checked on the default network (contract wallets
- * through its JSON-RPC), Telegram Mini App data checked with the bot's token, and with the local
- * platform its test wallets and the command that signs with them.
+ * through the chains' JSON-RPC), Telegram Mini App data checked with the bot's token, and with the
+ * local platform its test wallets and the command that signs with them.
  */
 async function walletVerification(
   config: Config,
   store: WalletStore,
-  chain: { chainId: number; rpcUrl: string | undefined; devnet: Devnet | undefined; logger: Logger },
+  setup: PlatformSetup,
+  logger: Logger,
 ): Promise<WalletVerification> {
+  const { defaultNetwork, devnet } = setup;
   const telegramToken = config.telegram?.token;
   const { checkInitData } = await import('./chat/telegram/web-app.ts');
-  const testWallets = chain.devnet ? await import('./devnet/wallets.ts') : undefined;
+  const testWallets = devnet ? await import('./devnet/wallets.ts') : undefined;
   return new WalletVerification({
     store,
-    checker: new SignatureChecker(chain.rpcUrl),
-    logger: chain.logger,
+    checker: new SignatureChecker(setup.rpcUrl?.replaceAll('{network}', defaultNetwork)),
+    logger: logger.child({ component: 'verify' }),
     publicUrl: config.verification.publicUrl,
-    chainId: chain.chainId,
+    chainId: setup.platform.networks.find(defaultNetwork)?.chainId ?? 1,
     ...(telegramToken
       ? {
           miniAppIdentity: (initData: string, now: Date) => {

@@ -7,7 +7,7 @@ import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { MarketplaceKind, Order, TokenMetadata } from '../platform/types.ts';
 import type { AlertDetails, TokenDetails } from './render.ts';
-import type { PriceInfo } from './rule-index.ts';
+import type { PriceInfo } from './rule-filters.ts';
 import type { ChainEvent, EventToken } from './types.ts';
 
 /** The platform's own marketplace, which emits the Request* events. */

@@ -10,7 +10,7 @@ import {
 } from '../core/reply.ts';
 import type { AlertKind, Destination } from '../core/types.ts';
 import { formatUsd, shortAddress } from '../market/format.ts';
-import type { MatchedDestination } from './rule-index.ts';
+import type { MatchedDestination } from './rule-filters.ts';
 import type { ChainEvent } from './types.ts';
 
 /** What enrichment found out about an event's tokens. */

@@ -8,7 +8,7 @@ import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { CollectiblesFilter, Order, TokenMetadata } from '../platform/types.ts';
 import { type AlertDetails, renderAlert } from './render.ts';
-import { type PriceInfo, passesFloor, passesPrice, passesTraits } from './rule-index.ts';
+import { type PriceInfo, passesFloor, passesPrice, passesTraits } from './rule-filters.ts';
 
 /** Tokens of a rule's own list looked at for a sample (two calls each). */
 const MAX_RULE_TOKENS = 5;
@@ -114,7 +114,8 @@ export async function sampleAlert(ctx: SampleContext, rule: WatchRule): Promise<
   }
   if (order && priced) details.marketplace = marketplaceName(order);
   if (kind === 'cancel' && order) details.cancelled = side;
-  const lastSale = kind === 'sale' ? ctx.market?.history?.lastSale(rule.network, rule.collection, tokenId) : undefined;
+  const lastSale =
+    kind === 'sale' ? await ctx.market?.history?.lastSale(rule.network, rule.collection, tokenId) : undefined;
   if (lastSale) {
     details.lastSale = {
       at: new Date(lastSale.at).toISOString(),

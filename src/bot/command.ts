@@ -91,12 +91,12 @@ export type ArgsOf<O extends readonly OptionSpec[]> = {
   [S in O[number] as S['name']]: S extends { required: true } ? ArgValue<S> : ArgValue<S> | undefined;
 };
 
-/** What /status shows of the alert pipeline. */
+/** What /status shows of the alert path and the delivery log. */
 export interface AlertStatus {
   streams: StreamHealth[];
   journal: { records: number; pending: number; failed: number };
   counters: { logs: number; events: number; matched: number; deliveries: number; reorged: number; dropped: number };
-  /** Alerts waiting in memory for the delivery journal, and why (undefined before the pipeline exists). */
+  /** Alerts waiting in memory for the delivery journal, and why (undefined before the alert path exists). */
   backlog: JournalBacklog | undefined;
 }
 
@@ -143,8 +143,8 @@ export interface BotInfo {
   /** Registry of all commands. */
   commands: readonly CommandDefinition[];
   startedAt: Date;
-  /** The alert pipeline's state, when it runs. */
-  alerts: (() => AlertStatus) | undefined;
+  /** The alert path's state, when it runs (the delivery log's counts are read from its store). */
+  alerts: (() => Promise<AlertStatus>) | undefined;
 }
 
 /** What a command's `run` gets besides its arguments. */

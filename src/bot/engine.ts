@@ -56,8 +56,8 @@ export interface EngineOptions {
   settings: BotSettings;
   commands: readonly CommandDefinition[];
   now?: () => Date;
-  /** The alert pipeline's state for /status. */
-  alerts?: () => AlertStatus;
+  /** The alert path's state for /status. */
+  alerts?: () => Promise<AlertStatus>;
   /** Digests for /digest. */
   digests?: DigestPort;
   /** Wallet verification for /verify. */
@@ -70,6 +70,8 @@ export interface EngineOptions {
   market?: MarketContext;
   /** Symbol of the native coin per network, where it is not ETH or a well-known one. */
   nativeSymbols?: Readonly<Record<string, string>>;
+  /** The currencies of prices, shared with the alerts and digests; default: a directory of the engine's own. */
+  currencies?: CurrencyDirectory;
   /** Messages a person may send in a burst, and how fast they may send more (see {@link CommandEngine.admit}). */
   userLimit?: RateLimitPolicy;
   /** The same for a chat, whoever writes in it. */
@@ -132,7 +134,7 @@ export class CommandEngine {
     this.#now = options.now ?? (() => new Date());
     this.startedAt = this.#now();
     this.resolver = new CollectionResolver(options.platform);
-    this.currencies = new CurrencyDirectory(options.platform, options.nativeSymbols);
+    this.currencies = options.currencies ?? new CurrencyDirectory(options.platform, options.nativeSymbols);
     this.#floodGate = new FloodGate(options.userLimit ?? DEFAULT_USER_LIMIT, options.chatLimit ?? DEFAULT_CHAT_LIMIT);
   }
 

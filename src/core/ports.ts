@@ -1,8 +1,8 @@
 /**
- * The two stores the bot runs on, as narrow interfaces: what chats set (rules, settings, digests,
- * buttons) and what was delivered. Each has a file adapter (store/state.ts, store/journal.ts: the
- * embedded default) and a PostgreSQL one (store/pg/), which lets several processes share them.
- * Everything above store/ depends on these, never on an adapter.
+ * The stores the bot runs on, as narrow interfaces: what chats set (rules, settings, digests,
+ * buttons), what was delivered, and the block cursors of backfill. Each has a file adapter (store/files/:
+ * the embedded default) and a PostgreSQL one (store/pg/), which lets several processes share them;
+ * both honour them alike. Everything above store/ depends on these, never on an adapter.
  */
 import type { DeliveryRecord, JournalStats, NewDelivery } from './deliveries.ts';
 import type { ChatSettings, DigestSettings, StoredButton } from './settings.ts';
@@ -54,10 +54,29 @@ export interface RulesRepository {
   readonly writeStats: { writes: number; pending: number };
 }
 
+/** What marking a reorganised transaction did (see {@link DeliveryLog.markReorged}). */
+export interface ReorgOutcome {
+  /** Deliveries of the transaction the log holds: 0 when none was recorded (nothing to reverse). */
+  deliveries: number;
+  /** Deliveries not sent yet, dropped now: they are never to be sent. */
+  dropped: DeliveryRecord[];
+  /** Sent deliveries whose messages must still be edited (again on a repeated call until each is marked edited). */
+  edits: DeliveryRecord[];
+}
+
+/** What must still be done after a restart, in recording order. */
+export interface OutstandingDeliveries {
+  /** Pending, and sending (possibly sent before a crash): to send, under their keys. */
+  sends: DeliveryRecord[];
+  /** Sent messages of reorganised transactions not edited yet. */
+  edits: DeliveryRecord[];
+}
+
 /**
- * The record of deliveries: written before a send, updated after it (see store/journal.ts for the
- * sending protocol). Synchronous reads see the deliveries this process recorded or took on; with a
- * shared database other processes' deliveries are read with the asynchronous ones.
+ * The record of deliveries: written before a send, updated after it (see store/files/journal.ts for
+ * the sending protocol). Every read is asynchronous and sees what every process recorded: the file
+ * journal of one process and the shared table of several answer alike. A change resolves with the
+ * delivery as recorded; whoever sends keeps that record (the log is not asked again).
  */
 export interface DeliveryLog {
   /** Records new deliveries durably; known ids are skipped. Resolves with the new ones. */
@@ -66,29 +85,22 @@ export interface DeliveryLog {
   markSent(id: string, messageId: string): Promise<DeliveryRecord>;
   markFailed(id: string, error: string, options?: { final?: boolean }): Promise<DeliveryRecord>;
   markEdited(id: string): Promise<DeliveryRecord>;
-  /** Drops the unsent deliveries of a reorganised transaction; resolves with the sent ones to edit. */
-  markReorged(network: string, txnHash: string): Promise<DeliveryRecord[]>;
+  /** Drops the unsent deliveries of a reorganised transaction; the sent ones come back to be edited. */
+  markReorged(network: string, txnHash: string): Promise<ReorgOutcome>;
   /** The transaction is final: its deliveries may be forgotten sooner. Advisory. */
   markFinal(network: string, txnHash: string): Promise<void>;
-  get(id: string): DeliveryRecord | undefined;
-  /**
-   * False only when surely no delivery of the transaction was recorded (so a receipt for it needs no
-   * write); a shared log, which cannot know what other processes recorded, says true.
-   */
-  mayHold(network: string, txnHash: string): boolean;
-  /** This process's deliveries of a transaction. */
-  byTransaction(network: string, txnHash: string): DeliveryRecord[];
+  /** The deliveries of a transaction, in recording order. */
+  deliveriesOf(network: string, txnHash: string): Promise<DeliveryRecord[]>;
   /** The deliveries sent as one message (a merged burst). */
   sentTogether(destination: Destination, messageId: string): Promise<DeliveryRecord[]>;
   /** The deliveries to a destination recorded since `since`. */
   deliveredTo(destination: Destination, since: Date): Promise<DeliveryRecord[]>;
-  /** What must still be sent after a restart, in recording order. */
-  unfinished(): DeliveryRecord[];
-  /** Reorg edits not done yet. */
-  pendingEdits(): DeliveryRecord[];
-  /** Why writes fail, from the first failure until a write succeeds again. */
+  /** What must still be sent or edited (after a restart). */
+  outstanding(): Promise<OutstandingDeliveries>;
+  /** Deliveries kept, by state. */
+  counts(): Promise<JournalStats>;
+  /** Why this process's writes fail, from the first failure until a write succeeds again. */
   writeFailure(): JournalWriteFailure | undefined;
-  stats(): JournalStats;
   close(): Promise<void>;
 }
 

@@ -5,7 +5,7 @@
  *
  * A grant is recorded like a delivery: the change is claimed in the store *before* the chat
  * platform is called, and finished after; a claim is taken once whatever the number of processes,
- * so each change is made once. The file adapter (store/roles.ts) and the PostgreSQL one
+ * so each change is made once. The file adapter (store/files/roles.ts) and the PostgreSQL one
  * (store/pg/roles.ts) honour the port the same way.
  *
  * Keys as in core/wallets.ts: a community is `discord:<guild id>` or `telegram:<group chat id>`, a

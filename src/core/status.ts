@@ -49,3 +49,21 @@ export interface JournalBacklog {
    */
   failure: JournalWriteFailure | undefined;
 }
+
+/** What the alert path counted since start, for /status and metrics. */
+export interface AlertCounters {
+  /** Event logs received from the indexer streams. */
+  logs: number;
+  /** Chain events classified from those logs. */
+  events: number;
+  /** Events that matched at least one watch rule. */
+  matched: number;
+  /** Listings that repeat one seen within the relist window. */
+  relists: number;
+  /** Deliveries recorded (one per matched destination). */
+  deliveries: number;
+  /** Reorganised transactions whose deliveries were marked. */
+  reorged: number;
+  /** Deliveries dropped unrecorded (the journal could not take them in time). */
+  dropped: number;
+}

@@ -1,7 +1,7 @@
 /**
  * Verified wallets and the one-time verification links that prove them: the port the wallet
  * verification (roles/verification.ts) writes through and the role rules read from. Two adapters
- * honour it the same way: a file of its own in the data directory (store/wallets.ts) and PostgreSQL
+ * honour it the same way: a file of its own in the data directory (store/files/wallets.ts) and PostgreSQL
  * (store/pg/wallets.ts), where every change is made once whatever the number of processes.
  *
  * Keys: a community is `platform:id` (`discord:<guild id>`, `telegram:<group chat id>`,

@@ -100,8 +100,10 @@ export class ChatClaims implements DeliveryQueue {
     if (others.length) this.noticed(others);
   }
 
-  enqueueEdits(records: readonly DeliveryRecord[]): void {
-    this.noticed([...new Set(records.map((r) => destinationKey(r.destination)))]);
+  /** The chats with messages to edit are read again (their claims' holders edit them); unsent ones were dropped. */
+  reorged(records: readonly DeliveryRecord[]): void {
+    const edits = records.filter((r) => r.state === 'sent' && r.editedAt === undefined);
+    this.noticed([...new Set(edits.map((r) => destinationKey(r.destination)))]);
   }
 
   /**
@@ -192,7 +194,7 @@ export class ChatClaims implements DeliveryQueue {
       else sends.push(record);
     }
     if (sends.length) this.#o.dispatcher.enqueue(sends);
-    if (edits.length) this.#o.dispatcher.enqueueEdits(edits);
+    if (edits.length) this.#o.dispatcher.reorged(edits);
     if (open.length) claim.idleSince = undefined;
   }
 

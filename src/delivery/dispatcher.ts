@@ -12,8 +12,11 @@ import { type AlertSink, DeliveryError, decodePayload } from './sink.ts';
  */
 export interface DeliveryQueue {
   enqueue(records: readonly DeliveryRecord[]): void;
-  /** Sent messages of reorganised transactions, to be edited. */
-  enqueueEdits(records: readonly DeliveryRecord[]): void;
+  /**
+   * Deliveries of reorganised transactions, as the log marked them: unsent ones (dropped) are not
+   * sent, sent ones are edited to say the transaction did not happen.
+   */
+  reorged(records: readonly DeliveryRecord[]): void;
   /** See {@link Dispatcher.sendsAlone}. */
   sendsAlone(destination: Destination, together: number): boolean;
 }
@@ -80,6 +83,11 @@ const MAX_JOURNAL_RETRY_DELAY_MS = 5_000;
 export class Dispatcher implements DeliveryQueue {
   readonly #options: DispatcherOptions;
   readonly #lanes = new Map<string, Lane>();
+  /**
+   * The deliveries queued, being sent or edited, as the journal last answered about each: the
+   * dispatcher keeps what it was handed and what each change resolved with, and never reads back.
+   */
+  readonly #records = new Map<string, DeliveryRecord>();
   readonly #idle = new Set<() => void>();
   /** `markSent` writes under way: a lane does not wait for them to start its next send. */
   readonly #marking = new Set<Promise<void>>();
@@ -93,11 +101,26 @@ export class Dispatcher implements DeliveryQueue {
     this.#options = options;
   }
 
+  /**
+   * Queues what the journal says must still be sent, and the reorg edits not made yet, in recording
+   * order: after a restart, nothing recorded is lost. Call it once the sinks are in place.
+   */
+  async resume(): Promise<void> {
+    const { journal, logger } = this.#options;
+    const { sends, edits } = await journal.outstanding();
+    if (sends.length || edits.length) {
+      logger.info({ unfinished: sends.length, edits: edits.length }, 'resuming deliveries from the journal');
+    }
+    this.enqueue(sends);
+    this.reorged(edits);
+  }
+
   /** Queues journaled deliveries (new ones, or unfinished ones after a restart). */
   enqueue(records: readonly DeliveryRecord[]): void {
     const lanes = new Set<Lane>();
     for (const record of records) {
       const lane = this.#lane(record.destination);
+      this.#records.set(record.id, record);
       if (!lane.queue.includes(record.id)) lane.queue.push(record.id);
       lanes.add(lane);
     }
@@ -132,11 +155,15 @@ export class Dispatcher implements DeliveryQueue {
     return sink.maxBatch <= 1 || (together === 1 && this.isIdle(destination));
   }
 
-  /** Queues the edit of sent deliveries whose transaction was reorganised away. */
-  enqueueEdits(records: readonly DeliveryRecord[]): void {
+  /**
+   * Deliveries whose transaction was reorganised away: a queued one that was not sent leaves the
+   * queue, a sent one's message is edited.
+   */
+  reorged(records: readonly DeliveryRecord[]): void {
     for (const record of records) {
       const lane = this.#lane(record.destination);
-      if (!lane.edits.includes(record.id)) lane.edits.push(record.id);
+      if (this.#records.has(record.id) || needsEdit(record)) this.#records.set(record.id, record);
+      if (needsEdit(record) && !lane.edits.includes(record.id)) lane.edits.push(record.id);
       this.#run(lane);
     }
   }
@@ -204,6 +231,7 @@ export class Dispatcher implements DeliveryQueue {
         { destination: destinationKey(lane.destination), waiting: lane.queue.length },
         'no chat adapter for this destination; deliveries kept for a later start',
       );
+      for (const id of [...lane.queue, ...lane.edits]) this.#records.delete(id);
       lane.queue.length = 0;
       lane.edits.length = 0;
       return;
@@ -236,6 +264,21 @@ export class Dispatcher implements DeliveryQueue {
               : this.#journalRefused(lane, writeError),
           );
       }
+    }
+  }
+
+  /** Keeps what the journal answered about deliveries this dispatcher holds. */
+  #keep(records: readonly DeliveryRecord[]): void {
+    for (const record of records) if (this.#records.has(record.id)) this.#records.set(record.id, record);
+  }
+
+  /** Takes deliveries out of the lane's queue and forgets those the lane holds no more. */
+  #forget(lane: Lane, ids: readonly string[]): void {
+    if (ids.length === 0) return;
+    const gone = new Set(ids);
+    lane.queue = lane.queue.filter((id) => !gone.has(id));
+    for (const id of gone) {
+      if (!lane.edits.includes(id) && !lane.sending.includes(id)) this.#records.delete(id);
     }
   }
 
@@ -288,7 +331,7 @@ export class Dispatcher implements DeliveryQueue {
     const editing = lane.edits.length > 0;
     const ids = editing ? lane.edits.slice(0, 1) : lane.sending;
     // An edit's record counts sends, not edits: an edit is tried as often as the lane failed in a row.
-    const attempts = editing ? lane.failures : Math.max(...ids.map((id) => journal.get(id)?.attempts ?? 0));
+    const attempts = editing ? lane.failures : Math.max(...ids.map((id) => this.#records.get(id)?.attempts ?? 0));
     const giveUp = failure.permanent || attempts >= (this.#options.maxAttempts ?? 8);
     logger.warn(
       { destination: destinationKey(lane.destination), permanent: failure.permanent, attempts, err: failure },
@@ -296,18 +339,22 @@ export class Dispatcher implements DeliveryQueue {
     );
     if (giveUp) {
       // A message that cannot be edited stays as it was; the edit is tried again after a restart.
-      if (editing) lane.edits.shift();
+      if (editing) this.#forget(lane, lane.edits.splice(0, 1));
       else {
-        await Promise.all(ids.map((id) => journal.markFailed(id, failure.message, { final: true })));
-        lane.queue = lane.queue.filter((id) => !ids.includes(id));
+        this.#keep(await Promise.all(ids.map((id) => journal.markFailed(id, failure.message, { final: true }))));
+        this.#forget(lane, ids);
       }
       this.#options.onOutcome?.('failed', lane.destination.platform, ids.length);
       if (failure.permanent) {
         this.#options.onUnreachable?.(lane.destination, failure.message);
-        await Promise.all(lane.queue.splice(0).map((id) => journal.markFailed(id, failure.message, { final: true })));
+        const rest = [...lane.queue];
+        await Promise.all(rest.map((id) => journal.markFailed(id, failure.message, { final: true })));
+        this.#forget(lane, rest);
       }
     } else {
-      if (!editing) await Promise.all(ids.map((id) => journal.markFailed(id, failure.message, { final: false })));
+      if (!editing) {
+        this.#keep(await Promise.all(ids.map((id) => journal.markFailed(id, failure.message, { final: false }))));
+      }
       this.#options.onOutcome?.('retried', lane.destination.platform, ids.length);
       lane.nextAt = Date.now() + Math.max(failure.retryAfterMs ?? 0, this.#backoff(lane.failures));
     }
@@ -316,11 +363,12 @@ export class Dispatcher implements DeliveryQueue {
   async #send(lane: Lane, sink: AlertSink): Promise<void> {
     const { journal } = this.#options;
     lane.sending = [];
-    lane.queue = lane.queue.filter((id) => {
-      const record = journal.get(id);
-      return record !== undefined && record.state !== 'sent' && record.state !== 'dropped' && !record.reorged;
+    const done = lane.queue.filter((id) => {
+      const record = this.#records.get(id);
+      return record === undefined || record.state === 'sent' || record.state === 'dropped' || record.reorged;
     });
-    const queued = lane.queue.map((id) => journal.get(id) as DeliveryRecord);
+    if (done.length) this.#forget(lane, done);
+    const queued = lane.queue.map((id) => this.#records.get(id) as DeliveryRecord);
     const first = queued[0];
     if (!first) return;
     // The chat answers a known key with the message first sent under it, whatever this one holds: a
@@ -334,8 +382,10 @@ export class Dispatcher implements DeliveryQueue {
     lane.sending = records.map((r) => r.id);
     // One journal write for the batch (calls in the same turn are grouped); a delivery recorded as
     // sending under this key (or left so by a crash) already says what this send is.
-    await Promise.all(
-      records.filter((r) => !(r.state === 'sending' && r.sendKey === key)).map((r) => journal.markSending(r.id, key)),
+    this.#keep(
+      await Promise.all(
+        records.filter((r) => !(r.state === 'sending' && r.sendKey === key)).map((r) => journal.markSending(r.id, key)),
+      ),
     );
     await this.#options.fence?.assertMaySend(lane.destination);
     const messageId = await sink.send(
@@ -343,7 +393,8 @@ export class Dispatcher implements DeliveryQueue {
       records.map((r) => decodePayload(payloadOf(r))),
       key,
     );
-    lane.queue = lane.queue.filter((id) => !lane.sending.includes(id));
+    const sent = lane.sending;
+    lane.queue = lane.queue.filter((id) => !sent.includes(id));
     lane.sending = [];
     this.#options.onOutcome?.('sent', lane.destination.platform, records.length);
     // The message exists: the lane goes on (the chat keeps the order of its messages) while the
@@ -351,18 +402,28 @@ export class Dispatcher implements DeliveryQueue {
     // the deliveries stay `sending` in the journal and a restart sends them again under the same
     // key, which the chat answers with this message.
     const marking = this.#markSent(records, messageId).then(
-      (sent) => {
+      (marked) => {
         // The transaction was reorganised away while this message was on its way: edit it now.
-        const edits = sent.filter((r) => r.reorged && !r.editedAt && !lane.edits.includes(r.id));
+        const edits = marked.filter((r) => r.reorged && !r.editedAt && !lane.edits.includes(r.id));
+        this.#forget(
+          lane,
+          marked.filter((r) => !edits.includes(r)).map((r) => r.id),
+        );
         if (edits.length === 0) return;
+        for (const record of edits) this.#records.set(record.id, record);
         lane.edits.push(...edits.map((r) => r.id));
         this.#run(lane);
       },
-      (error: unknown) =>
+      (error: unknown) => {
+        this.#forget(
+          lane,
+          records.map((r) => r.id),
+        );
         this.#options.logger.error(
           { destination: destinationKey(lane.destination), messageId, err: error },
           'could not record a sent alert; a restart will send it again under the same key',
-        ),
+        );
+      },
     );
     this.#marking.add(marking);
     lane.marking++;
@@ -393,9 +454,9 @@ export class Dispatcher implements DeliveryQueue {
   async #edit(lane: Lane, sink: AlertSink): Promise<void> {
     const { journal } = this.#options;
     const id = lane.edits[0] as string;
-    const record = journal.get(id);
+    const record = this.#records.get(id);
     if (!record?.messageId || record.editedAt) {
-      lane.edits.shift();
+      this.#forget(lane, lane.edits.splice(0, 1));
       return;
     }
     // A merged message is rewritten whole: the reversed alert is marked, the others stay as they were.
@@ -408,7 +469,9 @@ export class Dispatcher implements DeliveryQueue {
     await this.#options.fence?.assertMaySend(lane.destination);
     await sink.edit(lane.destination.chatId, record.messageId, replies);
     await Promise.all(siblings.filter((s) => s.reorged).map((s) => journal.markEdited(s.id)));
-    lane.edits = lane.edits.filter((e) => !siblings.some((s) => s.id === e));
+    const edited = lane.edits.filter((e) => siblings.some((s) => s.id === e));
+    lane.edits = lane.edits.filter((e) => !edited.includes(e));
+    this.#forget(lane, edited);
     this.#options.onOutcome?.('edited', lane.destination.platform, 1);
   }
 }
@@ -422,4 +485,9 @@ export function renderReorged(original: Reply): Reply {
     lines: ['This transaction was dropped by a chain reorganisation: it did not happen.', ...(original.lines ?? [])],
     mentionRoles: [],
   };
+}
+
+/** A sent message of a reorganised transaction, not edited yet. */
+function needsEdit(record: DeliveryRecord): boolean {
+  return record.state === 'sent' && record.reorged && record.editedAt === undefined;
 }

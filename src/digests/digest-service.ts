@@ -217,8 +217,8 @@ export class DigestService {
     const markets = Promise.all(digest.collections.map((collection) => this.#market(collection, cache)));
     const [wallets, conversion] = await analytics;
     const looked = await markets;
-    const recordedFrom = this.#recordedFrom();
-    const marketPanels = this.#marketSeries(digest, days, recordedFrom);
+    const recordedFrom = await this.#recordedFrom();
+    const marketPanels = await this.#marketSeries(digest, days, recordedFrom);
     const chart = this.#chart(digest, days, marketPanels.series, [wallets, conversion], cache);
     const fields: ReplyField[] = [];
     const notes: string[] = [];
@@ -362,8 +362,8 @@ export class DigestService {
    * When the bot's record of sales begins, of what it still holds: when it began recording, or the
    * oldest sale it keeps; undefined while it has not begun.
    */
-  #recordedFrom(): number | undefined {
-    const since = this.#o.market?.since();
+  async #recordedFrom(): Promise<number | undefined> {
+    const since = await this.#o.market?.since();
     if (since === undefined) return undefined;
     const now = (this.#o.now ?? Date.now)();
     return Math.max(since, now - (this.#o.marketRetentionMs ?? MARKET_HISTORY_RETENTION_MS));
@@ -376,11 +376,11 @@ export class DigestService {
    * start (a 0 is then no sales) or saw sales on it: a day or part of a day it did not see is no data,
    * never $0. Without any sale the volume panel is left out (a flat $0 says less than a sentence).
    */
-  #marketSeries(
+  async #marketSeries(
     digest: DigestSettings,
     days: readonly string[],
     recordedFrom: number | undefined,
-  ): { series: ChartSeries[]; sold: boolean } {
+  ): Promise<{ series: ChartSeries[]; sold: boolean }> {
     const market = this.#o.market;
     if (!market || digest.collections.length === 0) return { series: [], sold: false };
     const dayOf = (at: number) => isoDay(new Date(at));
@@ -388,15 +388,17 @@ export class DigestService {
       recordedFrom === undefined
         ? []
         : points.filter((p) => p.label >= dayOf(recordedFrom) && (p.value > 0 || recordedFrom <= Date.parse(p.label)));
-    const lines = digest.collections.map((collection, i) => {
-      const daily = market.daily(collection.network, collection.address, days, dayOf);
-      return {
-        name: collection.name ?? collection.address,
-        color: LINE_COLORS[i % LINE_COLORS.length] as string,
-        floor: daily.floor,
-        volume: recorded(daily.volume),
-      };
-    });
+    const lines = await Promise.all(
+      digest.collections.map(async (collection, i) => {
+        const daily = await market.daily(collection.network, collection.address, days, dayOf);
+        return {
+          name: collection.name ?? collection.address,
+          color: LINE_COLORS[i % LINE_COLORS.length] as string,
+          floor: daily.floor,
+          volume: recorded(daily.volume),
+        };
+      }),
+    );
     const usd = (v: number) => formatUsd(v) ?? '$0';
     const sold = lines.some((l) => l.volume.some((p) => p.value > 0));
     const series: ChartSeries[] = [
@@ -497,7 +499,7 @@ export class DigestService {
         .filter((o): o is Order => o !== undefined)
         .sort(byPriceDescending)[0];
       if (floor)
-        this.#o.market?.floor(
+        await this.#o.market?.floor(
           collection.network,
           collection.address,
           floor.priceUSD,

@@ -2,7 +2,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { JournalStats } from '../core/deliveries.ts';
 import type { JournalBacklog, StreamHealth } from '../core/status.ts';
 
-/** The alert pipeline's counters that are metrics (AlertPipeline.counters has them all). */
+/** The alert path's counters that are metrics (its status has them all). */
 export type PipelineStage = 'logs' | 'events' | 'matched' | 'deliveries' | 'reorged' | 'relists' | 'dropped';
 
 /** One attempt of a platform call, as the client reports it (PlatformClient's CallReport). */
@@ -18,8 +18,8 @@ export interface MetricSources {
   streams: () => readonly StreamHealth[];
   counters: () => Readonly<Record<PipelineStage, number>>;
   queueDepth: () => ReadonlyMap<string, number>;
-  journal: () => Readonly<JournalStats>;
-  /** Alerts waiting for the journal and its write failure (AlertPipeline.backlog). */
+  journal: () => Promise<Readonly<JournalStats>>;
+  /** Alerts waiting for the journal and its write failure (the alert path's status). */
   backlog: () => JournalBacklog;
   /** True for a command name the registry knows; other names are counted as `unknown`. */
   isCommand: (name: string) => boolean;
@@ -155,8 +155,8 @@ export class BotMetrics {
       help: 'Delivery records held by the journal, by state.',
       labelNames: ['state'],
       registers,
-      collect() {
-        const stats = sources()?.journal();
+      async collect() {
+        const stats = await sources()?.journal();
         if (!stats) return;
         for (const state of JOURNAL_STATES) this.set({ state }, stats[state]);
       },
@@ -183,8 +183,8 @@ export class BotMetrics {
       name: 'floorwatch_journal_bytes',
       help: 'Size of the delivery journal file in bytes.',
       registers,
-      collect() {
-        const stats = sources()?.journal();
+      async collect() {
+        const stats = await sources()?.journal();
         if (stats) this.set(stats.bytes);
       },
     });

@@ -14,7 +14,7 @@ export interface ReadinessSources {
    * (`access()`) say nothing of a full disk.
    */
   dataDir: string;
-  /** The alert pipeline's journal backlog (AlertPipeline.backlog): not ready while the journal cannot write. */
+  /** Alerts waiting for the delivery journal (the alert path's status): not ready while the journal cannot write. */
   journal?: () => JournalBacklog;
 }
 

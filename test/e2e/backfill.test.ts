@@ -29,9 +29,9 @@ interface Run {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-async function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(10);
   }
@@ -109,7 +109,7 @@ describe('nothing missed while down', () => {
     const first = await start();
     first.input.write('/watch add moon cats all\n');
     await until(() => first.out().includes('Watching'), 'the watch rule');
-    await until(() => first.bot.pipeline.health()[0]?.events === 'connected', 'the events stream');
+    await until(() => first.bot.alerts.status().streams[0]?.events === 'connected', 'the events stream');
     // First start: no cursor yet, alerts begin at the head (written within a second).
     await until(() => existsSync(join(dataDir, 'cursors.json')), 'the cursor file');
     const [live] = await mineSales(1);
@@ -123,7 +123,7 @@ describe('nothing missed while down', () => {
     await until(() => sales(second.out()) >= 50, '50 sale alerts', 30_000);
     await sleep(1_500);
     expect(saleBlocks(second.out())).toEqual(missed);
-    expect(second.bot.pipeline.health()[0]?.gaps).toEqual([]);
+    expect(second.bot.alerts.status().streams[0]?.gaps).toEqual([]);
     // The stream goes on after the backfill.
     const [after] = await mineSales(1);
     await until(() => sales(second.out()) === 51, 'the next live sale');
@@ -143,29 +143,32 @@ describe('nothing missed while down', () => {
     ]);
     const run = await start();
     try {
-      await until(() => run.bot.pipeline.health()[0]?.events === 'connected', 'the events stream');
-      await until(() => run.bot.pipeline.health()[0]?.events === 'reconnecting', 'the drop');
+      await until(() => run.bot.alerts.status().streams[0]?.events === 'connected', 'the events stream');
+      await until(() => run.bot.alerts.status().streams[0]?.events === 'reconnecting', 'the drop');
       // The client waits at least 250 ms before it connects again.
       const missed = await mineSales(5);
       await until(() => sales(run.out()) >= 5, 'the missed sales', 15_000);
       expect(saleBlocks(run.out())).toEqual(missed);
-      expect(run.bot.pipeline.health()[0]?.reconnects).toBeGreaterThan(0);
-      expect(run.bot.pipeline.health()[0]?.gaps).toEqual([]);
+      expect(run.bot.alerts.status().streams[0]?.reconnects).toBeGreaterThan(0);
+      expect(run.bot.alerts.status().streams[0]?.gaps).toEqual([]);
 
       await devnet.mine('devnet', [{ kind: 'listing', collection: cats.address }]);
       const sale = await devnet.mine('devnet', [{ kind: 'sale', collection: cats.address }]);
       await until(() => sales(run.out()) === 6, 'the sale about to be reorganised');
       expect(saleBlocks(run.out()).at(-1)).toBe(sale.blockNumber);
       await until(
-        () => run.bot.journal.byTransaction('devnet', sale.txnHashes[0] ?? '').some((r) => r.state === 'sent'),
+        async () =>
+          (await run.bot.journal.deliveriesOf('devnet', sale.txnHashes[0] ?? '')).some((r) => r.state === 'sent'),
         'the sale alert sent',
       );
       await devnet.reorg('devnet', 1);
       await until(() => /^Reversed: Sold: /m.test(run.out()), 'the edit');
       await sleep(500);
       expect(run.out()).not.toMatch(/^Reversed: Listed: /m);
-      expect(run.bot.journal.byTransaction('devnet', sale.txnHashes[0] ?? '').every((r) => r.reorged)).toBe(true);
-      expect(run.bot.pipeline.counters.reorged).toBe(1);
+      expect((await run.bot.journal.deliveriesOf('devnet', sale.txnHashes[0] ?? '')).every((r) => r.reorged)).toBe(
+        true,
+      );
+      expect(run.bot.alerts.status().counters.reorged).toBe(1);
     } finally {
       devnet.clearFaults();
       await stop(run);
@@ -179,7 +182,7 @@ describe('nothing missed while down', () => {
       await until(() => sales(run.out()) >= 20, '20 sale alerts', 20_000);
       await sleep(1_000);
       expect(saleBlocks(run.out())).toEqual(missed.slice(10));
-      const gaps = run.bot.pipeline.health()[0]?.gaps ?? [];
+      const gaps = run.bot.alerts.status().streams[0]?.gaps ?? [];
       expect(gaps).toHaveLength(1);
       expect(gaps[0]).toMatchObject({ network: 'devnet', toBlock: missed[9] });
       expect(gaps[0]?.fromBlock).toBeLessThanOrEqual(missed[0] as number);

@@ -68,7 +68,7 @@ describe('the bot with Discord and Telegram configured', () => {
     if (!moonCats) throw new Error('no Moon Cats');
     // Wait until the alert streams follow the new rule (Moon Cats beside the marketplace), then mine a listing.
     await tg.waitFor(() =>
-      bot.pipeline.health().some((s) => s.network === 'devnet' && s.events === 'connected' && s.contracts === 2)
+      bot.alerts.status().streams.some((s) => s.network === 'devnet' && s.events === 'connected' && s.contracts === 2)
         ? true
         : undefined,
     );

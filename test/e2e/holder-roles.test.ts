@@ -290,7 +290,7 @@ describe.each(MODES)('holder roles on $name', (mode) => {
       expect(textOf(again)).toMatch(/Rule h\d+ already asks for exactly this/);
       // The streams follow the rule's collection before tokens move.
       await tg.waitFor(
-        () => (running.all.some((b) => b.pipeline.health().some((s) => s.contracts >= 2)) ? true : undefined),
+        () => (running.all.some((b) => b.alerts.status().streams.some((s) => s.contracts >= 2)) ? true : undefined),
         15_000,
       );
 

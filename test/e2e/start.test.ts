@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NO_CHAT_PLATFORM } from '../../src/main.ts';
-import { LOCK_FILE } from '../../src/store/lock.ts';
+import { LOCK_FILE } from '../../src/store/files/lock.ts';
 import { type EntryPointRun, ROOT, runEntryPoint, spawnEntryPoint, waitUntil } from '../helpers/entry-point.ts';
 
 /** Runs the entry point interactively-by-pipe: sends lines, keeps input open until stdout matches. */

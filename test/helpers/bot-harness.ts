@@ -12,7 +12,7 @@ import { COMMANDS_DIR, devnetLinks, nativeSymbolsOf } from '../../src/main.ts';
 import { Links } from '../../src/market/links.ts';
 import { PlatformClient } from '../../src/platform/client.ts';
 import type { CallReport } from '../../src/platform/index.ts';
-import { StateStore } from '../../src/store/state.ts';
+import { StateStore } from '../../src/store/files/state.ts';
 
 export const CONSOLE: ChatRef = { platform: 'console', id: 'terminal', kind: 'private' };
 export const GROUP: ChatRef = { platform: 'telegram', id: '-100200', kind: 'group' };
@@ -41,7 +41,7 @@ export interface Harness {
 
 export async function startHarness(
   options: DevnetOptions = {},
-  extra: { retries?: number; alerts?: () => AlertStatus; onCall?: (report: CallReport) => void } = {},
+  extra: { retries?: number; alerts?: () => Promise<AlertStatus>; onCall?: (report: CallReport) => void } = {},
 ): Promise<Harness> {
   const devnet = await startDevnet({ scale: 'small', ...options });
   const platform = new PlatformClient({

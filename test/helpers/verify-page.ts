@@ -13,7 +13,7 @@ import { type Devnet, startDevnet } from '../../src/devnet/index.ts';
 import { SignatureChecker } from '../../src/roles/siwe.ts';
 import { WalletVerification } from '../../src/roles/verification.ts';
 import { type PageServer, startPageServer } from '../../src/roles/web.ts';
-import { FileWalletStore } from '../../src/store/wallets.ts';
+import { FileWalletStore } from '../../src/store/files/wallets.ts';
 
 export const TELEGRAM_TOKEN = '123456:TEST-token-abcdefghijklmnopqrstuvwxyz';
 

@@ -70,7 +70,7 @@ describe('alerts from the live stream', () => {
       { kind: 'sale', collection: named('Moon Cats Rescue').address },
     ]);
     await h.console.until(() => h.console.alerts(CONSOLE.id).length >= before + 6);
-    await h.pipeline.settled();
+    await h.alerts.settled();
     await h.dispatcher.drained();
     const alerts = h.console.alerts(CONSOLE.id).slice(before);
     expect(alerts).toHaveLength(6);
@@ -94,7 +94,7 @@ describe('alerts from the live stream', () => {
     const mined = await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address, count: 3 }]);
     expect(mined.transactions[0]?.tokenIds).toHaveLength(3);
     await h.console.until(() => h.console.alerts(CONSOLE.id).length > before);
-    await h.pipeline.settled();
+    await h.alerts.settled();
     await h.dispatcher.drained();
     const alerts = h.console.alerts(CONSOLE.id).slice(before);
     expect(alerts).toHaveLength(1);
@@ -124,7 +124,7 @@ describe('alerts from the live stream', () => {
       { kind: 'transfer', collection: moonCats.address, to: whale },
     ]);
     await h.telegram.until(() => h.telegram.alerts(GROUP.id).length >= 2);
-    await h.pipeline.settled();
+    await h.alerts.settled();
     await h.dispatcher.drained();
     const group = titles(h.telegram.alerts(GROUP.id));
     expect(group).toHaveLength(2);
@@ -173,7 +173,7 @@ describe('alerts from the live stream', () => {
       { kind: 'transfer', collection: moonCats.address, tokenId: withoutTrait ?? '3' },
     ]);
     await h.telegram.until(() => h.telegram.alerts(chat.id).length >= 2);
-    await h.pipeline.settled();
+    await h.alerts.settled();
     await h.dispatcher.drained();
     const got = titles(h.telegram.alerts(chat.id)).join('\n');
     expect(h.telegram.alerts(chat.id)).toHaveLength(withTrait === '2' ? 1 : 2);
@@ -186,7 +186,7 @@ describe('alerts from the live stream', () => {
     const { tokenId } = await listed(moonCats.address);
     const mined = await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address, tokenId }]);
     await h.console.until(() => h.console.sent.length > before);
-    await h.pipeline.settled();
+    await h.alerts.settled();
     await h.dispatcher.drained();
     const message = h.console.sent.at(-1);
     expect(message?.replies[0]?.title).toMatch(/^Sold: /);
@@ -202,7 +202,7 @@ describe('alerts from the live stream', () => {
     const { tokenId } = await listed(moonCats.address);
     await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address, tokenId }]);
     await h.console.until(() => h.console.sent.length > before);
-    await h.pipeline.settled();
+    await h.alerts.settled();
     await h.dispatcher.drained();
     const message = h.console.sent.at(-1);
     h.console.failures = [new DeliveryError('chat down', { permanent: false })];
@@ -247,7 +247,9 @@ describe('alerts from the live stream', () => {
     h.devnet.setFaults({ operation: 'SubscribeEvents', errorRate: 1 });
     const before = h.console.alerts(CONSOLE.id).length;
     await h.devnet.mine('devnet', [{ kind: 'listing', collection: moonCats.address, price: '4' }]);
-    await h.console.until(() => h.pipeline.health().some((s) => s.network === 'devnet' && s.events === 'reconnecting'));
+    await h.console.until(() =>
+      h.alerts.status().streams.some((s) => s.network === 'devnet' && s.events === 'reconnecting'),
+    );
     // Blocks mined while the events stream is down: the receipts still show the chain moving.
     const rescue = named('Moon Cats Rescue').address;
     const missed: number[] = [];
@@ -255,7 +257,9 @@ describe('alerts from the live stream', () => {
       missed.push((await h.devnet.mine('devnet', [{ kind: 'transfer', collection: rescue }])).blockNumber);
     await new Promise((resolve) => setTimeout(resolve, 100));
     h.devnet.clearFaults();
-    await h.console.until(() => h.pipeline.health().some((s) => s.network === 'devnet' && s.events === 'connected'));
+    await h.console.until(() =>
+      h.alerts.status().streams.some((s) => s.network === 'devnet' && s.events === 'connected'),
+    );
     await h.devnet.mine('devnet', [{ kind: 'listing', collection: moonCats.address, price: '5.5' }]);
     await h.console.until(() =>
       h.console
@@ -263,7 +267,7 @@ describe('alerts from the live stream', () => {
         .slice(before)
         .some((a) => a.title?.endsWith('for 5.5 DEV')),
     );
-    const health = h.pipeline.health().find((s) => s.network === 'devnet');
+    const health = h.alerts.status().streams.find((s) => s.network === 'devnet');
     expect(health?.reconnects).toBeGreaterThan(0);
     const gap = health?.gaps.at(-1);
     expect(gap?.fromBlock).toBeLessThanOrEqual(missed[0] ?? 0);
@@ -364,7 +368,7 @@ describe('alerts from the live stream', () => {
       { kind: 'transfer', collection: gardens.address },
     ]);
     await h.telegram.until(() => h.telegram.alerts(GROUP.id).length > before);
-    await h.pipeline.settled();
+    await h.alerts.settled();
     await h.dispatcher.drained();
     const alerts = h.telegram.alerts(GROUP.id).slice(before);
     expect(alerts).toHaveLength(1); // two transfers mined: the one to the ignored wallet did not alert
@@ -386,23 +390,23 @@ describe('alerts from the live stream', () => {
       console: titles(h.console.alerts(CONSOLE.id)).filter((t) => t.endsWith('for 4.321 DEV')).length,
       group: titles(h.telegram.alerts(GROUP.id)).filter((t) => t.endsWith('for 4.321 DEV')).length,
     });
-    const relistsBefore = h.pipeline.counters.relists;
+    const relistsBefore = h.alerts.status().counters.relists;
     await h.devnet.mine('devnet', [listing]);
     await h.telegram.until(() => count().group === 1);
     await h.devnet.mine('devnet', [listing]);
     await h.telegram.until(() => count().group === 2);
     await h.devnet.mine('devnet', [{ ...listing, price: '4.4' }]); // another price: news
     await h.console.until(() => titles(h.console.alerts(CONSOLE.id)).some((t) => t.endsWith('for 4.4 DEV')));
-    await h.pipeline.settled();
+    await h.alerts.settled();
     await h.dispatcher.drained();
     expect(count()).toEqual({ console: 1, group: 2 });
-    expect(h.pipeline.counters.relists - relistsBefore).toBe(1);
+    expect(h.alerts.status().counters.relists - relistsBefore).toBe(1);
 
     // A listing whose block was reorganised away did not happen: the same listing mined again is news.
     const again = { ...listing, price: '4.5' };
     const first = await h.devnet.mine('devnet', [again]);
     await h.console.until(() => titles(h.console.alerts(CONSOLE.id)).some((t) => t.endsWith('for 4.5 DEV')));
-    await h.pipeline.settled();
+    await h.alerts.settled();
     await h.dispatcher.drained();
     await h.devnet.reorg('devnet', 1);
     await h.console.until(() =>
@@ -435,7 +439,7 @@ describe('alerts from the live stream', () => {
       { kind: 'listing', collection: moonCats.address, price: dear, currency: 'DEV' },
     ]);
     await h.telegram.until(() => h.telegram.alerts(snipers.id).length > 0);
-    await h.pipeline.settled();
+    await h.alerts.settled();
     await h.dispatcher.drained();
     expect(titles(h.telegram.alerts(snipers.id))).toEqual([
       expect.stringMatching(new RegExp(`for ${cheap.replace(/0+$/, '').replace('.', '\\.')} DEV$`)),
@@ -454,7 +458,7 @@ describe('alerts from the live stream', () => {
       { kind: 'burn', collection: moonCats.address },
     ]);
     await h.console.until(() => h.console.alerts(CONSOLE.id).length >= before.console + 2);
-    await h.pipeline.settled();
+    await h.alerts.settled();
     await h.dispatcher.drained();
     const alerts = h.console.alerts(CONSOLE.id).slice(before.console);
     expect(alerts.find((a) => a.title?.startsWith('Listed:'))?.mentionRoles).toEqual([first, second]);

@@ -17,7 +17,7 @@ import { loadCommands } from '../../src/bot/registry.ts';
 import { renderPlain } from '../../src/chat/console/render.ts';
 import { plain, type Reply } from '../../src/core/reply.ts';
 import { COMMANDS_DIR } from '../../src/main.ts';
-import { StateStore } from '../../src/store/state.ts';
+import { StateStore } from '../../src/store/files/state.ts';
 import { ADMIN, CONSOLE, GROUP, type Harness, MEMBER, OPERATOR, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed } from '../helpers/devnet-data.ts';
 import { createTestClient } from '../helpers/platform-fixtures.ts';

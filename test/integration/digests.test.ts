@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { MarketHistory } from '../../src/alerts/market-history.ts';
 import type { DigestSettings } from '../../src/core/settings.ts';
 import { type ChartSeries, chartSvg, chartsInThread, renderSvgPng } from '../../src/digests/chart.ts';
 import { ChartPool } from '../../src/digests/chart-pool.ts';
@@ -11,6 +10,7 @@ import { DigestService, type DigestServiceOptions } from '../../src/digests/dige
 import { DigestScheduler } from '../../src/digests/scheduler.ts';
 import { lastDue, zonedDay, zonedMoment, zonedToInstant } from '../../src/digests/zoned-time.ts';
 import { formatUsd } from '../../src/market/format.ts';
+import { FileMarketHistory } from '../../src/store/files/market-history.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
 import { ADMIN, CONSOLE, GROUP } from '../helpers/bot-harness.ts';
 import { overlappingTexts, svgTexts } from '../helpers/svg-text.ts';
@@ -319,10 +319,10 @@ describe('digest charts of the market', () => {
       },
     ];
     await writeFile(join(dir, 'market-history.jsonl'), `${recorded.map((l) => JSON.stringify(l)).join('\n')}\n`);
-    const history = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
-    history.floor('devnet', moonCats.address, 110, now - 2 * 86_400_000);
-    history.floor('devnet', moonCats.address, 125, now - 60_000);
-    history.floor('devnet', gardens.address, 40, now - 60_000);
+    const history = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
+    await history.floor('devnet', moonCats.address, 110, now - 2 * 86_400_000);
+    await history.floor('devnet', moonCats.address, 125, now - 60_000);
+    await history.floor('devnet', gardens.address, 40, now - 60_000);
     const drawn: string[] = [];
     const recording = {
       render: async (title: string, series: readonly ChartSeries[]) => {
@@ -379,7 +379,7 @@ describe('the floor a digest looks up, in its own chart', () => {
 
   it('GIVEN no floor recorded before WHEN a digest is built THEN the floor it looked up is recorded first, drawn as a marker with its value on a real axis, and every panel spans the same days', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'floorwatch-digest-floor-'));
-    const history = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
+    const history = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
     const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
     if (!moonCats) throw new Error('no Moon Cats');
     const drawn: Array<{ svg: string; series: readonly ChartSeries[] }> = [];
@@ -410,7 +410,9 @@ describe('the floor a digest looks up, in its own chart', () => {
       );
       // The digest's text and its chart tell the same floor, and the record keeps it.
       expect(h.text(reply)).toContain(`(${usd})`);
-      expect(history.activity('devnet', moonCats.address, 60_000, Date.now() + 1).floorThen?.usd).toBe(floorUsd);
+      expect((await history.activity('devnet', moonCats.address, 60_000, Date.now() + 1)).floorThen?.usd).toBe(
+        floorUsd,
+      );
       const { svg, series } = drawn.at(-1) ?? { svg: '', series: [] };
       const floorPanel = series.find((s) => s.name === 'Floor (USD)');
       expect(floorPanel?.lines?.[0]?.points).toEqual([{ label: due.toISOString().slice(0, 10), value: floorUsd }]);
@@ -451,7 +453,7 @@ describe('sales volume in the digest chart: what the bot recorded, no more', () 
       })),
     ];
     await writeFile(join(dir, 'market-history.jsonl'), `${lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
-    const history = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
+    const history = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
     return {
       history,
       close: async () => {
@@ -461,7 +463,7 @@ describe('sales volume in the digest chart: what the bot recorded, no more', () 
     };
   }
 
-  async function buildWith(history: MarketHistory, now: number, days: number) {
+  async function buildWith(history: FileMarketHistory, now: number, days: number) {
     const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
     if (!moonCats) throw new Error('no Moon Cats');
     const drawn: Array<{ svg: string; series: readonly ChartSeries[] }> = [];
@@ -607,7 +609,7 @@ describe('what a digest covers, and when, as a new user reads it', () => {
 
   it('GIVEN a 7-day digest at 09:00 Europe/Paris THEN the analytics, every chart panel, the chart axis and the text cover 7 UTC dates, the last that of the due time', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'floorwatch-digest-days-'));
-    const history = await MarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
+    const history = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger: silent });
     const moonCats = h.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
     if (!moonCats) throw new Error('no Moon Cats');
     const drawn: Array<{ title: string; svg: string; series: readonly ChartSeries[] }> = [];

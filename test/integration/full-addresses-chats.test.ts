@@ -18,7 +18,7 @@ import { DISCORD_LIMITS } from '../../src/chat/discord/render.ts';
 import { startTelegram, type TelegramAdapter } from '../../src/chat/telegram/adapter.ts';
 import { COMMANDS_DIR } from '../../src/main.ts';
 import type { PlatformClient } from '../../src/platform/index.ts';
-import { StateStore } from '../../src/store/state.ts';
+import { StateStore } from '../../src/store/files/state.ts';
 import { FakeDiscord, type InteractionSpec } from '../fakes/discord.ts';
 import { FakeTelegram, type StoredMessage } from '../fakes/telegram.ts';
 import { ADDR, createTestClient, PROJECT_ID, wireContractInfo } from '../helpers/platform-fixtures.ts';

@@ -2,9 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Enricher } from '../../src/alerts/enrich.ts';
-import { MarketHistory } from '../../src/alerts/market-history.ts';
-import { AlertPipeline } from '../../src/alerts/pipeline.ts';
+import { type Alerts, createAlerts } from '../../src/alerts/index.ts';
 import type { MarketContext } from '../../src/bot/command.ts';
 import type { CommandEngine } from '../../src/bot/engine.ts';
 import { RarityIndex } from '../../src/bot/rarity.ts';
@@ -14,7 +12,8 @@ import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { formatShare, formatUsd } from '../../src/market/format.ts';
 import { nextPage } from '../../src/market/paging.ts';
 import type { CollectibleOrder, CollectiblesFilter } from '../../src/platform/types.ts';
-import { DeliveryJournal } from '../../src/store/journal.ts';
+import { DeliveryJournal } from '../../src/store/files/journal/journal.ts';
+import { FileMarketHistory } from '../../src/store/files/market-history.ts';
 import { ADMIN, CONSOLE, type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed } from '../helpers/devnet-data.ts';
 import { RecordingSink } from '../helpers/recording-sink.ts';
@@ -119,7 +118,7 @@ describe('/collection', () => {
         line({ k: 'sale', n: 'devnet', c, at: now - 2 * 60 * 60 * 1000, tx: '0xa2', t: [['3', '1', 500]] }),
       ].join(''),
     );
-    const history = await MarketHistory.open(file, { logger, flushMs: 60_000 });
+    const history = await FileMarketHistory.open(file, { logger });
     try {
       const engine = engineWith({ history });
       const reply = await run(engine, `/collection devnet:${moonCats.address}`);
@@ -137,17 +136,17 @@ describe('/collection', () => {
       expect(h.text(reply)).not.toContain('recording began');
       expect(reply.thumbnail).toMatch(/\/logo\.svg$/);
       // The floor it looked up is recorded: the next answers compare with it.
-      expect(history.activity('devnet', c, 60_000, Date.now() + 60_000).floorThen?.usd).toBe(floor.usd);
+      expect((await history.activity('devnet', c, 60_000, Date.now() + 60_000)).floorThen?.usd).toBe(floor.usd);
     } finally {
       await history.close();
     }
   });
 
   it('GIVEN a bot that began recording today THEN the figures are named by since when, not as a day or a week; GIVEN no record at all THEN it says so', async () => {
-    const history = await MarketHistory.open(join(h.dataDir, 'new-history.jsonl'), { logger, flushMs: 60_000 });
+    const history = await FileMarketHistory.open(join(h.dataDir, 'new-history.jsonl'), { logger });
     try {
       const reply = await run(engineWith({ history }), `/collection devnet:${rescue.address}`);
-      const began = new Date(history.since() ?? 0).toISOString().slice(11, 16);
+      const began = new Date((await history.since()) ?? 0).toISOString().slice(11, 16);
       expect(field(reply, 'Last 24 hours')).toBeUndefined();
       expect(field(reply, 'Last 7 days')).toBeUndefined();
       expect(field(reply, `Since ${began} UTC today`)).toBe('0 sales');
@@ -163,12 +162,12 @@ describe('/collection', () => {
   it('GIVEN a floor sample the alerts recorded a minute ago WHEN /collection is asked twice THEN both answers give the change from that first sample: the lookup in between does not replace it', async () => {
     const now = Date.now();
     const floor = await floorOf(moonCats.address);
-    const history = await MarketHistory.open(join(h.dataDir, 'replaced-first.jsonl'), { logger, flushMs: 60_000 });
+    const history = await FileMarketHistory.open(join(h.dataDir, 'replaced-first.jsonl'), { logger });
     try {
       // The floor was half as high a minute ago, as the alert pipeline saw it.
-      history.floor('devnet', moonCats.address, floor.usd / 2, now - 60_000);
+      await history.floor('devnet', moonCats.address, floor.usd / 2, now - 60_000);
       const engine = engineWith({ history });
-      const began = new Date(history.since() ?? 0).toISOString().slice(11, 16);
+      const began = new Date((await history.since()) ?? 0).toISOString().slice(11, 16);
       const first = await run(engine, `/collection devnet:${moonCats.address}`);
       expect(field(first, `Since ${began} UTC today`)).toBe('0 sales · floor +100%');
       // The first answer recorded the floor it looked up, within the sampling interval of that sample.
@@ -183,10 +182,10 @@ describe('/collection', () => {
   });
 
   it('GIVEN no floor recorded before WHEN /collection is asked THEN it says there is not enough history for a floor change, and the next answer has one', async () => {
-    const history = await MarketHistory.open(join(h.dataDir, 'no-floor-yet.jsonl'), { logger, flushMs: 60_000 });
+    const history = await FileMarketHistory.open(join(h.dataDir, 'no-floor-yet.jsonl'), { logger });
     try {
       const engine = engineWith({ history });
-      const began = new Date(history.since() ?? 0).toISOString().slice(11, 16);
+      const began = new Date((await history.since()) ?? 0).toISOString().slice(11, 16);
       const first = await run(engine, `/collection devnet:${moonCats.address}`);
       expect(field(first, `Since ${began} UTC today`)).toBe('0 sales');
       expect(h.text(first)).toContain('floor change: not enough history yet');
@@ -212,7 +211,7 @@ describe('/collection', () => {
         line({ k: 'sale', n: 'devnet', c, at: now - 60 * 60 * 1000, tx: '0xb2', t: [['2', '1', 200]] }),
       ].join(''),
     );
-    const history = await MarketHistory.open(file, { logger, flushMs: 60_000 });
+    const history = await FileMarketHistory.open(file, { logger });
     try {
       const reply = await run(engineWith({ history }), `/collection devnet:${rescue.address}`);
       const began = new Date(since).toISOString();
@@ -294,35 +293,32 @@ describe('rarity in /token and /traits', () => {
 });
 
 describe('alerts in market context, and what the pipeline records', () => {
-  let history: MarketHistory;
+  let history: FileMarketHistory;
   let journal: DeliveryJournal;
   let dispatcher: Dispatcher;
-  let pipeline: AlertPipeline;
+  let pipeline: Alerts;
   let engine: CommandEngine;
   const sink = new RecordingSink('console', 10);
   /** The Moon Cat the first test sells. */
   let soldToken = '';
 
   beforeAll(async () => {
-    history = await MarketHistory.open(join(h.dataDir, 'market-history.jsonl'), {
-      platform: h.platform,
-      logger,
-      flushMs: 60_000,
-    });
+    history = await FileMarketHistory.open(join(h.dataDir, 'market-history.jsonl'), { logger });
     engine = engineWith({ history });
     journal = await DeliveryJournal.open(join(h.dataDir, 'deliveries.jsonl'), { fsync: false });
     dispatcher = new Dispatcher({ journal, sinks: new Map([['console', sink]]), logger, retryDelayMs: 20 });
-    pipeline = new AlertPipeline({
+    pipeline = createAlerts({
       platform: h.platform,
-      store: h.store,
-      journal,
-      dispatcher,
-      enricher: new Enricher(h.platform, engine.currencies, logger),
+      rules: h.store,
+      deliveries: journal,
+      queue: dispatcher,
+      currencies: engine.currencies,
       logger,
       marketplaceContracts: marketplacesOf(h.devnet),
       replanDelayMs: 20,
       flushDelayMs: 5,
       market: history,
+      marketFlushMs: 60_000,
     });
     await pipeline.start();
   });
@@ -335,7 +331,7 @@ describe('alerts in market context, and what the pipeline records', () => {
 
   async function planned(): Promise<void> {
     const deadline = Date.now() + 10_000;
-    while (!streamsFollow(pipeline.health(), h.store.rules, marketplacesOf(h.devnet))) {
+    while (!streamsFollow(pipeline.status().streams, h.store.rules, marketplacesOf(h.devnet))) {
       if (Date.now() > deadline) throw new Error('streams not planned');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -345,31 +341,33 @@ describe('alerts in market context, and what the pipeline records', () => {
     await sink.until(() => sink.alerts(CONSOLE.id).length >= before + count);
     await pipeline.settled();
     await dispatcher.drained();
-    await history.flush();
+    await pipeline.settled();
     return sink.alerts(CONSOLE.id).slice(before);
   }
 
   it('GIVEN no watch rule at all WHEN a sale is mined THEN the marketplace stream shows it: it is recorded with its price, and alerts nobody', async () => {
     expect(h.store.rules).toEqual([]);
     await planned();
-    expect(pipeline.health().find((s) => s.network === 'devnet')).toMatchObject({ events: 'connected', contracts: 1 });
+    expect(pipeline.status().streams.find((s) => s.network === 'devnet')).toMatchObject({
+      events: 'connected',
+      contracts: 1,
+    });
     const gardens = collectionNamed(h.devnet, 'Glitch Gardens');
     const sold = await floorOf(gardens.address);
-    const before = { alerts: sink.alerts(CONSOLE.id).length, matched: pipeline.counters.matched };
+    const before = { alerts: sink.alerts(CONSOLE.id).length, matched: pipeline.status().counters.matched };
     await h.devnet.mine('devnet', [{ kind: 'sale', collection: gardens.address, tokenId: sold.tokenId }]);
     const recorded = () => history.activity('devnet', gardens.address, DAY, Date.now() + 60_000);
     const deadline = Date.now() + 10_000;
-    while (recorded().sales === 0 && Date.now() < deadline) {
+    while ((await recorded()).sales === 0 && Date.now() < deadline) {
       await pipeline.settled();
-      await history.flush();
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    expect(recorded()).toMatchObject({ sales: 1, priced: 1 });
-    expect(recorded().volumeUsd).toBeCloseTo(sold.usd, 2);
+    expect(await recorded()).toMatchObject({ sales: 1, priced: 1 });
+    expect((await recorded()).volumeUsd).toBeCloseTo(sold.usd, 2);
     const reply = await run(engine, `/collection devnet:${gardens.address}`);
     expect(h.text(reply)).toMatch(/1 sale · \$[\d,.]+ volume/);
     await dispatcher.drained();
-    expect(pipeline.counters.matched).toBe(before.matched);
+    expect(pipeline.status().counters.matched).toBe(before.matched);
     expect(sink.alerts(CONSOLE.id)).toHaveLength(before.alerts);
   });
 
@@ -390,19 +388,21 @@ describe('alerts in market context, and what the pipeline records', () => {
     expect(field(sold ?? {}, 'Floor')).toMatch(/^\$[\d,.]+ · (\d+% below floor|at floor)$/);
     expect(field(sold ?? {}, 'Last sale')).toBeUndefined();
 
-    const cats = history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000);
+    const cats = await history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000);
     expect(cats).toMatchObject({ sales: 1, priced: 1 });
     expect(cats.volumeUsd).toBeCloseTo(cat.usd, 2);
-    const unwatched = history.activity('devnet', rescue.address, DAY, Date.now() + 60_000);
+    const unwatched = await history.activity('devnet', rescue.address, DAY, Date.now() + 60_000);
     expect(unwatched).toMatchObject({ sales: 1, priced: 1 });
     expect(unwatched.volumeUsd).toBeCloseTo(rescued.usd, 2);
     // The floor enrichment looked up is a sample of the record.
-    expect(history.activity('devnet', moonCats.address, 1, Date.now() + 60_000).floorThen?.usd).toBeGreaterThan(0);
+    expect((await history.activity('devnet', moonCats.address, 1, Date.now() + 60_000)).floorThen?.usd).toBeGreaterThan(
+      0,
+    );
   });
 
   it('GIVEN a token sold before WHEN it is listed far above the floor and sold again THEN the listing says how far, and the sale shows the last sale', async () => {
     const tokenId = soldToken;
-    const sold = history.lastSale('devnet', moonCats.address, tokenId);
+    const sold = await history.lastSale('devnet', moonCats.address, tokenId);
     expect(sold?.usd).toBeGreaterThan(0);
     const floor = await floorOf(moonCats.address);
     const dev = h.devnet.info().networks[0]?.currencies.find((c) => c.symbol === 'DEV')?.usd ?? 0;
@@ -422,19 +422,22 @@ describe('alerts in market context, and what the pipeline records', () => {
     expect(field(listing ?? {}, 'Floor')).toMatch(/^\$[\d,.]+ · \d+(\.\d)?× floor$/);
     expect(sale?.title).toMatch(/^Sold: /);
     expect(field(sale ?? {}, 'Last sale')).toBe(`${formatUsd(sold?.usd)}, moments earlier`);
-    expect(history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000).sales).toBe(2);
+    expect((await history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000)).sales).toBe(2);
   });
 
   it('GIVEN a recorded sale WHEN its block is reorganised away THEN the record forgets it', async () => {
-    const count = () => history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000).sales;
+    const count = async () => {
+      await pipeline.settled();
+      return (await history.activity('devnet', moonCats.address, DAY, Date.now() + 60_000)).sales;
+    };
     const before = sink.alerts(CONSOLE.id).length;
     await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address }]);
     await alertsAfter(before, 1);
-    expect(count()).toBe(3);
+    expect(await count()).toBe(3);
     const edits = sink.edits.length;
     await h.devnet.reorg('devnet', 1);
     await sink.until(() => sink.edits.length > edits);
-    expect(count()).toBe(2);
+    expect(await count()).toBe(2);
   });
 
   it('GIVEN the floor listing just sold WHEN another token sells seconds later THEN the floor of that alert is the next listing, not the sold one', async () => {
@@ -466,33 +469,36 @@ describe('marketplace streams and ingestion', () => {
     let leads = false;
     const journal = await DeliveryJournal.open(join(h.dataDir, 'ingest-deliveries.jsonl'), { fsync: false });
     const dispatcher = new Dispatcher({ journal, sinks: new Map(), logger });
-    const pipeline = new AlertPipeline({
+    const market = await FileMarketHistory.open(join(h.dataDir, 'ingest-market-history.jsonl'), { logger });
+    const pipeline = createAlerts({
       platform: h.platform,
-      store: h.store,
-      journal,
-      dispatcher,
+      market,
+      rules: h.store,
+      deliveries: journal,
+      queue: dispatcher,
       ingests: (network) => leads && network === 'devnet',
-      enricher: new Enricher(h.platform, h.engine.currencies, logger),
+      currencies: h.engine.currencies,
       logger,
       marketplaceContracts: marketplacesOf(h.devnet),
       replanDelayMs: 20,
     });
     try {
       await pipeline.start();
-      expect(pipeline.health()).toEqual([]);
+      expect(pipeline.status().streams).toEqual([]);
       leads = true;
       await pipeline.replan();
       // The rules earlier tests left, and the marketplace: on the network it leads only.
-      expect(pipeline.health().map((s) => s.network)).toEqual(['devnet']);
+      expect(pipeline.status().streams.map((s) => s.network)).toEqual(['devnet']);
       const devnetMarket = { devnet: marketplacesOf(h.devnet).devnet ?? [] };
-      expect(streamsFollow(pipeline.health(), h.store.rules, devnetMarket)).toBe(true);
+      expect(streamsFollow(pipeline.status().streams, h.store.rules, devnetMarket)).toBe(true);
       leads = false;
       await pipeline.replan();
-      expect(pipeline.health().map((s) => [s.network, s.events, s.contracts])).toEqual([['devnet', 'idle', 0]]);
+      expect(pipeline.status().streams.map((s) => [s.network, s.events, s.contracts])).toEqual([['devnet', 'idle', 0]]);
     } finally {
       await pipeline.stop();
       await dispatcher.stop();
       await journal.close();
+      await market.close();
     }
   });
 });

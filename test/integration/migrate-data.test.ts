@@ -7,9 +7,9 @@ import { promisify } from 'node:util';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Destination } from '../../src/core/types.ts';
-import { DeliveryJournal } from '../../src/store/journal.ts';
+import { DeliveryJournal } from '../../src/store/files/journal/journal.ts';
+import { StateStore } from '../../src/store/files/state.ts';
 import { openSharedDatabase } from '../../src/store/pg/index.ts';
-import { StateStore } from '../../src/store/state.ts';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
 
 const run = promisify(execFile);

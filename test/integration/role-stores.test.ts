@@ -9,9 +9,9 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GrantKey, RoleRule, RoleStore } from '../../src/core/roles.ts';
 import { StoreFileError } from '../../src/core/store-errors.ts';
+import { FileRoleStore } from '../../src/store/files/roles.ts';
 import { Database } from '../../src/store/pg/database.ts';
 import { PgRoleStore } from '../../src/store/pg/roles.ts';
-import { FileRoleStore } from '../../src/store/roles.ts';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
 
 const silent = pino({ level: 'silent' });

@@ -4,13 +4,13 @@
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Enricher } from '../../src/alerts/enrich.ts';
-import { AlertPipeline } from '../../src/alerts/pipeline.ts';
+import { createAlerts } from '../../src/alerts/index.ts';
 import type { WatchRule } from '../../src/core/types.ts';
 import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import { devnetLinks } from '../../src/main.ts';
 import { Links } from '../../src/market/links.ts';
-import { DeliveryJournal } from '../../src/store/journal.ts';
+import { DeliveryJournal } from '../../src/store/files/journal/journal.ts';
+import { FileMarketHistory } from '../../src/store/files/market-history.ts';
 import { openSharedDatabase, type SharedDatabase } from '../../src/store/pg/index.ts';
 import { PgRulesRepository } from '../../src/store/pg/rules.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
@@ -78,17 +78,15 @@ it('GIVEN 3,000 rules read one a page WHEN another process pauses the first and 
   const sink = new RecordingSink('console', 10);
   const journal = await DeliveryJournal.open(join(h.dataDir, 'index-load-deliveries.jsonl'), { fsync: false });
   const dispatcher = new Dispatcher({ journal, sinks: new Map([['console', sink]]), logger: silent });
-  const pipeline = new AlertPipeline({
+  const market = await FileMarketHistory.open(join(h.dataDir, 'index-load-market.jsonl'), { logger: silent });
+  const alerts = createAlerts({
     platform: h.platform,
-    store,
-    journal,
-    dispatcher,
-    enricher: new Enricher(
-      h.platform,
-      h.engine.currencies,
-      silent,
-      new Links(devnetLinks(h.devnet), h.devnet.networks),
-    ),
+    market,
+    rules: store,
+    deliveries: journal,
+    queue: dispatcher,
+    currencies: h.engine.currencies,
+    links: new Links(devnetLinks(h.devnet), h.devnet.networks),
     logger: silent,
     marketplaceContracts: Object.fromEntries(h.devnet.info().networks.map((n) => [n.name, [n.marketplaceContract]])),
     replanDelayMs: 20,
@@ -96,7 +94,7 @@ it('GIVEN 3,000 rules read one a page WHEN another process pauses the first and 
   });
   try {
     let loaded = false;
-    const starting = pipeline.start().then(() => {
+    const starting = alerts.start().then(() => {
       loaded = true;
     });
     // Once r1's page is behind the reader: pause it, and add a rule for another chat.
@@ -106,7 +104,7 @@ it('GIVEN 3,000 rules read one a page WHEN another process pauses the first and 
     expect(added?.id).toBe('r3001');
     expect(loaded).toBe(false);
     await starting;
-    await eventually(() => pipeline.health().some((s) => s.network === 'devnet' && s.events === 'connected'));
+    await eventually(() => alerts.status().streams.some((s) => s.network === 'devnet' && s.events === 'connected'));
 
     const mined = await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address }]);
     expect(mined.txnHashes).toHaveLength(1);
@@ -114,9 +112,10 @@ it('GIVEN 3,000 rules read one a page WHEN another process pauses the first and 
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(sink.sent.map((m) => m.chatId)).toEqual(['added']);
   } finally {
-    await pipeline.stop();
+    await alerts.stop();
     await dispatcher.stop();
     await journal.close();
+    await market.close();
     for (const shared of processes) await shared.close();
   }
 }, 120_000);

@@ -428,11 +428,11 @@ describe('the delivery log shared by several processes', () => {
     await expect(b.deliveries.markSent(id, 'm2')).rejects.toThrow(/is not being sent/);
     await b.leases.unlock('ingest', 'devnet');
     await lead(a);
-    const edits = await a.deliveries.markReorged('devnet', delivery(1).txnHash);
+    const { edits } = await a.deliveries.markReorged('devnet', delivery(1).txnHash);
     expect(edits.map((r) => [r.id, r.state, r.reorged])).toEqual([[id, 'sent', true]]);
     // The unsent one of a reorganised transaction is dropped, never sent.
     const dropped = await a.deliveries.markReorged('devnet', delivery(2).txnHash);
-    expect(dropped).toEqual([]);
+    expect(dropped.edits).toEqual([]);
     expect((await b.deliveries.openFor('discord:4242')).map((o) => [o.record.blockNumber, o.record.reorged])).toEqual([
       [1, true],
     ]);

@@ -3,8 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Enricher } from '../../src/alerts/enrich.ts';
-import { AlertPipeline } from '../../src/alerts/pipeline.ts';
+import { type Alerts, createAlerts } from '../../src/alerts/index.ts';
 import { isGroup } from '../../src/bot/command.ts';
 import { ChatImages, imageHostsOf } from '../../src/chat/images/images.ts';
 import { ChatStartError } from '../../src/chat/start-error.ts';
@@ -16,7 +15,8 @@ import {
 } from '../../src/chat/telegram/adapter.ts';
 import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import { DeliveryError } from '../../src/delivery/sink.ts';
-import { DeliveryJournal } from '../../src/store/journal.ts';
+import { DeliveryJournal } from '../../src/store/files/journal/journal.ts';
+import { FileMarketHistory } from '../../src/store/files/market-history.ts';
 import { FakeTelegram, type StoredMessage, type TelegramCall, type UploadedFile } from '../fakes/telegram.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { collectionNamed, listedToken } from '../helpers/devnet-data.ts';
@@ -30,7 +30,8 @@ let tg: FakeTelegram;
 let adapter: TelegramAdapter;
 let journal: DeliveryJournal;
 let dispatcher: Dispatcher;
-let pipeline: AlertPipeline;
+let pipeline: Alerts;
+let market: FileMarketHistory;
 let images: ChatImages;
 /** Serves a PNG, an image type Telegram fetches itself. */
 let pngServer: Server;
@@ -144,12 +145,14 @@ beforeAll(async () => {
     retryDelayMs: 20,
     maxRetryDelayMs: 200,
   });
-  pipeline = new AlertPipeline({
+  market = await FileMarketHistory.open(join(h.dataDir, 'market-history.jsonl'), { logger });
+  pipeline = createAlerts({
     platform: h.platform,
-    store: h.store,
-    journal,
-    dispatcher,
-    enricher: new Enricher(h.platform, h.engine.currencies, logger),
+    market,
+    rules: h.store,
+    deliveries: journal,
+    queue: dispatcher,
+    currencies: h.engine.currencies,
     logger,
     marketplaceContracts: marketplacesOf(h.devnet),
     replanDelayMs: 20,
@@ -164,6 +167,7 @@ afterAll(async () => {
   await pipeline?.stop();
   await dispatcher?.stop();
   await journal?.close();
+  await market?.close();
   await tg?.close();
   await images?.close();
   pngServer?.closeAllConnections();
@@ -389,7 +393,7 @@ describe('alerts through the Telegram sink', () => {
     const deadline = Date.now() + 10_000;
     for (;;) {
       await new Promise((resolve) => setTimeout(resolve, 40));
-      if (streamsFollow(pipeline.health(), h.store.rules, marketplacesOf(h.devnet))) return;
+      if (streamsFollow(pipeline.status().streams, h.store.rules, marketplacesOf(h.devnet))) return;
       if (Date.now() > deadline) throw new Error('streams not planned');
     }
   }

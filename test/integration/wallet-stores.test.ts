@@ -6,9 +6,9 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreFileError } from '../../src/core/store-errors.ts';
 import type { Challenge, NewVerifyLink, WalletChange, WalletStore } from '../../src/core/wallets.ts';
+import { FileWalletStore } from '../../src/store/files/wallets.ts';
 import { Database } from '../../src/store/pg/database.ts';
 import { PgWalletStore } from '../../src/store/pg/wallets.ts';
-import { FileWalletStore } from '../../src/store/wallets.ts';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
 
 const silent = pino({ level: 'silent' });

@@ -11,7 +11,7 @@ import type { Reply } from '../../src/core/reply.ts';
 import type { Destination } from '../../src/core/types.ts';
 import { Dispatcher } from '../../src/delivery/dispatcher.ts';
 import { encodePayload } from '../../src/delivery/sink.ts';
-import { DeliveryJournal } from '../../src/store/journal.ts';
+import { DeliveryJournal } from '../../src/store/files/journal/journal.ts';
 import { FakeDiscord } from '../fakes/discord.ts';
 import { FakeTelegram } from '../fakes/telegram.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';

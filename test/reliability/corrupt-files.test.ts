@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startBot } from '../../src/main.ts';
-import { DeliveryJournal } from '../../src/store/journal.ts';
-import { buttonsFileOf, StateStore, StoreFileError } from '../../src/store/state.ts';
+import { DeliveryJournal } from '../../src/store/files/journal/journal.ts';
+import { buttonsFileOf, StateStore, StoreFileError } from '../../src/store/files/state.ts';
 import { type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { runEntryPoint } from '../helpers/entry-point.ts';
 

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Reply } from '../../src/core/reply.ts';
 import { type Devnet, startDevnet } from '../../src/devnet/index.ts';
 import { nativeSymbolsOf } from '../../src/main.ts';
-import { DeliveryJournal } from '../../src/store/journal.ts';
-import { StateStore } from '../../src/store/state.ts';
+import { DeliveryJournal } from '../../src/store/files/journal/journal.ts';
+import { StateStore } from '../../src/store/files/state.ts';
 import { type ChatInbox, startChatInbox } from '../fakes/chat-inbox.ts';
 
 /*

@@ -35,7 +35,7 @@ import {
   type StreamOptions,
   type StreamState,
 } from '../../src/platform/index.ts';
-import { StateStore } from '../../src/store/state.ts';
+import { StateStore } from '../../src/store/files/state.ts';
 import { ADMIN, CONSOLE } from '../helpers/bot-harness.ts';
 import { spawnEntryPoint, waitUntil } from '../helpers/entry-point.ts';
 import {
@@ -124,7 +124,7 @@ async function trickle(stream: NdjsonStream, everyMs: number): Promise<number> {
 }
 
 /** The real command engine and commands on a client of the hostile server, as the bot wires them; runs a line, renders the answer. */
-async function engineOn(client: PlatformClient, dataDir: string, alerts?: () => AlertStatus) {
+async function engineOn(client: PlatformClient, dataDir: string, alerts?: () => Promise<AlertStatus>) {
   const engine = new CommandEngine({
     platform: client,
     store: await StateStore.open(join(dataDir, 'state.json')),
@@ -332,7 +332,7 @@ describe('stream liveness counts complete lines only', () => {
     const health = (): StreamHealth[] => [streams.health()];
     const readiness = () =>
       checkReadiness({ watchedNetworks: () => ['polygon'], streams: health, chats: () => [], dataDir });
-    const status = await engineOn(client, dataDir, () => ({
+    const status = await engineOn(client, dataDir, async () => ({
       streams: health(),
       journal: { records: 0, pending: 0, failed: 0 },
       counters: { logs: 0, events: 0, matched: 0, deliveries: 0, reorged: 0, dropped: 0 },

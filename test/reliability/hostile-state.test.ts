@@ -3,7 +3,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LOCK_FILE } from '../../src/store/lock.ts';
+import { LOCK_FILE } from '../../src/store/files/lock.ts';
 import { runEntryPoint, spawnEntryPoint, waitUntil } from '../helpers/entry-point.ts';
 
 /*

@@ -13,7 +13,7 @@ import type { DevnetCollectionInfo } from '../../src/devnet/index.ts';
 import { type HealthServer, startHealthServer } from '../../src/health/http.ts';
 import { BotMetrics } from '../../src/health/metrics.ts';
 import { checkReadiness, type ReadinessReport } from '../../src/health/readiness.ts';
-import { DeliveryJournal } from '../../src/store/journal.ts';
+import { DeliveryJournal } from '../../src/store/files/journal/journal.ts';
 import { type AlertHarness, startAlertHarness } from '../helpers/alert-harness.ts';
 import { RecordingSink } from '../helpers/recording-sink.ts';
 
@@ -169,11 +169,11 @@ describe('GIVEN alerts while the disk under the delivery journal is full', () =>
     // Wired as the bot wires them (src/main.ts).
     const metrics = new BotMetrics();
     metrics.watch({
-      streams: () => h.pipeline.health(),
-      counters: () => h.pipeline.counters,
+      streams: () => h.alerts.status().streams,
+      counters: () => h.alerts.status().counters,
       queueDepth: () => h.dispatcher.depth(),
-      journal: () => h.journal.stats(),
-      backlog: () => h.pipeline.backlog(),
+      journal: () => h.journal.counts(),
+      backlog: () => h.alerts.status().backlog,
       isCommand: () => true,
     });
     http = await startHealthServer({
@@ -184,10 +184,10 @@ describe('GIVEN alerts while the disk under the delivery journal is full', () =>
       readiness: () =>
         checkReadiness({
           watchedNetworks: () => h.store.rules.filter((r) => !r.paused).map((r) => r.network),
-          streams: () => h.pipeline.health(),
+          streams: () => h.alerts.status().streams,
           chats: () => [{ platform: 'console', ready: () => true }],
           dataDir: disk.dir,
-          journal: () => h.pipeline.backlog(),
+          journal: () => h.alerts.status().backlog,
         }),
     });
     base = `http://${http.address.host}:${http.address.port}`;
@@ -219,12 +219,12 @@ describe('GIVEN alerts while the disk under the delivery journal is full', () =>
 
   /** Mines a block with one sale of Moon Cats; resolves once the pipeline recorded or kept its alert. */
   async function mineSale(): Promise<string> {
-    const matched = h.pipeline.counters.matched;
+    const matched = h.alerts.status().counters.matched;
     const mined = await h.devnet.mine('devnet', [{ kind: 'sale', collection: moonCats.address }]);
     const hash = mined.txnHashes[0];
     if (!hash) throw new Error('no sale mined');
-    await until(() => (h.pipeline.counters.matched > matched ? true : undefined));
-    await h.pipeline.settled();
+    await until(() => (h.alerts.status().counters.matched > matched ? true : undefined));
+    await h.alerts.settled();
     return hash;
   }
 
@@ -233,7 +233,7 @@ describe('GIVEN alerts while the disk under the delivery journal is full', () =>
     await h.dispatcher.drained();
     await disk.fill(journalFile());
     const mined: string[] = [];
-    while (h.pipeline.backlog().queued === 0) {
+    while (h.alerts.status().backlog.queued === 0) {
       if (mined.length === 12) throw new Error('the journal took every alert on a full disk');
       mined.push(await mineSale());
     }
@@ -259,13 +259,13 @@ describe('GIVEN alerts while the disk under the delivery journal is full', () =>
     const kept = [outage.at(-1) as string];
     for (let n = 0; n < 3; n++) kept.push(await mineSale());
     outage.push(...kept.slice(1));
-    const backlog = h.pipeline.backlog();
+    const backlog = h.alerts.status().backlog;
     expect(backlog).toMatchObject({ queued: 4, reorgs: 0, failure: { code: disk.code } });
     // Written again every 50-200 ms, refused every time: none of them is recorded or sent.
     await pause(400);
     for (const hash of kept) expect(h.journal.byTransaction('devnet', hash)).toEqual([]);
     expect(delivered().filter((hash) => kept.includes(hash))).toEqual([]);
-    expect(h.pipeline.counters.dropped).toBe(0);
+    expect(h.alerts.status().counters.dropped).toBe(0);
 
     const failing = await readyz();
     expect(failing.status).toBe(503);
@@ -294,7 +294,9 @@ describe('GIVEN alerts while the disk under the delivery journal is full', () =>
     expect(logged(OUTAGE)[0]).toMatchObject({ level: 50, code: disk.code, queued: 1 });
 
     await disk.free();
-    await until(() => (h.pipeline.backlog().queued === 0 && !h.pipeline.backlog().failure ? true : undefined));
+    await until(() =>
+      h.alerts.status().backlog.queued === 0 && !h.alerts.status().backlog.failure ? true : undefined,
+    );
     await h.console.until(() => outage.every((hash) => delivered().includes(hash)));
     await h.dispatcher.drained();
     expect(delivered().filter((hash) => outage.includes(hash))).toEqual(outage);
@@ -326,8 +328,8 @@ describe('GIVEN alerts while the disk under the delivery journal is full', () =>
       if (kept.length < LIMIT) kept.push(hash);
       else dropped.push(hash);
     }
-    expect(h.pipeline.backlog().queued).toBe(LIMIT);
-    expect(h.pipeline.counters.dropped).toBe(3);
+    expect(h.alerts.status().backlog.queued).toBe(LIMIT);
+    expect(h.alerts.status().counters.dropped).toBe(3);
     expect(await metric('floorwatch_pipeline_dropped_total')).toBe(3);
     expect(await metric('floorwatch_journal_retry_queue_depth')).toBe(LIMIT);
     const status = h.text(await h.run('/status'));
@@ -341,13 +343,13 @@ describe('GIVEN alerts while the disk under the delivery journal is full', () =>
 
     await disk.free();
     await h.console.until(() => kept.every((hash) => delivered().includes(hash)));
-    await until(() => (h.pipeline.backlog().queued === 0 ? true : undefined));
+    await until(() => (h.alerts.status().backlog.queued === 0 ? true : undefined));
     await h.dispatcher.drained();
     const all = outage.slice(0, -1).concat(kept);
     expect(delivered().filter((hash) => all.includes(hash))).toEqual(all);
     for (const hash of dropped) expect(h.journal.byTransaction('devnet', hash)).toEqual([]);
     expect(delivered().filter((hash) => dropped.includes(hash))).toEqual([]);
-    expect(h.pipeline.counters.dropped).toBe(3);
+    expect(h.alerts.status().counters.dropped).toBe(3);
     expect(logged(OUTAGE)).toHaveLength(2);
     expect(logged(RECOVERED).at(-1)).toMatchObject({ recorded: LIMIT, dropped: 3 });
   }, 60_000);
@@ -355,15 +357,17 @@ describe('GIVEN alerts while the disk under the delivery journal is full', () =>
   it('WHEN a kept sale is reorganised away THEN the reorg waits behind it: once written, its alert is never left standing', async () => {
     await fillUntilRefused();
     const sale = await mineSale();
-    const reorgs = h.pipeline.counters.reorged;
+    const reorgs = h.alerts.status().counters.reorged;
     await h.devnet.reorg('devnet', 1);
-    await until(() => (h.pipeline.backlog().reorgs === 1 ? true : undefined));
+    await until(() => (h.alerts.status().backlog.reorgs === 1 ? true : undefined));
     expect(h.journal.byTransaction('devnet', sale)).toEqual([]);
 
     await disk.free();
-    await until(() => (h.pipeline.backlog().queued === 0 && h.pipeline.backlog().reorgs === 0 ? true : undefined));
+    await until(() =>
+      h.alerts.status().backlog.queued === 0 && h.alerts.status().backlog.reorgs === 0 ? true : undefined,
+    );
     await h.dispatcher.drained();
-    expect(h.pipeline.counters.reorged).toBe(reorgs + 1);
+    expect(h.alerts.status().counters.reorged).toBe(reorgs + 1);
     const [record] = h.journal.byTransaction('devnet', sale);
     expect(record?.reorged).toBe(true);
     // Either it was dropped before a send, or the message that went out was edited to say so.

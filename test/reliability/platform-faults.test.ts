@@ -22,7 +22,7 @@ import { CONSOLE } from '../helpers/bot-harness.ts';
  * wrong", which is a crash). Every listing mined while the events stream was connected arrives
  * exactly once. The platform does not replay what a dropped stream missed: a listing mined while
  * the stream was down may be lost, and then its block must be inside a gap that the pipeline
- * reports (pipeline.health(), shown by /status). Nothing is ever duplicated.
+ * reports (the alert path's status, shown by /status). Nothing is ever duplicated.
  */
 
 /** Unary operations of the platform: the 500/429/slow faults apply to these, not to the streams. */
@@ -76,7 +76,7 @@ interface Mined {
 const mined: Mined[] = [];
 
 function eventsConnected(): boolean {
-  return h.pipeline.health().some((s) => s.network === 'devnet' && s.events === 'connected');
+  return h.alerts.status().streams.some((s) => s.network === 'devnet' && s.events === 'connected');
 }
 
 async function mineListing(): Promise<void> {
@@ -163,7 +163,7 @@ describe('platform faults while commands and alerts flow', () => {
     // Warm-up: one listing end to end before the faults (currency symbols are cached from here).
     await mineListing();
     await h.console.until(() => h.console.alerts(CONSOLE.id).length >= 1);
-    const reconnectsBefore = h.pipeline.health().reduce((sum, s) => sum + s.reconnects, 0);
+    const reconnectsBefore = h.alerts.status().streams.reduce((sum, s) => sum + s.reconnects, 0);
 
     phase = 'errors';
     h.devnet.setFaults(
@@ -195,10 +195,10 @@ describe('platform faults while commands and alerts flow', () => {
     // Everything that can arrive has arrived: the last listings were mined on a healthy stream.
     const lastPrice = `for ${priceOf(mined.length - 1)} DEV`;
     await h.console.until(() => h.console.alerts(CONSOLE.id).some((a) => a.title?.endsWith(lastPrice)), 20_000);
-    await h.pipeline.settled();
+    await h.alerts.settled();
     await h.dispatcher.drained();
 
-    const health = h.pipeline.health().find((s) => s.network === 'devnet');
+    const health = h.alerts.status().streams.find((s) => s.network === 'devnet');
     const gaps = health?.gaps ?? [];
     const inGap = (block: number) => gaps.some((g) => g.fromBlock <= block && block <= g.toBlock);
     const counts = new Map(mined.map((m) => [priceOf(m.n), 0]));

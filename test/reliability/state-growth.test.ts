@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ButtonCodec } from '../../src/bot/buttons.ts';
 import type { ChatRef } from '../../src/bot/command.ts';
-import { StateStore } from '../../src/store/state.ts';
+import { StateStore } from '../../src/store/files/state.ts';
 import { ADMIN, type Harness, startHarness } from '../helpers/bot-harness.ts';
 import { runEntryPoint } from '../helpers/entry-point.ts';
 import { bytesWritten } from '../helpers/written.ts';

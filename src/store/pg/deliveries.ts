@@ -1,5 +1,5 @@
 /**
- * The delivery log in PostgreSQL: the journal's protocol (store/journal.ts) on a table shared by
+ * The delivery log in PostgreSQL: the journal's protocol (store/files/journal/journal.ts) on a table shared by
  * every process, so that a delivery recorded by one process can be sent by another.
  *
  * - `record` inserts with the delivery id as primary key (`ON CONFLICT DO NOTHING`): an event
@@ -7,7 +7,8 @@
  *   notifies `floorwatch_deliveries` with the chats that have new work.
  * - Which process sends a chat's deliveries is decided by the chat claims (delivery/claims.ts): the
  *   holder of the chat's lock reads its open deliveries in recording order with {@link PgDeliveryLog.openFor}.
- * - Synchronous reads (`get`, `byTransaction`) see the deliveries this process recorded or read.
+ * - Reads ask the table: every process sees what every process recorded. This process keeps the
+ *   deliveries it recorded or read only to know, for a change, which chat's claim fences it.
  *
  * A write the database refuses or cannot take (connection lost, server down) rejects with
  * {@link JournalWriteError}, as a full disk does for the journal: the pipeline keeps the alerts in
@@ -30,7 +31,7 @@ import {
   type NewDelivery,
 } from '../../core/deliveries.ts';
 import { LeaseLostError } from '../../core/lease.ts';
-import type { DeliveryLog } from '../../core/ports.ts';
+import type { DeliveryLog, OutstandingDeliveries, ReorgOutcome } from '../../core/ports.ts';
 import type { JournalWriteFailure } from '../../core/status.ts';
 import { type AlertKind, type Destination, destinationKey } from '../../core/types.ts';
 import type { Database } from './database.ts';
@@ -429,20 +430,27 @@ export class PgDeliveryLog implements DeliveryLog {
     );
   }
 
-  async markReorged(network: string, txnHash: string): Promise<DeliveryRecord[]> {
+  async markReorged(network: string, txnHash: string): Promise<ReorgOutcome> {
     const lease = leaseName('ingest', network);
+    // Every delivery of the transaction comes back: those changed now, and those marked before
+    // (whose messages may still wait for their edit).
     const attempt = async () => {
-      const rows = await this.#run<Row & { notified: unknown; fence_held: string }>(
+      const rows = await this.#run<Row & { notified: unknown; fence_held: string; changed: boolean }>(
         `WITH ${fenceClause(5, 6)},
-       changed AS (
-         UPDATE deliveries SET reorged = true, updated_at = now(),
-                state = CASE WHEN state = 'pending' THEN 'dropped' ELSE state END
-         WHERE network = $1 AND txn_hash = $2 AND NOT reorged AND EXISTS (SELECT 1 FROM fence) RETURNING *)
-       SELECT (SELECT count(*) FROM fence) AS fence_held, c.*,
-              CASE WHEN c.state = 'sent' AND c.edited_at IS NULL
-                THEN pg_notify($3, json_build_object('chats', json_build_array(c.chat_key), 'origin', $4::text)::text)
-              END AS notified
-       FROM (SELECT 1) AS one LEFT JOIN changed c ON true`,
+         changed AS (
+           UPDATE deliveries SET reorged = true, updated_at = now(),
+                  state = CASE WHEN state = 'pending' THEN 'dropped' ELSE state END
+           WHERE network = $1 AND txn_hash = $2 AND NOT reorged AND EXISTS (SELECT 1 FROM fence) RETURNING *),
+         every AS (
+           SELECT c.*, true AS changed FROM changed c
+           UNION ALL
+           SELECT d.*, false AS changed FROM deliveries d
+           WHERE d.network = $1 AND d.txn_hash = $2 AND d.id NOT IN (SELECT id FROM changed))
+         SELECT (SELECT count(*) FROM fence) AS fence_held, e.*,
+                CASE WHEN e.changed AND e.state = 'sent' AND e.edited_at IS NULL
+                  THEN pg_notify($3, json_build_object('chats', json_build_array(e.chat_key), 'origin', $4::text)::text)
+                END AS notified
+         FROM (SELECT 1) AS one LEFT JOIN every e ON true`,
         [network, txnHash, DELIVERIES_CHANNEL, this.origin, [lease], [await this.#fences.token(lease)]],
       );
       return Number(rows[0]?.fence_held ?? 0) === 1 ? rows : undefined;
@@ -453,11 +461,13 @@ export class PgDeliveryLog implements DeliveryLog {
       await this.#confirm([lease]);
       rows = (await attempt()) ?? (await this.#refusedUnder([lease]));
     }
-    return rows
-      .filter((row) => row.id !== null)
-      .sort((a, b) => Number(a.seq) - Number(b.seq))
-      .map((row) => this.#keep(row))
-      .filter((r) => r.state === 'sent' && r.editedAt === undefined);
+    const found = rows.filter((row) => row.id !== null).sort((a, b) => Number(a.seq) - Number(b.seq));
+    const records = found.map((row) => ({ changed: row.changed, record: this.#keep(row) }));
+    return {
+      deliveries: records.length,
+      dropped: records.filter((r) => r.changed && r.record.state === 'dropped').map((r) => r.record),
+      edits: records.map((r) => r.record).filter((r) => r.reorged && r.state === 'sent' && r.editedAt === undefined),
+    };
   }
 
   /** Advisory (only shortens how long deliveries are kept): group-committed, for this process's deliveries. */
@@ -478,18 +488,12 @@ export class PgDeliveryLog implements DeliveryLog {
     return new Map(calls.map((c) => [c.key, true as const]));
   });
 
-  get(id: string): DeliveryRecord | undefined {
-    return this.#records.get(id);
-  }
-
-  mayHold(): boolean {
-    return true;
-  }
-
-  byTransaction(network: string, txnHash: string): DeliveryRecord[] {
-    return [...(this.#byTxn.get(`${network}|${txnHash}`) ?? [])]
-      .map((id) => this.#records.get(id))
-      .filter((r): r is DeliveryRecord => r !== undefined);
+  async deliveriesOf(network: string, txnHash: string): Promise<DeliveryRecord[]> {
+    const { rows } = await this.#db.pool.query<Row>(
+      'SELECT * FROM deliveries WHERE network = $1 AND txn_hash = $2 ORDER BY seq',
+      [network, txnHash],
+    );
+    return rows.map(toRecord);
   }
 
   async sentTogether(destination: Destination, messageId: string): Promise<DeliveryRecord[]> {
@@ -538,24 +542,33 @@ export class PgDeliveryLog implements DeliveryLog {
     return rows.map((r) => r.chat_key);
   }
 
-  /** Open deliveries are taken chat by chat by the claims (see {@link PgDeliveryLog.openFor}). */
-  unfinished(): DeliveryRecord[] {
-    return [];
-  }
-
-  pendingEdits(): DeliveryRecord[] {
-    return [];
+  /**
+   * Every chat's open deliveries, in recording order. Processes that share the table take them chat
+   * by chat instead, as their claims say (see {@link PgDeliveryLog.openFor}).
+   */
+  async outstanding(): Promise<OutstandingDeliveries> {
+    const { rows } = await this.#db.pool.query<Row>(
+      `SELECT * FROM deliveries
+       WHERE (state IN ('pending', 'sending') AND NOT reorged) OR (state = 'sent' AND reorged AND edited_at IS NULL)
+       ORDER BY seq`,
+    );
+    const records = rows.map((row) => this.#keep(row));
+    return { sends: records.filter((r) => !r.reorged), edits: records.filter((r) => r.reorged) };
   }
 
   writeFailure(): JournalWriteFailure | undefined {
     return this.#failure;
   }
 
-  stats(): JournalStats {
+  /** The table's deliveries by state (every process's: the table is one); `bytes` is not known here. */
+  async counts(): Promise<JournalStats> {
+    const { rows } = await this.#db.pool.query<{ state: DeliveryState; count: string }>(
+      'SELECT state, count(*) AS count FROM deliveries GROUP BY state',
+    );
     const stats: JournalStats = { records: 0, bytes: 0, pending: 0, sending: 0, sent: 0, failed: 0, dropped: 0 };
-    for (const record of this.#records.values()) {
-      stats.records++;
-      stats[record.state]++;
+    for (const row of rows) {
+      stats[row.state] = Number(row.count);
+      stats.records += Number(row.count);
     }
     return stats;
   }

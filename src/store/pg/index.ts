@@ -8,6 +8,7 @@ import { PgRulesRepository } from './rules.ts';
 export { PgCursorStore } from './cursors.ts';
 export { DatabaseError } from './database.ts';
 export { DIGESTS_LEASE_KEY, Leadership, Leases } from './leases.ts';
+export { PgMarketHistory } from './market-history.ts';
 export { DELIVERIES_CHANNEL };
 
 /** Everything a process needs of the shared database. */

@@ -13,9 +13,9 @@ import pino from 'pino';
 import { ConfigError, loadConfig } from '../../config.ts';
 import { StoreFileError } from '../../core/store-errors.ts';
 import { destinationKey } from '../../core/types.ts';
-import { DeliveryJournal } from '../journal.ts';
-import { DataDirError, lockDataDir } from '../lock.ts';
-import { StateStore } from '../state.ts';
+import { DeliveryJournal } from '../files/journal/journal.ts';
+import { DataDirError, lockDataDir } from '../files/lock.ts';
+import { StateStore } from '../files/state.ts';
 import { Database, DatabaseError } from './database.ts';
 
 export interface MigrateDataResult {

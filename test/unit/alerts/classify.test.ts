@@ -1,13 +1,13 @@
 import fc from 'fast-check';
 import { keccak256, toBytes, toEventSelector } from 'viem';
 import { describe, expect, it } from 'vitest';
+import { TransactionAssembler } from '../../../src/alerts/assembly.ts';
 import {
   CANONICAL_SIGNATURES,
   type ClassifyContext,
   classifyTransaction,
   type EventName,
   TOPICS,
-  TransactionAssembler,
 } from '../../../src/alerts/classify.ts';
 import type { ChainEvent } from '../../../src/alerts/types.ts';
 import type { EventLog } from '../../../src/platform/types.ts';

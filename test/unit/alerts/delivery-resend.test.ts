@@ -8,7 +8,7 @@ import type { Reply } from '../../../src/core/reply.ts';
 import type { Destination } from '../../../src/core/types.ts';
 import { Dispatcher } from '../../../src/delivery/dispatcher.ts';
 import { DeliveryError } from '../../../src/delivery/sink.ts';
-import { DeliveryJournal } from '../../../src/store/journal.ts';
+import { DeliveryJournal } from '../../../src/store/files/journal/journal.ts';
 import { RecordingSink } from '../../helpers/recording-sink.ts';
 
 // After a crash or an ambiguous failure, a merged message is sent again under its idempotency key;

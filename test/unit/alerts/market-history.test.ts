@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FLOOR_SAMPLE_INTERVAL_MS, MarketHistory } from '../../../src/alerts/market-history.ts';
+import { MarketRecorder } from '../../../src/alerts/market.ts';
+import type { ChainEvent } from '../../../src/alerts/types.ts';
+import { FLOOR_SAMPLE_INTERVAL_MS } from '../../../src/core/market.ts';
+import { FileMarketHistory } from '../../../src/store/files/market-history.ts';
 import { COLLECTION, chainEvent, hash, OTHER_COLLECTION } from './fixtures.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -20,7 +23,39 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const open = (now = NOW) => MarketHistory.open(file, { logger, now: () => now, flushMs: 60_000 });
+/**
+ * The file store with the alert path's recorder in front (sales are gathered, then written): reads
+ * wait for what was gathered to be written, as the alert path's `settled()` does.
+ */
+async function openAt(path: string, now: number) {
+  const store = await FileMarketHistory.open(path, { logger, now: () => now });
+  const recorder = new MarketRecorder({ history: store, logger, now: () => now, flushMs: 60_000 });
+  const written = async () => {
+    await recorder.flush();
+    await store.flushed();
+  };
+  const after =
+    <A extends unknown[], R>(read: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      await written();
+      return read(...args);
+    };
+  return {
+    sale: (event: ChainEvent) => recorder.sale(event),
+    reorged: (network: string, txnHash: string) => recorder.reorged(network, txnHash),
+    floor: (network: string, collection: string, usd: number, at: number, lookedUp?: boolean) =>
+      store.floor(network, collection, usd, at, lookedUp),
+    since: after(() => store.since()),
+    activity: after((...args: Parameters<FileMarketHistory['activity']>) => store.activity(...args)),
+    daily: after((...args: Parameters<FileMarketHistory['daily']>) => store.daily(...args)),
+    lastSale: after((...args: Parameters<FileMarketHistory['lastSale']>) => store.lastSale(...args)),
+    close: async () => {
+      await recorder.close();
+      await store.close();
+    },
+  };
+}
+const open = (now = NOW) => openAt(file, now);
 const jsonl = (lines: readonly object[]) => lines.map((l) => `${JSON.stringify(l)}\n`).join('');
 const sale = (at: number, tx: string, tokens: Array<[string, string, number | null]>, c = COLLECTION) => ({
   k: 'sale',
@@ -52,18 +87,18 @@ describe('market history on disk', () => {
     );
     const history = await open();
     try {
-      expect(history.since()).toBe(NOW - 12 * DAY);
-      const day = history.activity('polygon', COLLECTION, DAY, NOW);
+      expect(await history.since()).toBe(NOW - 12 * DAY);
+      const day = await history.activity('polygon', COLLECTION, DAY, NOW);
       expect(day).toMatchObject({ complete: true, sales: 1, priced: 1, volumeUsd: 150 });
       // The last floor before the window began.
       expect(day.floorThen).toEqual({ at: NOW - 2 * DAY, usd: 110 });
-      const week = history.activity('polygon', COLLECTION, 7 * DAY, NOW);
+      const week = await history.activity('polygon', COLLECTION, 7 * DAY, NOW);
       expect(week).toMatchObject({ complete: true, sales: 3, priced: 2, volumeUsd: 270 });
       // The floor when the week began is kept although older than the week.
       expect(week.floorThen).toEqual({ at: NOW - 8 * DAY, usd: 100 });
-      expect(history.activity('polygon', OTHER_COLLECTION, 7 * DAY, NOW).sales).toBe(0);
-      expect(history.lastSale('polygon', COLLECTION, '5')).toBeUndefined();
-      expect(history.lastSale('polygon', COLLECTION, '2')).toEqual({ at: NOW - 3 * DAY, usd: 120 });
+      expect((await history.activity('polygon', OTHER_COLLECTION, 7 * DAY, NOW)).sales).toBe(0);
+      expect(await history.lastSale('polygon', COLLECTION, '5')).toBeUndefined();
+      expect(await history.lastSale('polygon', COLLECTION, '2')).toEqual({ at: NOW - 3 * DAY, usd: 120 });
     } finally {
       await history.close();
     }
@@ -76,26 +111,26 @@ describe('market history on disk', () => {
 
   it('GIVEN no file WHEN sales and floors are recorded THEN they survive a restart, recording starts now, and a sale seen twice counts once', async () => {
     const history = await open();
-    expect(history.since()).toBe(NOW);
+    expect(await history.since()).toBe(NOW);
     const event = chainEvent({
       ts: new Date(NOW - 1_000).toISOString(),
       tokens: [{ tokenId: '7', amount: '2' }],
     });
     history.sale(event);
     history.sale(event);
-    history.floor('polygon', COLLECTION, 42, NOW - 500);
+    await history.floor('polygon', COLLECTION, 42, NOW - 500);
     // Too close to the last sample: the same floor for the history.
-    history.floor('polygon', COLLECTION, 43, NOW - 500 + FLOOR_SAMPLE_INTERVAL_MS / 2);
+    await history.floor('polygon', COLLECTION, 43, NOW - 500 + FLOOR_SAMPLE_INTERVAL_MS / 2);
     await history.close();
 
     const again = await open(NOW + 1_000);
     try {
-      expect(again.since()).toBe(NOW);
-      const day = again.activity('polygon', COLLECTION, DAY, NOW + 1_000);
+      expect(await again.since()).toBe(NOW);
+      const day = await again.activity('polygon', COLLECTION, DAY, NOW + 1_000);
       // Without a platform a sale is counted, not priced.
       expect(day).toMatchObject({ complete: false, from: NOW, sales: 1, priced: 0, volumeUsd: 0 });
       expect(day.floorThen).toEqual({ at: NOW - 500, usd: 42 });
-      expect(again.lastSale('polygon', COLLECTION, '7')).toEqual({ at: NOW - 1_000 });
+      expect(await again.lastSale('polygon', COLLECTION, '7')).toEqual({ at: NOW - 1_000 });
     } finally {
       await again.close();
     }
@@ -105,15 +140,19 @@ describe('market history on disk', () => {
     const history = await open();
     const days = [new Date(NOW).toISOString().slice(0, 10)];
     const dayOf = (at: number) => new Date(at).toISOString().slice(0, 10);
-    history.floor('polygon', COLLECTION, 113.4, NOW - 60_000);
-    history.floor('polygon', COLLECTION, 120, NOW - 30_000);
-    expect(history.daily('polygon', COLLECTION, days, dayOf).floor).toEqual([{ label: days[0], value: 113.4 }]);
-    history.floor('polygon', COLLECTION, 133.67, NOW, true);
-    expect(history.daily('polygon', COLLECTION, days, dayOf).floor).toEqual([{ label: days[0], value: 133.67 }]);
+    await history.floor('polygon', COLLECTION, 113.4, NOW - 60_000);
+    await history.floor('polygon', COLLECTION, 120, NOW - 30_000);
+    expect((await history.daily('polygon', COLLECTION, days, dayOf)).floor).toEqual([{ label: days[0], value: 113.4 }]);
+    await history.floor('polygon', COLLECTION, 133.67, NOW, true);
+    expect((await history.daily('polygon', COLLECTION, days, dayOf)).floor).toEqual([
+      { label: days[0], value: 133.67 },
+    ]);
     await history.close();
     const again = await open(NOW + 1_000);
     try {
-      expect(again.daily('polygon', COLLECTION, days, dayOf).floor).toEqual([{ label: days[0], value: 133.67 }]);
+      expect((await again.daily('polygon', COLLECTION, days, dayOf)).floor).toEqual([
+        { label: days[0], value: 133.67 },
+      ]);
     } finally {
       await again.close();
     }
@@ -126,25 +165,22 @@ describe('market history on disk', () => {
     );
     const history = await open();
     history.reorged('polygon', hash(9));
-    expect(history.activity('polygon', COLLECTION, DAY, NOW).sales).toBe(0);
+    expect((await history.activity('polygon', COLLECTION, DAY, NOW)).sales).toBe(0);
     await history.close();
     const reopened = await open();
     try {
-      expect(reopened.activity('polygon', COLLECTION, DAY, NOW).sales).toBe(0);
+      expect((await reopened.activity('polygon', COLLECTION, DAY, NOW)).sales).toBe(0);
     } finally {
       await reopened.close();
     }
   });
 
   it('GIVEN a file that cannot be written THEN the bot still starts and the history lives in memory', async () => {
-    const history = await MarketHistory.open(join(dir, 'no-such-dir', 'market-history.jsonl'), {
-      logger,
-      now: () => NOW,
-    });
+    const history = await openAt(join(dir, 'no-such-dir', 'market-history.jsonl'), NOW);
     try {
       history.sale(chainEvent({ ts: new Date(NOW).toISOString() }));
-      expect(history.since()).toBe(NOW);
-      expect(history.activity('polygon', COLLECTION, DAY, NOW).sales).toBe(1);
+      expect(await history.since()).toBe(NOW);
+      expect((await history.activity('polygon', COLLECTION, DAY, NOW)).sales).toBe(1);
     } finally {
       await history.close();
     }
@@ -183,7 +219,7 @@ describe('market history day by day', () => {
     const history = await open();
     const dayOf = (at: number) => new Date(at).toISOString().slice(0, 10);
     const days = [3, 2, 1, 0].map((n) => dayOf(NOW - n * DAY));
-    const daily = history.daily('polygon', COLLECTION, days, dayOf);
+    const daily = await history.daily('polygon', COLLECTION, days, dayOf);
     expect(daily.volume.map((p) => p.value)).toEqual([150, 0, 200, 0]);
     expect(daily.floor.map((p) => [p.label, p.value])).toEqual([
       [days[0], 95],
@@ -191,7 +227,7 @@ describe('market history day by day', () => {
       [days[2], 95],
       [days[3], 95],
     ]);
-    expect(history.daily('polygon', OTHER_COLLECTION, days, dayOf)).toEqual({
+    expect(await history.daily('polygon', OTHER_COLLECTION, days, dayOf)).toEqual({
       floor: [],
       volume: days.map((label) => ({ label, value: 0 })),
     });

@@ -2,14 +2,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   compareDecimals,
-  type MatchingRule,
   matchDestinations,
   numberToDecimal,
   passesPrice,
   passesTraits,
   passesTraitsAny,
-  RuleIndex,
-} from '../../../src/alerts/rule-index.ts';
+} from '../../../src/alerts/rule-filters.ts';
+import { type MatchingRule, RuleIndex } from '../../../src/alerts/rule-index.ts';
 import { ALERT_KINDS, type WatchRule } from '../../../src/core/types.ts';
 import { ALICE, addr, BOB, CAROL, COLLECTION, chainEvent, OTHER_COLLECTION, rule } from './fixtures.ts';
 

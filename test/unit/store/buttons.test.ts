@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreFileError, StoreWriteError } from '../../../src/core/store-errors.ts';
-import { ButtonFile } from '../../../src/store/buttons.ts';
+import { ButtonFile } from '../../../src/store/files/buttons.ts';
 import { bytesWritten } from '../../helpers/written.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -119,7 +119,7 @@ describe('ButtonFile', () => {
     const before = await readFile(file, 'utf8');
     // Another process whose files may not grow past 512 bytes: its 2 kB line is written in part, then EFBIG.
     const script = [
-      `const { ButtonFile } = await import('./src/store/buttons.ts');`,
+      `const { ButtonFile } = await import('./src/store/files/buttons.ts');`,
       `const buttons = await ButtonFile.open(${JSON.stringify(file)});`,
       `const error = await buttons.save('big', '/floor ' + 'x'.repeat(2048), new Date()).catch((e) => e);`,
       'process.stdout.write(String(error?.code));',

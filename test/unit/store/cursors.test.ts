@@ -2,8 +2,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileCursorStore } from '../../../src/store/cursors.ts';
-import { StoreFileError } from '../../../src/store/state.ts';
+import { FileCursorStore } from '../../../src/store/files/cursors.ts';
+import { StoreFileError } from '../../../src/store/files/state.ts';
 
 let dir: string;
 let file: string;

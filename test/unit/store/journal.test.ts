@@ -13,8 +13,8 @@ import {
   payloadOf,
 } from '../../../src/core/deliveries.ts';
 import type { Destination } from '../../../src/core/types.ts';
-import { DeliveryJournal, type DeliveryJournalOptions } from '../../../src/store/journal.ts';
-import { StoreFileError } from '../../../src/store/state.ts';
+import { DeliveryJournal, type DeliveryJournalOptions } from '../../../src/store/files/journal/journal.ts';
+import { StoreFileError } from '../../../src/store/files/state.ts';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const DISCORD: Destination = { platform: 'discord', chatId: '111' };
@@ -196,7 +196,7 @@ describe('DeliveryJournal: reorgs and finality', () => {
     await journal.markSent(idOf(sent), 'm1');
     await journal.markSending(idOf(inFlight));
 
-    const toEdit = await journal.markReorged('devnet', '0x1');
+    const { edits: toEdit } = await journal.markReorged('devnet', '0x1');
     expect(toEdit.map((r) => r.id)).toEqual([idOf(sent)]);
     expect(journal.get(idOf(unsent))).toMatchObject({ state: 'dropped', reorged: true });
     expect(journal.get(idOf(inFlight))).toMatchObject({ state: 'sending', reorged: true });
@@ -205,7 +205,7 @@ describe('DeliveryJournal: reorgs and finality', () => {
     await expect(journal.markSending(idOf(inFlight))).rejects.toThrow(/reorganised/);
     // The send in flight completes: its message must be edited too.
     expect(await journal.markSent(idOf(inFlight), 'm2')).toMatchObject({ reorged: true, state: 'sent' });
-    expect((await journal.markReorged('devnet', '0x1')).map((r) => r.id)).toEqual([idOf(sent), idOf(inFlight)]);
+    expect((await journal.markReorged('devnet', '0x1')).edits.map((r) => r.id)).toEqual([idOf(sent), idOf(inFlight)]);
     await journal.markEdited(idOf(sent));
     await journal.close();
 

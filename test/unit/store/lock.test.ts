@@ -1,13 +1,13 @@
-// The data directory's lease (src/store/lock.ts) on real files, with a short time to live. A frozen
+// The data directory's lease (src/store/files/lock.ts) on real files, with a short time to live. A frozen
 // holder is one whose renewals stop: its timer is held off by a busy loop, as SIGSTOP holds a process.
 import { mkdtemp, readFile, rm, stat, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LeaseLostError } from '../../../src/core/lease.ts';
-import { DeliveryJournal } from '../../../src/store/journal.ts';
-import { DataDirError, LOCK_FILE, type LockOptions, lockDataDir } from '../../../src/store/lock.ts';
-import { buttonsFileOf, StateStore, StoreWriteError } from '../../../src/store/state.ts';
+import { DeliveryJournal } from '../../../src/store/files/journal/journal.ts';
+import { DataDirError, LOCK_FILE, type LockOptions, lockDataDir } from '../../../src/store/files/lock.ts';
+import { buttonsFileOf, StateStore, StoreWriteError } from '../../../src/store/files/state.ts';
 
 let dir: string;
 beforeEach(async () => {

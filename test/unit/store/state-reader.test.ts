@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ALERT_KINDS, type WatchRule } from '../../../src/core/types.ts';
-import { StateReader, StateStore, StoreFileError } from '../../../src/store/state.ts';
+import { StateReader, StateStore, StoreFileError } from '../../../src/store/files/state.ts';
 
 /** Texts that put quotes, backslashes and multi-byte characters where chunks may cut them. */
 const tricky = fc.oneof(

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buttonsFileOf, StateStore, StoreFileError, StoreWriteError } from '../../../src/store/files/state.ts';
 import { InvalidChangeError } from '../../../src/store/schema.ts';
-import { buttonsFileOf, StateStore, StoreFileError, StoreWriteError } from '../../../src/store/state.ts';
 
 /** A watch rule as the state file holds it. */
 const ruleRecord = (id: string) => ({

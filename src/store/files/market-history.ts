@@ -1,33 +1,15 @@
 /**
- * The bot's own record of each collection's market: the sales the alert pipeline saw and samples of
- * the floor, kept for a week, for /collection (sales, volume and floor change over 24 h and 7 d)
- * and for alerts (a token's last sale).
+ * The market history in the data directory: in memory, with an append-only JSON Lines file so that a
+ * restart keeps the week (see core/market.ts for what it records, and alerts/market.ts for how sales
+ * are priced before they reach it).
  *
  * ## Where it lives, and why there
  *
- * In memory, with an append-only JSON Lines file in the data directory so that a restart keeps the
- * week: the delivery journal cannot stand in for it (it holds only the sales some chat was alerted
- * about, and forgets them once final), and a week of a busy marketplace is a few megabytes. The
- * file is read once on open and compacted then (old, reorganised and unreadable lines go) and every
- * hour when it holds more dead lines than live ones. Nothing here is critical: an unreadable line is
- * skipped, a failed write is logged and the record stays in memory; a crash loses the last
- * {@link MarketHistoryOptions.flushMs} of sales.
- *
- * ## Off the alert path
- *
- * The pipeline's calls ({@link MarketRecorder}) only push to memory. Every `flushMs` the sales
- * gathered are priced and written with one append.
- *
- * ## Prices
- *
- * RequestAccepted logs carry no price. Sales are priced in batches: one GetOrders call per network
- * and flush, for every sale gathered (matched by a rule or not), at most
- * {@link MAX_ORDERS_PER_CALL} orders each. That bounds the platform calls to one per network every
- * couple of seconds whatever the sales rate, where a call per sale would grow with the marketplace,
- * and it prices the sales of collections nobody watches, which /collection needs as much. A sale
- * whose orders the platform does not return, or whose pricing fails, is recorded with its count
- * only. Sales waiting for a price are bounded ({@link MAX_UNPRICED_SALES}): beyond, they are
- * recorded unpriced at once.
+ * The delivery journal cannot stand in for it (it holds only the sales some chat was alerted about,
+ * and forgets them once final), and a week of a busy marketplace is a few megabytes. The file is read
+ * once on open and compacted then (old, reorganised and unreadable lines go) and every hour when it
+ * holds more dead lines than live ones. Nothing here is critical: an unreadable line is skipped, a
+ * failed write is logged and the record stays in memory.
  *
  * ## File format
  *
@@ -35,121 +17,87 @@
  * {"k":"history","v":1,"since":1764000000000}
  * {"k":"sale","n":"devnet","c":"0xc0…","at":1764000123000,"tx":"0xab…","t":[["12","1",2940.5],["13","1",null]]}
  * {"k":"floor","n":"devnet","c":"0xc0…","at":1764000124000,"usd":2890}
+ * {"k":"listing","n":"devnet","key":"0xc0…|12x1|0xse…|1000|0x00…","tx":"0xcd…","at":1764000125000}
  * {"k":"reorg","n":"devnet","tx":"0xab…"}
  * ```
  *
  * `t` lists the tokens sold: id, units, and their price in USD (all units) or null when unknown.
  * The sales of a collection nobody watches come without their transfers (the stream is subscribed
  * to the marketplace's logs, not to the collection's): their tokens are those of the orders, one
- * unit each, and an empty id when the order could not be read.
+ * unit each, and an empty id when the order could not be read. A `listing` line is a listing seen,
+ * remembered to recognise an identical relist; a file of an earlier version without them reads as is.
  */
 import { type FileHandle, open, readFile, rename, rm } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import {
   type DailyMarket,
+  dailyMarket,
+  FLOOR_SAMPLE_INTERVAL_MS,
   type FloorSample,
+  LISTING_RETENTION_MS,
   MARKET_HISTORY_RETENTION_MS,
-  type MarketHistoryView,
+  type MarketHistory,
+  type RecordedSale,
+  type SeenListing,
   type TokenSale,
   type WindowActivity,
-} from '../core/market.ts';
-import type { PlatformClient } from '../platform/client.ts';
-import type { ChartPoint, Order } from '../platform/types.ts';
-import type { ChainEvent } from './types.ts';
+} from '../../core/market.ts';
 
 const HOUR_MS = 60 * 60 * 1000;
 
-/** Floor samples closer together than this are one: a week of samples stays small. */
-export const FLOOR_SAMPLE_INTERVAL_MS = 5 * 60 * 1000;
-/** Orders priced by one GetOrders call; the sales beyond wait for the next flush. */
-export const MAX_ORDERS_PER_CALL = 200;
-/** Sales waiting for their price; beyond, a sale is recorded without one. */
-export const MAX_UNPRICED_SALES = 2_000;
 /** Sales kept per collection (the oldest go first): a week of a very busy collection. */
 export const MAX_SALES_PER_COLLECTION = 50_000;
 /** Collections kept; the one whose last record is the oldest goes first. */
 export const MAX_COLLECTIONS = 5_000;
+/** Listings remembered (the oldest go first) to recognise relists. */
+export const MAX_LISTINGS = 50_000;
 
 const FORMAT_VERSION = 1;
 
-/** One sale as recorded: a transaction's tokens of one collection. */
-export interface RecordedSale {
-  /** Block time, ms since the epoch. */
-  at: number;
-  txnHash: string;
-  /** Tokens sold, each with its price in USD for all its units when known. */
-  tokens: Array<{ tokenId: string; amount: string; usd?: number }>;
-}
-
-/**
- * What the alert pipeline tells the history, and asks of it. Every call is synchronous and cheap
- * (memory only): it runs on the alert path.
- */
-export interface MarketRecorder {
-  /** A sale the pipeline saw, whether a rule matched it or not; priced and written later, in a batch. */
-  sale(event: ChainEvent): void;
-  /** The floor of a collection as looked up at `at` (ms). */
-  floor(network: string, collection: string, usd: number, at: number): void;
-  /** A transaction reorganised away: its sales did not happen. */
-  reorged(network: string, txnHash: string): void;
-  /** The last recorded sale of a token, when the history has one. */
-  lastSale(network: string, collection: string, tokenId: string): TokenSale | undefined;
-}
-
-export interface MarketHistoryOptions {
-  /** Prices sales (GetOrders); without it every sale is recorded with its count only. */
-  platform?: PlatformClient;
+export interface FileMarketHistoryOptions {
   logger: Logger;
-  /** Sales gathered this long are priced and written together. Default 2 s. */
-  flushMs?: number;
   /** How often old records are dropped and the file compacted if worth it. Default 1 h. */
   compactEveryMs?: number;
   retentionMs?: number;
   now?: () => number;
 }
 
+/** A sale as kept per collection: its network and collection are the collection's. */
+type KeptSale = Omit<RecordedSale, 'network' | 'collection'>;
+
 interface CollectionHistory {
   network: string;
   collection: string;
   /** In block-time order. */
-  sales: RecordedSale[];
+  sales: KeptSale[];
   floors: FloorSample[];
-  lastByToken: Map<string, { sale: RecordedSale; index: number }>;
+  lastByToken: Map<string, { sale: KeptSale; index: number }>;
   touched: number;
-}
-
-interface Unpriced {
-  key: string;
-  event: ChainEvent;
-  /** Reorganised away while waiting. */
-  cancelled?: boolean;
 }
 
 type Line =
   | { k: 'history'; v: number; since: number }
   | { k: 'sale'; n: string; c: string; at: number; tx: string; t: Array<[string, string, number | null]> }
   | { k: 'floor'; n: string; c: string; at: number; usd: number }
+  | { k: 'listing'; n: string; key: string; tx: string; at: number }
   | { k: 'reorg'; n: string; tx: string };
 
 const keyOf = (network: string, collection: string) => `${network}:${collection.toLowerCase()}`;
 const saleKey = (network: string, txnHash: string, collection: string) =>
   `${network}:${txnHash.toLowerCase()}:${collection.toLowerCase()}`;
+const listingKey = (network: string, key: string) => `${network}|${key}`;
 
-/**
- * The market history: {@link MarketRecorder} for the alert pipeline, {@link MarketHistoryView} for
- * commands. One process per file (the data directory's lock sees to it).
- */
-export class MarketHistory implements MarketRecorder, MarketHistoryView {
+/** {@link MarketHistory} in memory and in a file of the data directory. One process per file (the data directory's lease sees to it). */
+export class FileMarketHistory implements MarketHistory {
   readonly file: string;
-  readonly #options: MarketHistoryOptions;
+  readonly #options: FileMarketHistoryOptions;
   readonly #now: () => number;
   readonly #retentionMs: number;
   readonly #collections = new Map<string, CollectionHistory>();
-  /** Sales recorded or waiting, so that an event seen twice (a stream resumed) counts once. */
+  /** Sales recorded, so that a sale seen twice (a stream resumed) counts once. */
   readonly #seen = new Set<string>();
-  #unpriced: Unpriced[] = [];
-  /** Sales whose price is being looked up. */
-  #pricing: Unpriced[] = [];
+  /** Listings seen lately, by network and identity, in the order they were last seen (oldest first). */
+  readonly #listings = new Map<string, { txnHash: string; at: number }>();
   /** Lines waiting for the next append. */
   readonly #pending: string[] = [];
   #since: number | undefined;
@@ -164,12 +112,10 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
   #readOnly = false;
   #writeFailing = false;
   #writes: Promise<void> = Promise.resolve();
-  #flushing: Promise<void> | undefined;
-  #flushTimer: NodeJS.Timeout | undefined;
   #compactTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
-  private constructor(file: string, options: MarketHistoryOptions) {
+  private constructor(file: string, options: FileMarketHistoryOptions) {
     this.file = file;
     this.#options = options;
     this.#now = options.now ?? Date.now;
@@ -181,8 +127,8 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
    * Never fails for the file's sake: a file that cannot be read or written is logged and left
    * alone, and the history is kept in memory.
    */
-  static async open(file: string, options: MarketHistoryOptions): Promise<MarketHistory> {
-    const history = new MarketHistory(file, options);
+  static async open(file: string, options: FileMarketHistoryOptions): Promise<FileMarketHistory> {
+    const history = new FileMarketHistory(file, options);
     try {
       await history.#load();
       if (!history.#readOnly) {
@@ -198,30 +144,35 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
       history.#readOnly = true;
       history.#since ??= history.#now();
     }
-    history.#flushTimer = setInterval(() => void history.flush(), options.flushMs ?? 2_000);
-    history.#flushTimer.unref();
     history.#compactTimer = setInterval(() => void history.#maintain(), options.compactEveryMs ?? HOUR_MS);
     history.#compactTimer.unref();
     return history;
   }
 
-  since(): number | undefined {
+  async since(): Promise<number | undefined> {
     return this.#since;
   }
 
-  sale(event: ChainEvent): void {
-    if (this.#closed || event.kind !== 'sale' || (event.tokens.length === 0 && event.orderIds.length === 0)) return;
-    const key = saleKey(event.network, event.txnHash, event.collection);
-    if (this.#seen.has(key)) return;
-    this.#seen.add(key);
-    if (this.#unpriced.length >= MAX_UNPRICED_SALES || !this.#options.platform || event.orderIds.length === 0) {
-      this.#store(event, new Map());
-      return;
+  async addSales(sales: readonly RecordedSale[]): Promise<void> {
+    for (const sale of sales) {
+      if (this.#closed) return;
+      const key = saleKey(sale.network, sale.txnHash, sale.collection);
+      if (this.#seen.has(key)) continue;
+      this.#seen.add(key);
+      const kept: KeptSale = { at: sale.at, txnHash: sale.txnHash.toLowerCase(), tokens: sale.tokens };
+      this.#add(sale.network, sale.collection, kept);
+      this.#append({
+        k: 'sale',
+        n: sale.network,
+        c: sale.collection.toLowerCase(),
+        at: kept.at,
+        tx: kept.txnHash,
+        t: kept.tokens.map((t) => [t.tokenId, t.amount, t.usd ?? null]),
+      });
     }
-    this.#unpriced.push({ key, event });
   }
 
-  floor(network: string, collection: string, usd: number, at: number, lookedUp = false): void {
+  async floor(network: string, collection: string, usd: number, at: number, lookedUp = false): Promise<void> {
     if (this.#closed || !(usd > 0) || !Number.isFinite(usd)) return;
     const history = this.#collection(network, collection);
     const last = history.floors.at(-1);
@@ -237,19 +188,35 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
     this.#append({ k: 'floor', n: network, c: history.collection, at, usd });
   }
 
-  reorged(network: string, txnHash: string): void {
+  async reorged(network: string, txnHash: string): Promise<void> {
     const tx = txnHash.toLowerCase();
-    const waiting = (u: Unpriced) => u.event.network === network && u.event.txnHash.toLowerCase() === tx;
-    for (const u of [...this.#unpriced, ...this.#pricing]) {
-      if (!waiting(u)) continue;
-      u.cancelled = true;
-      this.#seen.delete(u.key);
-    }
-    this.#unpriced = this.#unpriced.filter((u) => !u.cancelled);
-    if (this.#removeSales(network, tx) > 0) this.#append({ k: 'reorg', n: network, tx });
+    const sales = this.#removeSales(network, tx);
+    const listings = this.#removeListings(network, tx);
+    if (sales + listings > 0) this.#append({ k: 'reorg', n: network, tx });
   }
 
-  lastSale(network: string, collection: string, tokenId: string): TokenSale | undefined {
+  async relist(listing: SeenListing, windowMs: number): Promise<boolean> {
+    const key = listingKey(listing.network, listing.key);
+    const earlier = this.#listings.get(key);
+    const txnHash = listing.txnHash.toLowerCase();
+    this.#listings.delete(key);
+    this.#listings.set(key, { txnHash, at: listing.at });
+    if (this.#listings.size > MAX_LISTINGS) {
+      const oldest = this.#listings.keys().next().value;
+      if (oldest !== undefined) this.#listings.delete(oldest);
+      this.#dead++;
+      this.#live--;
+    }
+    if (!this.#closed)
+      this.#append({ k: 'listing', n: listing.network, key: listing.key, tx: txnHash, at: listing.at });
+    if (earlier) {
+      this.#dead++;
+      this.#live--;
+    }
+    return earlier !== undefined && earlier.txnHash !== txnHash && listing.at - earlier.at < windowMs;
+  }
+
+  async lastSale(network: string, collection: string, tokenId: string): Promise<TokenSale | undefined> {
     const found = this.#collections.get(keyOf(network, collection))?.lastByToken.get(tokenId);
     if (!found) return undefined;
     const token = found.sale.tokens[found.index];
@@ -258,7 +225,7 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
     return token.usd === undefined ? { at: found.sale.at } : { at: found.sale.at, usd: token.usd / units };
   }
 
-  activity(network: string, collection: string, windowMs: number, now: number): WindowActivity {
+  async activity(network: string, collection: string, windowMs: number, now: number): Promise<WindowActivity> {
     const start = now - windowMs;
     const since = this.#since ?? now;
     const out: WindowActivity = {
@@ -272,7 +239,7 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
     const history = this.#collections.get(keyOf(network, collection));
     if (!history) return out;
     for (let i = history.sales.length - 1; i >= 0; i--) {
-      const sale = history.sales[i] as RecordedSale;
+      const sale = history.sales[i] as KeptSale;
       // Block times may run a little ahead of this clock: a sale "after now" is a sale of now.
       if (sale.at < start) break;
       for (const token of sale.tokens) {
@@ -296,130 +263,31 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
     return out;
   }
 
-  daily(network: string, collection: string, days: readonly string[], dayOf: (at: number) => string): DailyMarket {
+  async daily(
+    network: string,
+    collection: string,
+    days: readonly string[],
+    dayOf: (at: number) => string,
+  ): Promise<DailyMarket> {
     const history = this.#collections.get(keyOf(network, collection));
-    const volume = new Map<string, number>(days.map((day) => [day, 0]));
-    const closing = new Map<string, number>();
-    for (const sale of history?.sales ?? []) {
-      const day = dayOf(sale.at);
-      const sum = volume.get(day);
-      if (sum === undefined) continue;
-      volume.set(day, sum + sale.tokens.reduce((usd, token) => usd + (token.usd ?? 0), 0));
-    }
-    const first = days[0];
-    let carried: number | undefined;
-    for (const sample of history?.floors ?? []) {
-      const day = dayOf(sample.at);
-      if (first !== undefined && day < first) carried = sample.usd;
-      else closing.set(day, sample.usd);
-    }
-    const floor: ChartPoint[] = [];
-    for (const day of days) {
-      carried = closing.get(day) ?? carried;
-      if (carried !== undefined) floor.push({ label: day, value: carried });
-    }
-    return { floor, volume: days.map((day) => ({ label: day, value: volume.get(day) ?? 0 })) };
+    return dailyMarket(history?.sales ?? [], history?.floors ?? [], days, dayOf);
   }
 
-  /** Prices the sales gathered so far and writes them (the timer calls it; tests and shutdown too). */
-  flush(): Promise<void> {
-    if (this.#flushing) return this.#flushing.then(() => this.flush());
-    if (this.#unpriced.length === 0) return this.#writes;
-    this.#flushing = this.#price().finally(() => {
-      this.#flushing = undefined;
-    });
-    return this.#flushing.then(() => this.#writes);
-  }
-
-  /** Writes what is gathered (unpriced if pricing fails) and closes the file. */
+  /** Writes what is queued and closes the file. */
   async close(): Promise<void> {
-    clearInterval(this.#flushTimer);
     clearInterval(this.#compactTimer);
-    while (this.#unpriced.length > 0 || this.#flushing) await this.flush();
     this.#closed = true;
     await this.#writes;
     await this.#handle?.close();
     this.#handle = undefined;
   }
 
-  async #price(): Promise<void> {
-    const byNetwork = new Map<string, { items: Unpriced[]; orders: number }>();
-    const taken: Unpriced[] = [];
-    const rest: Unpriced[] = [];
-    for (const item of this.#unpriced) {
-      const batch = byNetwork.get(item.event.network) ?? { items: [], orders: 0 };
-      if (batch.items.length > 0 && batch.orders + item.event.orderIds.length > MAX_ORDERS_PER_CALL) {
-        rest.push(item);
-        continue;
-      }
-      batch.items.push(item);
-      batch.orders += item.event.orderIds.length;
-      byNetwork.set(item.event.network, batch);
-      taken.push(item);
-    }
-    this.#unpriced = rest;
-    this.#pricing = taken;
-    await Promise.all(
-      [...byNetwork].map(async ([network, { items }]) => {
-        const orders = await this.#orders(network, items);
-        for (const item of items) if (!item.cancelled) this.#store(item.event, orders);
-      }),
-    );
-    this.#pricing = [];
+  /** Resolves once every line queued so far is written (or failed, and logged). */
+  flushed(): Promise<void> {
+    return this.#writes;
   }
 
-  async #orders(network: string, items: readonly Unpriced[]): Promise<Map<string, Order>> {
-    const platform = this.#options.platform;
-    const found = new Map<string, Order>();
-    if (!platform) return found;
-    try {
-      const { orders } = await platform.marketplace.getOrders({
-        network,
-        input: items.flatMap(({ event }) =>
-          event.orderIds.map((orderId) => ({ contractAddress: event.collection, orderId })),
-        ),
-        page: { pageSize: MAX_ORDERS_PER_CALL },
-      });
-      for (const order of orders) found.set(order.orderId, order);
-    } catch (error) {
-      this.#options.logger.warn({ network, sales: items.length, err: error }, 'could not price sales: counted only');
-    }
-    return found;
-  }
-
-  /** Adds a sale to memory and to the file, priced from `orders` where they tell. */
-  #store(event: ChainEvent, orders: ReadonlyMap<string, Order>): void {
-    const byToken = new Map<string, Order>();
-    for (const orderId of event.orderIds) {
-      const order = orders.get(orderId);
-      if (order?.tokenId !== undefined && order.priceUSD > 0 && !byToken.has(order.tokenId)) {
-        byToken.set(order.tokenId, order);
-      }
-    }
-    const sale: RecordedSale = {
-      at: Date.parse(event.ts) || this.#now(),
-      txnHash: event.txnHash.toLowerCase(),
-      tokens:
-        event.tokens.length > 0
-          ? event.tokens.map((t) => priced(t.tokenId, t.amount, byToken.get(t.tokenId)))
-          : // The stream holds no transfers of a collection nobody watches: its tokens are the orders'.
-            event.orderIds.map((orderId) => {
-              const order = orders.get(orderId);
-              return priced(order?.tokenId ?? '', '1', order && order.priceUSD > 0 ? order : undefined);
-            }),
-    };
-    this.#add(event.network, event.collection, sale);
-    this.#append({
-      k: 'sale',
-      n: event.network,
-      c: event.collection.toLowerCase(),
-      at: sale.at,
-      tx: sale.txnHash,
-      t: sale.tokens.map((t) => [t.tokenId, t.amount, t.usd ?? null]),
-    });
-  }
-
-  #add(network: string, collection: string, sale: RecordedSale): void {
+  #add(network: string, collection: string, sale: KeptSale): void {
     const history = this.#collection(network, collection);
     const last = history.sales.at(-1);
     if (last && sale.at < last.at) {
@@ -467,7 +335,7 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
     this.#live -= stalest[1].floors.length;
   }
 
-  #forget(network: string, history: CollectionHistory, sales: readonly RecordedSale[]): void {
+  #forget(network: string, history: CollectionHistory, sales: readonly KeptSale[]): void {
     for (const sale of sales) this.#seen.delete(saleKey(network, sale.txnHash, history.collection));
     this.#dead += sales.length;
     this.#live -= sales.length;
@@ -493,6 +361,19 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
       this.#reindex(history);
       removed += gone.length;
     }
+    return removed;
+  }
+
+  #removeListings(network: string, txnHash: string): number {
+    let removed = 0;
+    const prefix = `${network}|`;
+    for (const [key, seen] of this.#listings) {
+      if (seen.txnHash !== txnHash || !key.startsWith(prefix)) continue;
+      this.#listings.delete(key);
+      removed++;
+    }
+    this.#dead += removed;
+    this.#live -= removed;
     return removed;
   }
 
@@ -525,6 +406,14 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
         this.#dead += history.floors.length;
         this.#live -= history.floors.length;
       }
+    }
+    // A listing is remembered for the longest relist window (the window itself is the caller's).
+    const listingCutoff = this.#now() - LISTING_RETENTION_MS;
+    for (const [key, seen] of this.#listings) {
+      if (seen.at >= listingCutoff) break;
+      this.#listings.delete(key);
+      this.#dead++;
+      this.#live--;
     }
   }
 
@@ -592,6 +481,7 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
           this.#readOnly = true;
           this.#collections.clear();
           this.#seen.clear();
+          this.#listings.clear();
           this.#since = this.#now();
           return;
         }
@@ -600,12 +490,33 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
       }
       if (line.k === 'reorg') {
         this.#removeSales(line.n, line.tx);
+        this.#removeListings(line.n, line.tx);
         this.#dead++;
         continue;
       }
       if (line.k === 'floor') {
-        insertSorted(this.#collection(line.n, line.c).floors, { at: line.at, usd: line.usd });
-        this.#live++;
+        const floors = this.#collection(line.n, line.c).floors;
+        const last = floors.at(-1);
+        // Only a looked-up floor is written this close to the sample before it: it replaced that one,
+        // unless that one was the collection's first (see floor()).
+        if (last && floors.length > 1 && line.at >= last.at && line.at - last.at < FLOOR_SAMPLE_INTERVAL_MS) {
+          floors[floors.length - 1] = { at: line.at, usd: line.usd };
+          this.#dead++;
+        } else {
+          insertSorted(floors, { at: line.at, usd: line.usd });
+          this.#live++;
+        }
+        continue;
+      }
+      if (line.k === 'listing') {
+        if (line.at < this.#now() - LISTING_RETENTION_MS) {
+          this.#dead++;
+          continue;
+        }
+        const key = listingKey(line.n, line.key);
+        if (this.#listings.delete(key)) this.#dead++;
+        else this.#live++;
+        this.#listings.set(key, { txnHash: line.tx, at: line.at });
         continue;
       }
       if (line.at < cutoff) {
@@ -652,6 +563,10 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
           });
         }
       }
+      for (const [key, seen] of this.#listings) {
+        const bar = key.indexOf('|');
+        lines.push({ k: 'listing', n: key.slice(0, bar), key: key.slice(bar + 1), tx: seen.txnHash, at: seen.at });
+      }
       // Lines queued before this point are in the snapshot; they are appended again if it fails.
       const queued = this.#pending.splice(0);
       try {
@@ -689,10 +604,6 @@ export class MarketHistory implements MarketRecorder, MarketHistoryView {
   }
 }
 
-function priced(tokenId: string, amount: string, order: Order | undefined): RecordedSale['tokens'][number] {
-  return order ? { tokenId, amount, usd: order.priceUSD * (Number(amount) || 1) } : { tokenId, amount };
-}
-
 /** Inserts by time, after any record of the same time. */
 function insertSorted<T extends { at: number }>(list: T[], item: T): void {
   let index = list.length;
@@ -700,8 +611,8 @@ function insertSorted<T extends { at: number }>(list: T[], item: T): void {
   list.splice(index, 0, item);
 }
 
-function isText(value: unknown): value is string {
-  return typeof value === 'string' && value.length > 0 && value.length < 200;
+function isText(value: unknown, max = 200): value is string {
+  return typeof value === 'string' && value.length > 0 && value.length < max;
 }
 
 function isTime(value: unknown): value is number {
@@ -720,6 +631,10 @@ function readLine(value: unknown): Line | undefined {
     case 'floor':
       return isText(v.n) && isText(v.c) && isTime(v.at) && isTime(v.usd)
         ? { k: 'floor', n: v.n, c: v.c, at: v.at, usd: v.usd }
+        : undefined;
+    case 'listing':
+      return isText(v.n) && isText(v.key, 4_000) && isText(v.tx) && isTime(v.at)
+        ? { k: 'listing', n: v.n, key: v.key, tx: v.tx, at: v.at }
         : undefined;
     case 'sale': {
       if (!isText(v.n) || !isText(v.c) || !isTime(v.at) || !isText(v.tx) || !Array.isArray(v.t)) return undefined;

@@ -2,17 +2,17 @@ import { type FileHandle, open, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { type Adapter, Low } from 'lowdb';
 import type { Logger } from 'pino';
-import type { WriteFence } from '../core/lease.ts';
-import type { RulesChange, RulesRepository } from '../core/ports.ts';
-import type { ChatSettings, DigestSettings, StoredButton } from '../core/settings.ts';
-import { type Destination, destinationKey, type WatchRule } from '../core/types.ts';
-import { createLogger } from '../logger.ts';
-import { type Dict, dict, own } from '../records.ts';
+import type { WriteFence } from '../../core/lease.ts';
+import type { RulesChange, RulesRepository } from '../../core/ports.ts';
+import type { ChatSettings, DigestSettings, StoredButton } from '../../core/settings.ts';
+import { type Destination, destinationKey, type WatchRule } from '../../core/types.ts';
+import { createLogger } from '../../logger.ts';
+import { type Dict, dict, own } from '../../records.ts';
 import { ButtonFile, type ButtonFileOptions } from './buttons.ts';
 
-export { BUTTON_TTL_MS, MAX_STORED_BUTTONS } from './schema.ts';
+export { BUTTON_TTL_MS, MAX_STORED_BUTTONS } from '../schema.ts';
 
-import { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
+import { StoreFileError, StoreWriteError } from '../../core/store-errors.ts';
 import {
   assertValidChat,
   assertValidRule,
@@ -20,10 +20,10 @@ import {
   RuleChecker,
   validateButtons,
   validateState,
-} from './schema.ts';
+} from '../schema.ts';
 import { syncDirectory } from './sync-directory.ts';
 
-export { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
+export { StoreFileError, StoreWriteError } from '../../core/store-errors.ts';
 
 /** The persisted state, version 1. */
 export interface StateV1 {

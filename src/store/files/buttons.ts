@@ -30,10 +30,10 @@ import { isUtf8 } from 'node:buffer';
 import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import * as v from 'valibot';
-import type { WriteFence } from '../core/lease.ts';
-import type { StoredButton } from '../core/settings.ts';
-import { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
-import { BUTTON_TTL_MS, MAX_STORED_BUTTONS, storedButtonSchema } from './schema.ts';
+import type { WriteFence } from '../../core/lease.ts';
+import type { StoredButton } from '../../core/settings.ts';
+import { StoreFileError, StoreWriteError } from '../../core/store-errors.ts';
+import { BUTTON_TTL_MS, MAX_STORED_BUTTONS, storedButtonSchema } from '../schema.ts';
 import { syncDirectory } from './sync-directory.ts';
 
 /** A button saved again within this time of its last save needs no write: it stays valid for days. */

@@ -9,7 +9,7 @@ import {
   LeaseLostError,
   type SendFence,
   type WriteFence,
-} from '../core/lease.ts';
+} from '../../core/lease.ts';
 
 /** The lock file in the data directory. */
 export const LOCK_FILE = 'floorwatch.lock';

@@ -4,7 +4,7 @@
  *
  * ## File format
  *
- * JSON Lines (store/jsonl-file.ts), append-only, the first line a header; each later line sets or
+ * JSON Lines (store/files/jsonl-file.ts), append-only, the first line a header; each later line sets or
  * drops one record, and the last line for a record wins:
  *
  * ```
@@ -39,8 +39,9 @@ import {
   type RoleGrant,
   type RoleRule,
   type RoleStore,
-} from '../core/roles.ts';
-import { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
+} from '../../core/roles.ts';
+import { StoreFileError, StoreWriteError } from '../../core/store-errors.ts';
+import { recheckProgressSchema, roleGrantSchema, roleRuleSchema } from '../schema.ts';
 import {
   appendDurably,
   headerLine,
@@ -50,7 +51,6 @@ import {
   rewriteAtomically,
   truncateTo,
 } from './jsonl-file.ts';
-import { recheckProgressSchema, roleGrantSchema, roleRuleSchema } from './schema.ts';
 
 /** Lines beyond twice the live records tolerated before a rewrite. */
 const MIN_DEAD_LINES = 1_000;

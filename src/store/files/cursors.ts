@@ -1,7 +1,7 @@
 import { open, readFile, rename } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import type { CursorStore } from '../core/ports.ts';
-import { LazyWrite } from './lazy-write.ts';
+import type { CursorStore } from '../../core/ports.ts';
+import { LazyWrite } from '../lazy-write.ts';
 import { StoreFileError, StoreWriteError } from './state.ts';
 import { syncDirectory } from './sync-directory.ts';
 

@@ -10,7 +10,7 @@ import { isUtf8 } from 'node:buffer';
 import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import * as v from 'valibot';
-import { StoreFileError } from '../core/store-errors.ts';
+import { StoreFileError } from '../../core/store-errors.ts';
 import { syncDirectory } from './sync-directory.ts';
 
 /** What a file holds: its header's `op` and newest version, and the schema of its lines. */

@@ -29,7 +29,7 @@
  * and leaves the file untouched. One process at a time may use the file (the data directory's lock).
  */
 import * as v from 'valibot';
-import { StoreFileError, StoreWriteError } from '../core/store-errors.ts';
+import { StoreFileError, StoreWriteError } from '../../core/store-errors.ts';
 import type {
   BindOutcome,
   Challenge,
@@ -40,7 +40,7 @@ import type {
   VerifyLink,
   WalletChange,
   WalletStore,
-} from '../core/wallets.ts';
+} from '../../core/wallets.ts';
 import {
   appendDurably,
   headerLine,

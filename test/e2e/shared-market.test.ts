@@ -1,0 +1,157 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Writable } from 'node:stream';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/devnet/index.ts';
+import { type RunningBot, startBot } from '../../src/main.ts';
+import { platformEnv } from '../helpers/devnet-data.ts';
+import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
+
+/*
+ * Two bots (src/main.ts, in this process) on one PostgreSQL, as two replicas: one ingests, the other
+ * waits. What the bot knows of the market (the sales it recorded, the listings it saw) is the
+ * database's, not the ingesting process's: once the first stops and the second takes the ingestion
+ * over, an identical relist is still a relist, and /collection on the second counts the sale the
+ * first saw. Alerts are counted in both terminal chats' output (both are chat `console:terminal`:
+ * whichever holds its claim prints them). The second process takes over from the shared cursor, past
+ * the blocks the first saw: it reads none of them back.
+ */
+
+let postgres: TestPostgres;
+let devnet: Devnet;
+let cats: DevnetCollectionInfo;
+const dirs: string[] = [];
+const bots: RunningBot[] = [];
+
+interface Run {
+  bot: RunningBot;
+  out: () => string;
+  input: PassThrough;
+  log: string;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+async function start(databaseUrl: string): Promise<Run> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-shared-market-'));
+  dirs.push(dataDir);
+  let text = '';
+  const stdout = new Writable({
+    write(chunk, _encoding, done) {
+      text += String(chunk);
+      done();
+    },
+  });
+  const input = new PassThrough();
+  const log = join(dataDir, 'test.log');
+  const bot = await startBot({
+    env: {
+      ...platformEnv(devnet),
+      FLOORWATCH_DATA_DIR: dataDir,
+      FLOORWATCH_DATABASE_URL: databaseUrl,
+      FLOORWATCH_LOG_LEVEL: 'info',
+    },
+    stdin: input,
+    stdout,
+    logDestination: log,
+  });
+  bots.push(bot);
+  return { bot, out: () => text, input, log };
+}
+
+const leads = async (run: Run) => (await readFile(run.log, 'utf8')).includes('now leads ingest');
+
+beforeAll(async () => {
+  postgres = await startTestPostgres();
+  devnet = await startDevnet({ scale: 'small', heartbeatIntervalMs: 1_000, blockIntervalMs: 0 });
+  const found = devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
+  if (!found) throw new Error('no Moon Cats');
+  cats = found;
+}, 120_000);
+
+afterAll(async () => {
+  for (const bot of bots) await bot.stop();
+  await devnet?.close();
+  await postgres?.stop();
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+describe('the market record of processes sharing a database', () => {
+  it('GIVEN two processes WHEN the one that ingests stops and the other takes over THEN an identical relist stays a relist, and /collection on the other counts the sale the first saw', async () => {
+    const url = await postgres.freshDatabase();
+    const runs = [await start(url), await start(url)];
+    const out = () => runs.map((r) => r.out()).join('\n');
+    const alertsFor = (price: string) =>
+      (out().match(new RegExp(`^Listed: .* for ${price.replace('.', '\\.')} \\S+$`, 'gm')) ?? []).length;
+    runs[0]?.input.write('/watch add moon cats all\n');
+    await until(() => out().includes('Watching'), 'the watch rule');
+    await until(async () => (await Promise.all(runs.map(leads))).some(Boolean), 'an ingest leader');
+    const leader = (await leads(runs[0] as Run)) ? (runs[0] as Run) : (runs[1] as Run);
+    const follower = runs.find((r) => r !== leader) as Run;
+
+    const { collectibles } = await leader.bot.platform.marketplace.listCollectibles({
+      network: 'devnet',
+      side: 'listing',
+      contractAddress: cats.address,
+      filter: { includeEmpty: false },
+      page: { pageSize: 20 },
+    });
+    const [listedToken, soldToken] = collectibles.filter((c) => c.order).map((c) => c.metadata.tokenId);
+    if (!listedToken || !soldToken) throw new Error('nothing listed');
+    const listing = { kind: 'listing' as const, collection: cats.address, tokenId: listedToken, currency: 'DEV' };
+
+    // The leader's streams are open once one of its listings is alerted (a first start begins at the head).
+    let warm = 0;
+    await until(async () => {
+      await devnet.mine('devnet', [{ ...listing, price: `1.${++warm}01` }]);
+      await sleep(500);
+      return alertsFor(`1.${warm}01`) > 0;
+    }, "the leader's streams");
+    await devnet.mine('devnet', [{ ...listing, price: '7.777' }]);
+    await until(() => alertsFor('7.777') === 1, 'the listing alert');
+    const sold = await devnet.mine('devnet', [{ kind: 'sale', collection: cats.address, tokenId: soldToken }]);
+    await until(() => /^Sold: /m.test(out()), 'the sale alert');
+    // The shared cursor passed these blocks: the next leader does not read them back (it never sees them).
+    const probe = new pg.Client({ connectionString: url });
+    await probe.connect();
+    try {
+      const cursor = async () =>
+        Number((await probe.query<{ block: string }>('SELECT block FROM cursors')).rows[0]?.block ?? 0);
+      await until(async () => (await cursor()) >= sold.blockNumber, 'the cursor past the sale');
+    } finally {
+      await probe.end();
+    }
+
+    await leader.bot.stop();
+    bots.splice(bots.indexOf(leader.bot), 1);
+    await until(() => leads(follower), 'the other process leading the ingestion');
+    await until(async () => {
+      await devnet.mine('devnet', [{ ...listing, price: `2.${++warm}01` }]);
+      await sleep(500);
+      return alertsFor(`2.${warm}01`) > 0;
+    }, "the new leader's streams");
+
+    // The same listing again: a relist for the process that never saw the first.
+    await devnet.mine('devnet', [{ ...listing, price: '7.777' }]);
+    await devnet.mine('devnet', [{ ...listing, price: '7.778' }]);
+    await until(() => alertsFor('7.778') === 1, 'the next listing alert');
+    await sleep(1_000);
+    expect(alertsFor('7.777')).toBe(1);
+
+    // The sale the first process recorded, on the second.
+    const before = follower.out().length;
+    follower.input.write('/collection moon cats\n');
+    await until(() => follower.out().slice(before).includes('Sales and floor changes'), 'the /collection answer');
+    expect(follower.out().slice(before)).toMatch(/\b1 sale · \$[\d,.]+ volume/);
+  }, 180_000);
+});
