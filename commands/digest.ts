@@ -1,5 +1,5 @@
 import { type CommandContext, defineCommand, defineGroup, type ResolvedCollection } from '../src/bot/command.ts';
-import { ArgumentError, UserError } from '../src/bot/errors.ts';
+import { ArgumentError, assertBotCanPost, UserError } from '../src/bot/errors.ts';
 import { looksLike, type OptionSpec, parseCollection, parseInteger, parseTimeZone } from '../src/bot/options.ts';
 import { oneLine, type Rich } from '../src/core/reply.ts';
 import type { CollectionKey, DigestSettings } from '../src/core/settings.ts';
@@ -133,6 +133,7 @@ export default defineGroup({
         },
       ],
       async run(ctx, { time, timezone: namedZone, days: namedDays, collections }) {
+        assertBotCanPost(ctx.chat);
         // Collections given by name (collections=, or Discord's own field) are only collections.
         const { timezone, days, rest } = ctx.typed.namedKeys.has('collections')
           ? { timezone: namedZone, days: namedDays, rest: collections ?? '' }

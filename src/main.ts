@@ -481,6 +481,8 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
         engine,
         logger: logger.child({ component: 'discord' }),
         ...(images ? { images } : {}),
+        // Set with /settings crosspost=on, which only announcement channels accept.
+        crosspostIn: (channelId) => store.chat(`discord:${channelId}`).crosspost === true,
       });
       stops.push(() => discord.stop());
       sinks.set('discord', discord.sink);

@@ -30,6 +30,13 @@ export interface ChatRef {
    * platform's (untrusted text).
    */
   community?: { id: string; name: string };
+  /**
+   * The permissions the bot lacks to post in this chat, by the platform's names ("Send Messages in
+   * Threads"), when the adapter knows them: alerts added here could never arrive.
+   */
+  botMissing?: readonly string[];
+  /** A Discord announcement channel: what the bot posts there can be published to following servers. */
+  publishes?: boolean;
 }
 
 /**
