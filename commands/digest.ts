@@ -114,6 +114,8 @@ function chatDefault(ctx: CommandContext): CollectionKey[] {
 
 export default defineGroup({
   name: 'digest',
+  // About this chat's own setup: where the bot answers one person among others, only they see it.
+  personal: true,
   description: 'A daily digest of the market and the project in this chat, with a chart',
   subcommands: [
     defineCommand({

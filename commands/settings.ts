@@ -8,6 +8,8 @@ const CLEAR = ['none', 'off', 'clear'];
 
 export default defineCommand({
   name: 'settings',
+  // About this chat's own setup: where the bot answers one person among others, only they see it.
+  personal: true,
   description: "Show or change this chat's default network and collection",
   example: '/settings network=devnet collection="moon cats"',
   options: [

@@ -155,6 +155,8 @@ const KINDS_TEXT = ALERT_KINDS.map((kind) => `${kind}s`).join(', ');
 
 export default defineGroup({
   name: 'watch',
+  // About this chat's own setup: where the bot answers one person among others, only they see it.
+  personal: true,
   description: `Alerts for this chat: ${KINDS_TEXT}`,
   subcommands: [
     defineCommand({

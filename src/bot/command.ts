@@ -37,6 +37,12 @@ export interface ChatRef {
   botMissing?: readonly string[];
   /** A Discord announcement channel: what the bot posts there can be published to following servers. */
   publishes?: boolean;
+  /**
+   * The command came through the app installed to the person's own account (a Discord user
+   * install), from a channel the bot is not in: the chat is then the person's DM with the bot,
+   * where their rules and digests post, and the answer goes back through the interaction.
+   */
+  viaUserInstall?: boolean;
 }
 
 /**
@@ -182,6 +188,8 @@ export interface CommandSpec<O extends readonly OptionSpec[] = readonly OptionSp
   description: string;
   options: O;
   permission?: Permission;
+  /** See {@link CommandGroupSpec.personal}. */
+  personal?: boolean;
   /** Accepts `trait=value` words that match no option. */
   acceptsTraits?: boolean;
   /** Example of use, shown by /help. */
@@ -194,6 +202,11 @@ export interface CommandGroupSpec {
   name: string;
   description: string;
   permission?: Permission;
+  /**
+   * Its answers are about the chat's own setup (rules, settings, aliases, digest, wallets): where
+   * the bot answers one person among others ({@link ChatRef.viaUserInstall}), only they see them.
+   */
+  personal?: boolean;
   subcommands: readonly CommandSpec[];
 }
 

@@ -15,6 +15,7 @@ export type UserErrorCode =
   | 'discord_only'
   | 'role_mention'
   | 'cannot_post'
+  | 'needs_bot_here'
   | 'button_expired'
   | 'not_found';
 

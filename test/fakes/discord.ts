@@ -195,6 +195,12 @@ export class FakeDiscord {
   botManagesThreads = false;
   /** When each announcement channel's messages were crossposted (its hourly limit counts these). */
   readonly crossposts = new Map<string, number[]>();
+  /**
+   * Channels the bot is not in: a server that has only a member's user install of the app, a DM
+   * between other people, a group DM. The bot's own requests there answer 403 Missing Access
+   * (50001); interactions from them are answered through their callback and webhook as anywhere.
+   */
+  readonly foreignChannels = new Set<string>();
   /** The DM channel of each person the bot opened one with (`POST /users/@me/channels`), by user id. */
   readonly dmChannels = new Map<string, string>();
   /** Gateway connections that identified. */
@@ -814,6 +820,7 @@ export class FakeDiscord {
       const channelId = channel[1] ?? '';
       const messageId = channel[2];
       if (this.unknownChannels.has(channelId)) return answer(404, { message: 'Unknown Channel', code: 10003 });
+      if (this.foreignChannels.has(channelId)) return answer(403, { message: 'Missing Access', code: 50001 });
       const thread = this.threads.get(channelId);
       if (thread?.archived && method !== 'GET') return answer(400, { message: 'Thread is archived', code: 50083 });
       if (this.#isForum(channelId) && method === 'POST') {

@@ -12,6 +12,7 @@ import {
   type DiscordAdapter,
   type DiscordConfig,
   DiscordSink,
+  registerCommands,
   restOptions,
   startDiscord,
 } from '../../src/chat/discord/adapter.ts';
@@ -34,6 +35,13 @@ const LOCKED_THREAD = '1100000000000000305';
 const DELETED_THREAD = '1100000000000000306';
 const NO_THREAD_RIGHTS = '1100000000000000307';
 const ADMIN = { id: '1100000000000000778', username: 'admin' };
+const OPERATOR = { id: '1100000000000000777', username: 'operator' };
+const COLLECTOR = { id: '1100000000000000779', username: 'collector' };
+/** A server that has not installed the bot, where a member uses the app installed to their account. */
+const FOREIGN_GUILD = '1100000000000000400';
+const FOREIGN_CHANNEL = '1100000000000000401';
+/** A group DM among people, where the bot is not a recipient. */
+const GROUP_DM = '1100000000000000402';
 const MANAGE_GUILD = String(1n << 5n);
 /** View Channel, Send Messages, Embed Links, Send Messages in Threads. */
 const VIEW = 1n << 10n;
@@ -48,7 +56,12 @@ let config: DiscordConfig;
 let moonCats: DevnetCollectionInfo;
 let engine: CommandEngine;
 
-type Embed = { title?: string; description?: string; fields?: Array<{ name: string; value: string }> };
+type Embed = {
+  title?: string;
+  description?: string;
+  fields?: Array<{ name: string; value: string }>;
+  footer?: { text: string };
+};
 type Answer = { embeds: Embed[]; ephemeral: boolean };
 
 /** Sends an interaction and returns the bot's answer (these commands answer without deferral). */
@@ -65,6 +78,16 @@ function text(answer: Answer): string {
     .map((e) => [e.title, e.description, ...(e.fields ?? []).flatMap((f) => [f.name, f.value])].join('\n'))
     .join('\n');
 }
+
+/** An interaction through the app installed to COLLECTOR's account, in a server without the bot. */
+const inForeignServer = {
+  install: 'user',
+  guildId: FOREIGN_GUILD,
+  channelId: FOREIGN_CHANNEL,
+  user: COLLECTOR,
+} as const;
+/** The same person in a group DM with friends. */
+const inGroupDm = { install: 'user', guildId: null, context: 2, channelId: GROUP_DM, user: COLLECTOR } as const;
 
 const alert = (title: string): Reply => ({ title, tone: 'sale', lines: ['Sold for 1 DEV'] });
 
@@ -103,7 +126,7 @@ beforeAll(async () => {
     store: h.store,
     logger: pino({ level: 'silent' }),
     settings: {
-      operators: [],
+      operators: [`discord:${OPERATOR.id}`],
       projectId: h.devnet.projectId,
       allowlistAudience: 1,
       defaultNetwork: 'devnet',
@@ -306,5 +329,114 @@ describe('Discord announcement channels', () => {
     // The next one is not even tried: Discord said how long to wait.
     const next = await restarted.send(ANNOUNCEMENTS, [alert('Sold: after restart 2')], 'news-restart-2');
     expect(fake.calls.filter((c) => c.path.endsWith(`/messages/${next}/crosspost`))).toEqual([]);
+  });
+});
+
+describe('Discord user installs', () => {
+  it('GIVEN global registration THEN every command installs to servers and accounts (integration_types 0, 1) and runs in servers, the bot DM and other DMs (contexts 0, 1, 2); guild registration omits them', async () => {
+    await registerCommands({ config: { ...config, guildId: undefined }, commands: engine.commands });
+    const global = fake.commands.global as Array<{ name: string; integration_types?: number[]; contexts?: number[] }>;
+    expect(global.map((c) => c.name)).toEqual(engine.commands.map((c) => c.name));
+    for (const command of global) {
+      expect(command.integration_types, command.name).toEqual([0, 1]);
+      expect(command.contexts, command.name).toEqual([0, 1, 2]);
+    }
+    const guild = (fake.commands.guild.get(GUILD) ?? []) as Array<Record<string, unknown>>;
+    expect(guild.length).toBeGreaterThan(0);
+    expect(guild.some((c) => 'integration_types' in c || 'contexts' in c)).toBe(false);
+  });
+
+  it('GIVEN a market command in a server without the bot THEN it answers through the interaction, for all to see, and the bot posts nothing there', async () => {
+    fake.foreignChannels.add(FOREIGN_CHANNEL);
+    fake.foreignChannels.add(GROUP_DM);
+    const from = fake.calls.length;
+    const floor = await interact({
+      kind: 'command',
+      name: 'floor',
+      options: { collection: 'Moon Cats' },
+      ...inForeignServer,
+    });
+    expect(text(floor)).toContain('Moon Cats');
+    expect(floor.ephemeral).toBe(false);
+    const posted = fake.calls
+      .slice(from)
+      .filter((c) => c.authorized && c.path.includes(`/channels/${FOREIGN_CHANNEL}`));
+    expect(posted).toEqual([]);
+  });
+
+  it('GIVEN /watch add through a user install THEN the rule is the person’s own: it needs no server permission, is answered only to them, and its alerts reach their DM', async () => {
+    const answer = await interact({
+      kind: 'command',
+      name: 'watch',
+      subcommand: 'add',
+      options: { collection: `devnet:${moonCats.address}`, kinds: 'sale' },
+      permissions: '0',
+      ...inForeignServer,
+    });
+    expect(text(answer)).toContain('Watching');
+    expect(answer.ephemeral).toBe(true);
+    expect(answer.embeds[0]?.footer?.text).toContain('your alerts and digests go to your DM with the bot');
+    const opened = fake.calls.find((c) => c.method === 'POST' && c.path.endsWith('/users/@me/channels'));
+    expect(opened?.body).toEqual({ recipient_id: COLLECTOR.id });
+    const dm = fake.dmChannels.get(COLLECTOR.id) ?? '';
+    expect(dm).not.toBe('');
+    expect(await h.store.rulesOf(`discord:${FOREIGN_CHANNEL}`)).toEqual([]);
+    const rules = await h.store.rulesOf(`discord:${dm}`);
+    expect(rules.map((r) => [r.destination, r.createdBy])).toEqual([
+      [{ platform: 'discord', chatId: dm }, `discord:${COLLECTOR.id}`],
+    ]);
+    await adapter.sink.send(rules[0]?.destination.chatId ?? '', [alert('Sold: for the collector')], 'personal-1');
+    expect(titlesIn(dm)).toEqual(['Sold: for the collector']);
+    expect(titlesIn(FOREIGN_CHANNEL)).toEqual([]);
+  });
+
+  it('GIVEN the same person in a group DM and in their DM with the bot THEN they see the same personal rules (limits count per person); only the group DM’s answer is hidden from others', async () => {
+    const dm = fake.dmChannels.get(COLLECTOR.id) ?? '';
+    const [rule] = await h.store.rulesOf(`discord:${dm}`);
+    expect(rule).toBeDefined();
+    const inGroup = await interact({ kind: 'command', name: 'watch', subcommand: 'list', ...inGroupDm });
+    expect(text(inGroup)).toContain(rule?.id ?? 'no rule');
+    expect(inGroup.ephemeral).toBe(true);
+    const inBotDm = await interact({
+      kind: 'command',
+      name: 'watch',
+      subcommand: 'list',
+      guildId: null,
+      channelId: dm,
+      user: COLLECTOR,
+    });
+    expect(text(inBotDm)).toContain(rule?.id ?? 'no rule');
+    expect(inBotDm.ephemeral).toBe(false);
+    // Another person's install has rules of its own.
+    const other = await interact({
+      kind: 'command',
+      name: 'watch',
+      subcommand: 'list',
+      ...inGroupDm,
+      user: { id: '1100000000000000780', username: 'friend' },
+    });
+    expect(text(other)).not.toContain(rule?.id ?? 'no rule');
+  });
+
+  it('GIVEN an operator command through a user install THEN it is refused with the reason, even for an operator; the bot DM is fine', async () => {
+    const refused = await interact({
+      kind: 'command',
+      name: 'project',
+      subcommand: 'contracts',
+      ...inForeignServer,
+      user: OPERATOR,
+    });
+    expect(text(refused)).toContain("/project is for the bot's operators");
+    expect(text(refused)).toContain('installed to your account only');
+    expect(refused.ephemeral).toBe(true);
+    const inDm = await interact({
+      kind: 'command',
+      name: 'project',
+      subcommand: 'contracts',
+      guildId: null,
+      channelId: '1100000000000000403',
+      user: OPERATOR,
+    });
+    expect(text(inDm)).not.toContain('installed to your account only');
   });
 });

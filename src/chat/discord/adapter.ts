@@ -24,6 +24,7 @@ import {
   GatewayIntentBits,
   HTTPError,
   type Interaction,
+  InteractionContextType,
   MessageFlags,
   PermissionFlagsBits,
   type PermissionsBitField,
@@ -182,7 +183,7 @@ export async function registerCommands(options: {
 }): Promise<{ scope: 'guild' | 'global'; count: number }> {
   const { config, commands } = options;
   const rest = options.rest ?? new REST(restOptions(config)).setToken(config.token);
-  const body = toApplicationCommands(commands, config.managePermission);
+  const body = toApplicationCommands(commands, config.managePermission, config.guildId ? 'guild' : 'global');
   const route = config.guildId
     ? Routes.applicationGuildCommands(config.applicationId, config.guildId)
     : Routes.applicationCommands(config.applicationId);
@@ -377,6 +378,16 @@ function within<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
 
 type Answerable = ChatInputCommandInteraction | ButtonInteraction;
 
+/**
+ * Whether the interaction came through the app installed to the person's account only, from a
+ * channel the bot cannot post in: a DM between other people or a group DM (context 2), or a server
+ * that has not installed the bot (no guild install among the authorizing integrations).
+ */
+export function botIsAbsent(interaction: Interaction): boolean {
+  if (interaction.context === InteractionContextType.PrivateChannel) return true;
+  return interaction.inGuild() && interaction.authorizingIntegrationOwners.guildId === null;
+}
+
 /** What {@link InteractionHandler.noteRaw} reads of an INTERACTION_CREATE payload. */
 const RAW_INTERACTION = v.object({ id: v.string(), channel: v.optional(v.object({ type: v.number() })) });
 /** Raw channel types kept for interactions not yet handled (discord.js drops some: never handled). */
@@ -440,6 +451,17 @@ class InteractionHandler {
     else if (interaction.isButton()) await this.#button(interaction);
   }
 
+  /**
+   * The chat an interaction concerns: its channel, or, through the person's own install where the
+   * bot is not ({@link botIsAbsent}), their DM with the bot (opened once, then cached by discord.js).
+   */
+  async #chatOf(interaction: Interaction): Promise<ChatRef> {
+    if (!botIsAbsent(interaction)) return this.#chat(interaction);
+    const dm = await interaction.user.createDM();
+    return { platform: 'discord', id: dm.id, kind: 'private', viaUserInstall: true };
+  }
+
+  /** The interaction's channel as a chat (rate limits; {@link #chatOf} for what a command concerns). */
   #chat(interaction: Interaction): ChatRef {
     const id = interaction.channelId ?? interaction.user.id;
     if (!interaction.inGuild()) return { platform: 'discord', id, kind: 'private' };
@@ -457,9 +479,11 @@ class InteractionHandler {
   }
 
   #actor(interaction: Interaction): Actor {
+    const name = interaction.user.globalName ?? interaction.user.username;
+    // Through a person's own install, they act for themselves: a server's permissions mean nothing there.
+    if (botIsAbsent(interaction)) return { id: interaction.user.id, ...(name ? { name } : {}), canManage: false };
     const permission = PermissionFlagsBits[this.#options.config.managePermission];
     const canManage = interaction.inGuild() && (interaction.memberPermissions?.has(permission, true) ?? false);
-    const name = interaction.user.globalName ?? interaction.user.username;
     const actor: Actor = { id: interaction.user.id, ...(name ? { name } : {}), canManage };
     if (interaction.inGuild()) actor.mayMention = (roleId) => roleMention(interaction, roleId);
     return actor;
@@ -497,7 +521,7 @@ class InteractionHandler {
     const invocation = toInvocation(
       interaction.commandName,
       interaction.options.data,
-      this.#chat(interaction),
+      await this.#chatOf(interaction),
       this.#actor(interaction),
     );
     const label = [invocation.command, invocation.subcommand].filter(Boolean).join(' ');
@@ -509,7 +533,7 @@ class InteractionHandler {
     const match = /^([ur])[0-9a-z]:([\s\S]+)$/.exec(interaction.customId);
     const action = match?.[2] === undefined ? undefined : this.#codec.decode(match[2]);
     const work = action
-      ? this.#options.engine.runLine(action, this.#chat(interaction), this.#actor(interaction))
+      ? this.#chatOf(interaction).then((chat) => this.#options.engine.runLine(action, chat, this.#actor(interaction)))
       : Promise.resolve(undefined);
     const expired: Reply = { tone: 'warning', ephemeral: true, lines: [EXPIRED_BUTTON_TEXT] };
     await this.#answer(
@@ -587,7 +611,7 @@ class InteractionHandler {
     await interaction.respond(choices ?? []);
   }
 
-  #choices(
+  async #choices(
     interaction: AutocompleteInteraction,
     optionName: string,
     text: string,
@@ -596,7 +620,7 @@ class InteractionHandler {
       .flatMap((o) => [o, ...(o.options ?? [])])
       .find((o) => o.name === EXTRA_OPTIONS.network && typeof o.value === 'string')?.value as string | undefined;
     return this.#options.engine.complete({
-      chat: this.#chat(interaction),
+      chat: await this.#chatOf(interaction),
       command: interaction.commandName,
       subcommand: interaction.options.getSubcommand(false) ?? undefined,
       option: optionName,
