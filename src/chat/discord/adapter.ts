@@ -401,7 +401,7 @@ const THREAD_TYPES: ReadonlySet<number> = new Set([
 
 /**
  * The permissions, by the names Discord's settings show, that the bot lacks to post alerts (embeds)
- * in a channel: `app_permissions` are the bot's own there, overwrites included.
+ * in a channel: `app_permissions` are the bot's own there, overwrites included (Administrator implies all).
  */
 export function missingToPost(permissions: Readonly<PermissionsBitField>, thread: boolean): string[] {
   const needed: Array<[bigint, string]> = [
@@ -411,7 +411,7 @@ export function missingToPost(permissions: Readonly<PermissionsBitField>, thread
       : [PermissionFlagsBits.SendMessages, 'Send Messages'],
     [PermissionFlagsBits.EmbedLinks, 'Embed Links'],
   ];
-  return needed.filter(([flag]) => !permissions.has(flag, false)).map(([, name]) => name);
+  return needed.filter(([flag]) => !permissions.has(flag, true)).map(([, name]) => name);
 }
 
 class InteractionHandler {
