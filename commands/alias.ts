@@ -11,6 +11,8 @@ const RESERVED_ALIASES = new Set(['constructor', 'prototype']);
 
 export default defineGroup({
   name: 'alias',
+  // About this chat's own setup: where the bot answers one person among others, only they see it.
+  personal: true,
   description: 'Short names for collections in this chat',
   subcommands: [
     defineCommand({

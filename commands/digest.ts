@@ -1,5 +1,5 @@
 import { type CommandContext, defineCommand, defineGroup, type ResolvedCollection } from '../src/bot/command.ts';
-import { ArgumentError, UserError } from '../src/bot/errors.ts';
+import { ArgumentError, assertBotCanPost, UserError } from '../src/bot/errors.ts';
 import { looksLike, type OptionSpec, parseCollection, parseInteger, parseTimeZone } from '../src/bot/options.ts';
 import { zonesForAbbreviation } from '../src/bot/time-zones.ts';
 import { oneLine, type Rich } from '../src/core/reply.ts';
@@ -124,6 +124,8 @@ function chatDefault(ctx: CommandContext): CollectionKey[] {
 
 export default defineGroup({
   name: 'digest',
+  // About this chat's own setup: where the bot answers one person among others, only they see it.
+  personal: true,
   description: 'A daily digest of the market and the project in this chat, with a chart',
   subcommands: [
     defineCommand({
@@ -143,6 +145,7 @@ export default defineGroup({
         },
       ],
       async run(ctx, { time, timezone: namedZone, days: namedDays, collections }) {
+        assertBotCanPost(ctx.chat);
         // Collections given by name (collections=, or Discord's own field) are only collections.
         const { timezone, days, rest } = ctx.typed.namedKeys.has('collections')
           ? { timezone: namedZone, days: namedDays, rest: collections ?? '' }

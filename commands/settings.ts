@@ -1,5 +1,5 @@
 import { defineCommand } from '../src/bot/command.ts';
-import { ArgumentError, permissionError } from '../src/bot/errors.ts';
+import { ArgumentError, permissionError, UserError } from '../src/bot/errors.ts';
 import { parseCollection } from '../src/bot/options.ts';
 import { code, oneLine, type Rich } from '../src/core/reply.ts';
 import { shortAddress } from '../src/market/format.ts';
@@ -8,16 +8,30 @@ const CLEAR = ['none', 'off', 'clear'];
 
 export default defineCommand({
   name: 'settings',
+  // About this chat's own setup: where the bot answers one person among others, only they see it.
+  personal: true,
   description: "Show or change this chat's default network and collection",
   example: '/settings network=devnet collection="moon cats"',
   options: [
     { name: 'network', type: 'network', description: 'Default network for this chat' },
     // Text, not collection: an absent value must not fall back to the current default, and "none" clears it.
     { name: 'collection', type: 'text', description: 'Default collection, or "none" to clear', autocomplete: true },
+    {
+      name: 'crosspost',
+      type: 'choice',
+      description: 'Announcement channels (Discord): publish alerts and digests to following servers',
+      choices: ['on', 'off'],
+    },
   ],
-  async run(ctx, { network, collection }) {
-    const changing = network !== undefined || collection !== undefined;
+  async run(ctx, { network, collection, crosspost }) {
+    const changing = network !== undefined || collection !== undefined || crosspost !== undefined;
     if (changing && !ctx.may('manage')) throw permissionError('manage', { action: "Changing this chat's settings" });
+    // Publishing exists only in Discord's announcement channels; turning it off is always allowed.
+    if (crosspost === 'on' && !ctx.chat.publishes) {
+      throw new UserError('not_found', {
+        what: 'crosspost=on works in a Discord announcement channel only: this channel has no followers to publish to.',
+      });
+    }
     const changes: Rich[] = [];
     if (changing) {
       const current = ctx.store.chat(ctx.chatKey);
@@ -41,10 +55,17 @@ export default defineCommand({
         if (resolved === null) delete settings.collection;
         else if (resolved)
           settings.collection = { network: resolved.network, address: resolved.address, name: resolved.name };
+        if (crosspost === 'on') settings.crosspost = true;
+        else if (crosspost === 'off') delete settings.crosspost;
       });
       if (network !== undefined) changes.push(`Default network is now ${network}.`);
       if (resolved === null) changes.push('Default collection cleared.');
       else if (resolved) changes.push(`Default collection is now ${resolved.name} on ${resolved.network}.`);
+      if (crosspost === 'on') {
+        changes.push(
+          'Alerts and digests posted here are now published to the servers that follow this channel (at most 10 an hour: Discord’s limit; past it they are posted here only).',
+        );
+      } else if (crosspost === 'off') changes.push('Alerts and digests are no longer published to following servers.');
     }
     const settings = ctx.store.chat(ctx.chatKey);
     const aliasCount = Object.keys(settings.aliases).length;
@@ -66,6 +87,9 @@ export default defineCommand({
           inline: true,
         },
         { name: 'Aliases', value: aliasCount ? `${aliasCount} (/alias list)` : 'none', inline: true },
+        ...(ctx.chat.publishes || settings.crosspost
+          ? [{ name: 'Crosspost', value: settings.crosspost ? 'on' : 'off', inline: true }]
+          : []),
       ],
       footer: 'Change with /settings network=<name> collection=<name, address or none>',
     };

@@ -56,6 +56,8 @@ function pastePath(ctx: CommandContext): Rich[] {
 
 export default defineCommand({
   name: 'verify',
+  // About this chat's own setup: where the bot answers one person among others, only they see it.
+  personal: true,
   description: 'Verify a wallet you hold, privately (list or remove yours)',
   example: '/verify',
   options: [

@@ -1,6 +1,6 @@
 import { sampleAlert } from '../src/alerts/sample.ts';
 import { type CommandContext, defineCommand, defineGroup } from '../src/bot/command.ts';
-import { ArgumentError, UserError } from '../src/bot/errors.ts';
+import { ArgumentError, assertBotCanPost, UserError } from '../src/bot/errors.ts';
 import { traitConditions } from '../src/bot/market-commands.ts';
 import { parseAddress, parsePercent, parseTokenId } from '../src/bot/options.ts';
 import { echo } from '../src/bot/user-text.ts';
@@ -155,6 +155,8 @@ const KINDS_TEXT = ALERT_KINDS.map((kind) => `${kind}s`).join(', ');
 
 export default defineGroup({
   name: 'watch',
+  // About this chat's own setup: where the bot answers one person among others, only they see it.
+  personal: true,
   description: `Alerts for this chat: ${KINDS_TEXT}`,
   subcommands: [
     defineCommand({
@@ -196,6 +198,7 @@ export default defineGroup({
         },
       ],
       async run(ctx, { collection, kinds, tokens, wallets, ignore, min, floor, mention, relists }) {
+        assertBotCanPost(ctx.chat);
         // Telegram has no roles: a role there would be kept and never used (the terminal shows whom it would ping).
         if (mention !== undefined && ctx.chat.platform === 'telegram') {
           throw new UserError('discord_only', { what: 'mention= (a role to ping)' });

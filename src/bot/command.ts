@@ -34,6 +34,19 @@ export interface ChatRef {
    * platform's (untrusted text).
    */
   community?: { id: string; name: string };
+  /**
+   * The permissions the bot lacks to post in this chat, by the platform's names ("Send Messages in
+   * Threads"), when the adapter knows them: alerts added here could never arrive.
+   */
+  botMissing?: readonly string[];
+  /** A Discord announcement channel: what the bot posts there can be published to following servers. */
+  publishes?: boolean;
+  /**
+   * The command came through the app installed to the person's own account (a Discord user
+   * install), from a channel the bot is not in: the chat is then the person's DM with the bot,
+   * where their rules and digests post, and the answer goes back through the interaction.
+   */
+  viaUserInstall?: boolean;
 }
 
 /**
@@ -183,6 +196,8 @@ export interface CommandSpec<O extends readonly OptionSpec[] = readonly OptionSp
   description: string;
   options: O;
   permission?: Permission;
+  /** See {@link CommandGroupSpec.personal}. */
+  personal?: boolean;
   /** Accepts `trait=value` words that match no option. */
   acceptsTraits?: boolean;
   /** Example of use, shown by /help. */
@@ -195,6 +210,11 @@ export interface CommandGroupSpec {
   name: string;
   description: string;
   permission?: Permission;
+  /**
+   * Its answers are about the chat's own setup (rules, settings, aliases, digest, wallets): where
+   * the bot answers one person among others ({@link ChatRef.viaUserInstall}), only they see them.
+   */
+  personal?: boolean;
   subcommands: readonly CommandSpec[];
 }
 

@@ -229,7 +229,8 @@ export class CommandEngine {
       name = label;
       selected = { label, args };
       if (invocation.refused) throw new ArgumentError(invocation.refused, usageOf(spec, label));
-      return await this.#execute(spec, label, args, invocation);
+      const reply = await this.#execute(spec, label, args, invocation);
+      return invocation.chat.viaUserInstall ? this.#forPerson(invocation.command, reply) : reply;
     } catch (error) {
       if (error instanceof AmbiguousCollectionError && selected) {
         outcome = 'user_error';
@@ -270,6 +271,18 @@ export class CommandEngine {
     }
   }
 
+  /**
+   * An answer given through the person's own install, where the bot is not: a command about the
+   * chat's setup is about their personal one (their DM), said so and shown to them only.
+   */
+  #forPerson(commandName: string, reply: Reply): Reply {
+    const command = this.find(commandName);
+    if (!command?.personal) return reply;
+    const note =
+      'The bot is not in this channel: this is your personal setup, and your alerts and digests go to your DM with the bot.';
+    return { ...reply, ephemeral: true, footer: reply.footer ? `${reply.footer} · ${note}` : note };
+  }
+
   #select(invocation: Invocation): { spec: CommandSpec; label: string; args: Tokens } {
     const command = this.find(invocation.command);
     if (!command) {
@@ -281,6 +294,10 @@ export class CommandEngine {
         command: invocation.command,
         suggestions: close.join(' ') || undefined,
       });
+    }
+    // Operator commands act for the bot: never through a person's own install, where it acts for them.
+    if (invocation.chat.viaUserInstall && command.permission === 'operator') {
+      throw new UserError('needs_bot_here', { command: `/${command.name}` });
     }
     if (!this.mayRun(command.permission, invocation.chat, invocation.actor)) {
       throw permissionError(command.permission ?? 'everyone', { command: `/${command.name}` });

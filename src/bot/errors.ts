@@ -1,4 +1,4 @@
-import type { Permission, ResolvedCollection } from './command.ts';
+import type { ChatRef, Permission, ResolvedCollection } from './command.ts';
 import type { ArgError } from './options.ts';
 
 /** Failures a user can act on; user-text.ts turns each code into words. */
@@ -14,6 +14,8 @@ export type UserErrorCode =
   | 'not_configured'
   | 'discord_only'
   | 'role_mention'
+  | 'cannot_post'
+  | 'needs_bot_here'
   | 'button_expired'
   | 'not_found';
 
@@ -115,4 +117,15 @@ export class UnknownCollectionError extends UserError {
  */
 export function permissionError(needed: Permission, what: { command?: string; action?: string } = {}): UserError {
   return new UserError('permission', { needed, command: what.command, action: what.action });
+}
+
+/**
+ * Refuses what would post to a chat later (a watch rule, a digest) where the bot cannot post: the
+ * permissions it lacks are named, so that an admin can grant them.
+ */
+export function assertBotCanPost(chat: ChatRef): void {
+  const missing = chat.botMissing ?? [];
+  if (missing.length > 0) {
+    throw new UserError('cannot_post', { missing: missing.map((name) => `"${name}"`).join(' and ') });
+  }
 }

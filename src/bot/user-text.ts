@@ -235,6 +235,10 @@ function describeUserError(error: UserError, context: AnswerContext): string {
         default:
           return `Only members with the permission to mention all roles may ping role ${echo(p.role)}, and you do not have it: a rule cannot ping it for you.`;
       }
+    case 'needs_bot_here':
+      return `${p.command} is for the bot's operators and runs only where the bot itself is: a server that added the bot, or your DM with it. Here the app is installed to your account only, and acts for you alone.`;
+    case 'cannot_post':
+      return `I cannot post in this channel: it does not give me ${p.missing}. Ask a server admin to allow it for the bot, then try again.`;
     case 'discord_only':
       return `${p.what} works on Discord only: this chat has nothing to pick it from.`;
     case 'no_collection':

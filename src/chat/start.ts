@@ -36,6 +36,8 @@ export interface ChatsOptions {
   sinks: Map<AlertSink['platform'], AlertSink>;
   /** `file:` URL of the drawing worker's script (`.ts` from the sources, `.js` from the build). */
   drawWorkerUrl: URL;
+  /** Whether a Discord channel's alerts are crossposted (an announcement channel with /settings crosspost=on). */
+  crosspostIn?: (channelId: string) => boolean;
   /** Holder roles: where each adapter's membership changes go, and who answers Telegram join requests. */
   holderRoles?: {
     useSink: (sink: MembershipSink) => void;
@@ -99,6 +101,7 @@ export async function startChats(options: ChatsOptions): Promise<Chats> {
         engine,
         logger: logger.child({ component: 'discord' }),
         ...(images ? { images } : {}),
+        ...(options.crosspostIn ? { crosspostIn: options.crosspostIn } : {}),
       });
       stops.push(() => discord.stop());
       options.holderRoles?.useSink(discord.membership);

@@ -41,6 +41,8 @@ export interface ChatSettings {
   /** Short names for collections (`/alias`), keyed by the lower-cased alias. */
   aliases: Dict<CollectionKey & { alias: string }>;
   digest?: DigestSettings;
+  /** Discord announcement channels: publish each alert and digest to the servers that follow it. */
+  crosspost?: boolean;
 }
 
 export interface StoredButton {

@@ -56,6 +56,7 @@ const chatSettings = v.object({
   collection: v.exactOptional(collectionKey),
   aliases: dictOf(v.object({ ...collectionKey.entries, alias: text })),
   digest: v.exactOptional(digestSettings),
+  crosspost: v.exactOptional(v.boolean()),
 });
 
 /** A long button action stored under its hash (the buttons file's lines, older state files' `buttons`). */

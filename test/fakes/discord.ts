@@ -25,6 +25,12 @@ export interface FakeGuild {
   everyonePermissions?: string;
   /** User ids of the members (role changes of anyone else answer 404 Unknown Member). */
   members?: string[];
+  /** Channels of `channels` that are announcement channels (type 5): their messages can be crossposted. */
+  announcementChannels?: string[];
+  /** Channels of `channels` that are forums (type 15): their posts are threads (type 11) whose parent is the forum. */
+  forums?: string[];
+  /** Threads of the guild's channels (forum posts included); GUILD_CREATE lists the public ones not archived. */
+  threads?: FakeThread[];
 }
 
 export interface FakeRole {
@@ -38,6 +44,37 @@ export interface FakeRole {
 
 /** Discord's permission bits the stand-in checks. */
 export const PERMISSIONS = { administrator: 1n << 3n, manageRoles: 1n << 28n } as const;
+
+/**
+ * A thread as the stand-in keeps it: types 10 (in an announcement channel), 11 (public, and forum
+ * posts) and 12 (private). A test archives or locks it by changing the object that
+ * {@link FakeDiscord.thread} returns.
+ */
+export interface FakeThread {
+  id: string;
+  parentId: string;
+  type: 10 | 11 | 12;
+  name?: string;
+  archived?: boolean;
+  locked?: boolean;
+}
+
+/** Discord's channel types the stand-in serves. */
+export const CHANNEL_TYPE = {
+  text: 0,
+  dm: 1,
+  groupDm: 3,
+  announcement: 5,
+  announcementThread: 10,
+  publicThread: 11,
+  privateThread: 12,
+  forum: 15,
+} as const;
+
+/** Crossposts Discord allows per announcement channel in an hour. */
+export const CROSSPOSTS_PER_HOUR = 10;
+/** A message's flag once published to the following servers. */
+const CROSSPOSTED_FLAG = 1;
 
 export interface FakeDiscordOptions {
   token?: string;
@@ -112,6 +149,19 @@ export interface InteractionOptions {
   permissions?: string;
   /** When Discord created the interaction (its id says so); default now. */
   createdAt?: number;
+  /** The bot's permissions in the channel (`app_permissions`), a bitfield string; default most text permissions. */
+  appPermissions?: string;
+  /**
+   * How the app is installed where the interaction happens: `guild` (the bot is a member; the
+   * default) or `user` (installed to the person's account only: `authorizing_integration_owners`
+   * is `{"1": user}`, and the guild, when there is one, may be one the bot is not in).
+   */
+  install?: 'guild' | 'user';
+  /**
+   * The interaction's `context` for a user install without a guild: 1 the bot's DM (the default
+   * without a guild), 2 a DM between other users or a group DM (`channel.type` 1 or 3).
+   */
+  context?: 1 | 2;
 }
 
 export type InteractionSpec =
@@ -139,6 +189,9 @@ export type InteractionSpec =
 const API_PREFIX = '/api';
 const DISCORD_EPOCH = 1_420_070_400_000n;
 const CDN = 'https://cdn.discordapp.test/attachments';
+
+/** What a route handler answers: status, JSON payload, headers. */
+type Answered = [status: number, payload?: unknown, headers?: Record<string, string>];
 
 /** A file a message carries, as the API shows it. */
 type FakeAttachment = FakeMessage['attachments'][number];
@@ -225,6 +278,23 @@ export class FakeDiscord {
   readonly unknownChannels = new Set<string>();
   /** The roles of each member, by guild id then user id (what the role routes changed). */
   readonly memberRoles = new Map<string, Map<string, Set<string>>>();
+  /** Threads by id, from the guilds' `threads` (a deleted one goes to `unknownChannels`). */
+  readonly threads = new Map<string, FakeThread>();
+  /**
+   * Whether the bot has Manage Threads where its threads are: without it, a locked thread cannot be
+   * unarchived by the bot (403, code 50013), as on Discord.
+   */
+  botManagesThreads = false;
+  /** When each announcement channel's messages were crossposted (its hourly limit counts these). */
+  readonly crossposts = new Map<string, number[]>();
+  /**
+   * Channels the bot is not in: a server that has only a member's user install of the app, a DM
+   * between other people, a group DM. The bot's own requests there answer 403 Missing Access
+   * (50001); interactions from them are answered through their callback and webhook as anywhere.
+   */
+  readonly foreignChannels = new Set<string>();
+  /** The DM channel of each person the bot opened one with (`POST /users/@me/channels`), by user id. */
+  readonly dmChannels = new Map<string, string>();
   /** Gateway connections that identified. */
   identified = 0;
   /** The `shard` of every IDENTIFY, in order (`[0, 1]` when the client sent none). */
@@ -262,6 +332,7 @@ export class FakeDiscord {
     };
     this.#gatewayUrl = options.gatewayUrl;
     this.#recommendedShards = options.recommendedShards ?? 1;
+    for (const guild of this.guilds) for (const thread of guild.threads ?? []) this.threads.set(thread.id, thread);
     this.#server = createServer((req, res) => {
       void this.#route(req, res).catch((error: unknown) => {
         res.writeHead(500, { 'content-type': 'application/json' });
@@ -291,6 +362,47 @@ export class FakeDiscord {
 
   get guildId(): string {
     return this.guilds[0]?.id ?? '1';
+  }
+
+  /** A thread of the guilds (to archive, lock or delete it in a test); throws for an unknown id. */
+  thread(id: string): FakeThread {
+    const found = this.threads.get(id);
+    if (!found) throw new Error(`no thread ${id}`);
+    return found;
+  }
+
+  /** The channel object of a guild channel or thread as the API and interactions carry it. */
+  channelObject(channelId: string, guildId: string): Record<string, unknown> {
+    const thread = this.threads.get(channelId);
+    if (thread) {
+      return {
+        id: thread.id,
+        type: thread.type,
+        guild_id: guildId,
+        parent_id: thread.parentId,
+        name: thread.name ?? 'thread',
+        owner_id: '1100000000000000999',
+        message_count: 0,
+        member_count: 1,
+        rate_limit_per_user: 0,
+        flags: 0,
+        thread_metadata: {
+          archived: thread.archived ?? false,
+          locked: thread.locked ?? false,
+          auto_archive_duration: 1440,
+          archive_timestamp: new Date(0).toISOString(),
+          ...(thread.type === CHANNEL_TYPE.privateThread ? { invitable: true } : {}),
+        },
+      };
+    }
+    const guild = this.guilds.find((g) => g.id === guildId);
+    const type = guild?.announcementChannels?.includes(channelId)
+      ? CHANNEL_TYPE.announcement
+      : guild?.forums?.includes(channelId)
+        ? CHANNEL_TYPE.forum
+        : CHANNEL_TYPE.text;
+    const position = Math.max(0, guild?.channels.indexOf(channelId) ?? 0);
+    return { id: channelId, type, guild_id: guildId, name: `channel-${position}`, position, permission_overwrites: [] };
   }
 
   /** A snowflake of `at` (default now), as Discord's ids are: its creation time is in its top bits. */
@@ -350,20 +462,26 @@ export class FakeDiscord {
     const channelId = spec.channelId ?? this.channelId;
     const user = spec.user ?? { id: '1100000000000000500', username: 'member' };
     const fullUser = { ...user, discriminator: '0', avatar: null, global_name: user.username };
+    const userInstall = spec.install === 'user';
+    // A user install answers in a DM between other people or a group DM too (context 2).
+    const context = guildId ? 0 : (spec.context ?? 1);
+    const privateChannel =
+      context === 2
+        ? { id: channelId, type: CHANNEL_TYPE.groupDm, name: null, recipients: [fullUser] }
+        : { id: channelId, type: CHANNEL_TYPE.dm, recipients: [fullUser] };
     const base: Record<string, unknown> = {
       id,
       application_id: this.applicationId,
       token,
       version: 1,
       channel_id: channelId,
-      channel: guildId
-        ? { id: channelId, type: 0, guild_id: guildId, name: 'alerts' }
-        : { id: channelId, type: 1, recipients: [fullUser] },
+      channel: guildId ? this.channelObject(channelId, guildId) : privateChannel,
       locale: 'en-US',
-      app_permissions: '2248473465835073',
+      app_permissions: spec.appPermissions ?? '2248473465835073',
       entitlements: [],
-      authorizing_integration_owners: guildId ? { '0': guildId } : { '1': user.id },
-      context: guildId ? 0 : 1,
+      // The installs that let this interaction happen: "0" the guild's, "1" the person's own.
+      authorizing_integration_owners: userInstall ? { '1': user.id } : guildId ? { '0': guildId } : { '1': user.id },
+      context,
       attachment_size_limit: 10_485_760,
     };
     if (guildId) {
@@ -549,15 +667,11 @@ export class FakeDiscord {
       roles: this.rolesOf(guild),
       emojis: [],
       stickers: [],
-      channels: guild.channels.map((id, position) => ({
-        id,
-        type: 0,
-        name: `channel-${position}`,
-        guild_id: guild.id,
-        position,
-        permission_overwrites: [],
-      })),
-      threads: [],
+      channels: guild.channels.map((id) => this.channelObject(id, guild.id)),
+      // Only active threads come with the guild, and no private thread (the bot has joined none).
+      threads: (guild.threads ?? [])
+        .filter((t) => !t.archived && t.type !== CHANNEL_TYPE.privateThread && !this.unknownChannels.has(t.id))
+        .map((t) => this.channelObject(t.id, guild.id)),
       members: [],
       presences: [],
       voice_states: [],
@@ -626,6 +740,71 @@ export class FakeDiscord {
       );
     }
     for (const [ws] of targets) this.#send(ws, t, d);
+  }
+
+  #isForum(channelId: string): boolean {
+    return this.guilds.some((g) => g.forums?.includes(channelId));
+  }
+
+  #isAnnouncement(channelId: string): boolean {
+    return this.guilds.some((g) => g.announcementChannels?.includes(channelId));
+  }
+
+  /**
+   * `PATCH /channels/{thread}` with `archived`/`locked`: unarchives a thread unless it is locked
+   * and the bot lacks Manage Threads (403, 50013), as Discord does. Other channels are not modelled.
+   */
+  #modifyThread(id: string, body: Record<string, unknown> | undefined): Answered {
+    if (this.unknownChannels.has(id)) return [404, { message: 'Unknown Channel', code: 10003 }];
+    const thread = this.threads.get(id);
+    if (!thread) return [400, { message: 'Cannot execute action on this channel type', code: 50024 }];
+    const changesLock = typeof body?.locked === 'boolean' && body.locked !== (thread.locked ?? false);
+    if ((thread.locked || changesLock) && !this.botManagesThreads) {
+      return [403, { message: 'Missing Permissions', code: 50013 }];
+    }
+    if (typeof body?.archived === 'boolean') thread.archived = body.archived;
+    if (typeof body?.locked === 'boolean') thread.locked = body.locked;
+    const guild = this.guilds.find((g) => g.threads?.includes(thread));
+    return [200, this.channelObject(id, guild?.id ?? this.guildId)];
+  }
+
+  /**
+   * `POST /channels/{id}/messages/{id}/crosspost`: publishes a message of an announcement channel,
+   * at most {@link CROSSPOSTS_PER_HOUR} an hour per channel (429 with the wait beyond), once per
+   * message (40033), in announcement channels only (50024).
+   */
+  #crosspost(channelId: string, messageId: string): Answered {
+    if (this.unknownChannels.has(channelId)) return [404, { message: 'Unknown Channel', code: 10003 }];
+    if (!this.#isAnnouncement(channelId)) {
+      return [400, { message: 'Cannot execute action on this channel type', code: 50024 }];
+    }
+    const message = this.messages.get(channelId)?.find((m) => m.id === messageId);
+    if (!message) return [404, { message: 'Unknown Message', code: 10008 }];
+    if (message.flags & CROSSPOSTED_FLAG) {
+      return [400, { message: 'This message has already been crossposted.', code: 40033 }];
+    }
+    const now = Date.now();
+    const recent = (this.crossposts.get(channelId) ?? []).filter((at) => at > now - 3_600_000);
+    this.crossposts.set(channelId, recent);
+    const oldest = recent[0];
+    if (recent.length >= CROSSPOSTS_PER_HOUR && oldest !== undefined) {
+      const after = (oldest + 3_600_000 - now) / 1000;
+      return [
+        429,
+        { message: 'You are being rate limited.', retry_after: after, global: false },
+        {
+          'retry-after': String(Math.ceil(after)),
+          'x-ratelimit-limit': String(CROSSPOSTS_PER_HOUR),
+          'x-ratelimit-remaining': '0',
+          'x-ratelimit-reset-after': String(after),
+          'x-ratelimit-bucket': `crosspost-${channelId}`,
+          'x-ratelimit-scope': 'user',
+        },
+      ];
+    }
+    recent.push(now);
+    message.flags |= CROSSPOSTED_FLAG;
+    return [200, message];
   }
 
   async #read(req: IncomingMessage): Promise<Pick<RecordedCall, 'body' | 'files'>> {
@@ -788,11 +967,30 @@ export class FakeDiscord {
         return answer(204);
       }
     }
+    if (method === 'POST' && route === '/users/@me/channels') {
+      const recipient = typeof body?.recipient_id === 'string' ? body.recipient_id : '';
+      if (!/^\d+$/.test(recipient)) return answer(400, { message: 'Invalid Form Body', code: 50035 });
+      const dm = this.dmChannels.get(recipient) ?? this.nextId();
+      this.dmChannels.set(recipient, dm);
+      const user = { id: recipient, username: 'member', discriminator: '0', avatar: null, global_name: null };
+      return answer(200, { id: dm, type: CHANNEL_TYPE.dm, last_message_id: null, flags: 0, recipients: [user] });
+    }
+    const crosspost = /^\/channels\/(\d+)\/messages\/(\d+)\/crosspost$/.exec(route);
+    if (method === 'POST' && crosspost) return answer(...this.#crosspost(crosspost[1] ?? '', crosspost[2] ?? ''));
+    const channelOnly = /^\/channels\/(\d+)$/.exec(route);
+    if (method === 'PATCH' && channelOnly) return answer(...this.#modifyThread(channelOnly[1] ?? '', body));
     const channel = /^\/channels\/(\d+)\/messages(?:\/(\d+))?$/.exec(route);
     if (channel) {
       const channelId = channel[1] ?? '';
       const messageId = channel[2];
       if (this.unknownChannels.has(channelId)) return answer(404, { message: 'Unknown Channel', code: 10003 });
+      if (this.foreignChannels.has(channelId)) return answer(403, { message: 'Missing Access', code: 50001 });
+      const thread = this.threads.get(channelId);
+      if (thread?.archived && method !== 'GET') return answer(400, { message: 'Thread is archived', code: 50083 });
+      if (this.#isForum(channelId) && method === 'POST') {
+        // A forum takes posts (threads), not messages.
+        return answer(400, { message: 'Cannot send messages in a forum channel', code: 50008 });
+      }
       const list = this.messages.get(channelId) ?? [];
       this.messages.set(channelId, list);
       if (method === 'GET' && !messageId) return answer(200, [...list].reverse());

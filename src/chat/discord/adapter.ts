@@ -12,6 +12,7 @@ import {
   type AutocompleteInteraction,
   type ButtonInteraction,
   ButtonStyle,
+  ChannelType,
   type ChatInputCommandInteraction,
   Client,
   type ClientOptions,
@@ -23,14 +24,17 @@ import {
   GatewayIntentBits,
   HTTPError,
   type Interaction,
+  InteractionContextType,
   MessageFlags,
   PermissionFlagsBits,
+  type PermissionsBitField,
   RateLimitError,
   REST,
   type RESTOptions,
   Routes,
 } from 'discord.js';
 import type { Logger } from 'pino';
+import * as v from 'valibot';
 import type { ButtonCodec } from '../../bot/buttons.ts';
 import type {
   Actor,
@@ -79,6 +83,12 @@ const PERMANENT_CODES = new Set([
   50013, // Missing Permissions
 ]);
 
+/** Discord's answer to a message sent to an archived thread. */
+const THREAD_ARCHIVED = 50083;
+/** Crossposts Discord allows per announcement channel in an hour. */
+export const CROSSPOSTS_PER_HOUR = 10;
+const HOUR_MS = 3_600_000;
+
 /** Discord's message nonce is at most 25 characters. */
 const NONCE_LENGTH = 25;
 /** `u` or `r`, one base-36 digit that keeps ids unique in a message, and `:`. */
@@ -120,6 +130,11 @@ export interface DiscordAdapterOptions {
    * retries an unreachable gateway forever; past this the start fails with a ChatStartError.
    */
   readyTimeoutMs?: number;
+  /**
+   * Whether what is posted in a channel is published to the servers that follow it (`/settings
+   * crosspost=on` in an announcement channel); never when not given.
+   */
+  crosspostIn?: (channelId: string) => boolean;
 }
 
 export interface DiscordAdapter {
@@ -132,9 +147,17 @@ export interface DiscordAdapter {
   stop(): Promise<void>;
 }
 
-/** The REST base of a configuration: the stand-in's or Discord's. */
-function restOptions(config: DiscordConfig): Partial<RESTOptions> {
-  return { makeRequest: requestWithEncodedForm, ...(config.apiRoot ? { api: config.apiRoot } : {}) };
+/**
+ * The REST base of a configuration (the stand-in's or Discord's). A rate-limited crosspost fails at
+ * once instead of waiting: its limit is 10 an hour per channel, and a wait of up to an hour would
+ * hold that channel's alerts behind it.
+ */
+export function restOptions(config: DiscordConfig): Partial<RESTOptions> {
+  return {
+    makeRequest: requestWithEncodedForm,
+    rejectOnRateLimit: (limited) => limited.route.endsWith('/crosspost'),
+    ...(config.apiRoot ? { api: config.apiRoot } : {}),
+  };
 }
 
 /**
@@ -163,7 +186,7 @@ export async function registerCommands(options: {
 }): Promise<{ scope: 'guild' | 'global'; count: number }> {
   const { config, commands } = options;
   const rest = options.rest ?? new REST(restOptions(config)).setToken(config.token);
-  const body = toApplicationCommands(commands, config.managePermission);
+  const body = toApplicationCommands(commands, config.managePermission, config.guildId ? 'guild' : 'global');
   const route = config.guildId
     ? Routes.applicationGuildCommands(config.applicationId, config.guildId)
     : Routes.applicationCommands(config.applicationId);
@@ -189,6 +212,11 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
   const codec = engine.buttonCodec(DISCORD_LIMITS.customId - CUSTOM_ID_PREFIX);
   const images = options.images ?? new ChatImages({ logger });
   const handler = new InteractionHandler(options, codec, images);
+  // The interaction's channel type, which discord.js keeps only for channels it has cached (not an
+  // archived thread, nor a channel of a server the bot is not in). Raw comes first, synchronously.
+  client.on(Events.Raw, (packet: { t?: unknown; d?: unknown }) => {
+    if (packet.t === 'INTERACTION_CREATE') handler.noteRaw(packet.d);
+  });
 
   client.on(Events.Error, (error) => logger.error({ err: scrub(error, config.token) }, 'discord client error'));
   client.on(Events.ShardDisconnect, (_event, shard) => logger.warn({ shard }, 'discord gateway disconnected'));
@@ -235,7 +263,10 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
   }
   return {
     client,
-    sink: new DiscordSink(client.rest, codec, images),
+    sink: new DiscordSink(client.rest, codec, images, {
+      logger,
+      ...(options.crosspostIn ? { crosspostIn: options.crosspostIn } : {}),
+    }),
     membership: new DiscordMembership(client.rest, () => client.user?.id),
     ready: () => client.isReady(),
     async stop() {
@@ -351,12 +382,52 @@ function within<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
 
 type Answerable = ChatInputCommandInteraction | ButtonInteraction;
 
+/**
+ * Whether the interaction came through the app installed to the person's account only, from a
+ * channel the bot cannot post in: a DM between other people or a group DM (context 2), or a server
+ * that has not installed the bot (no guild install among the authorizing integrations).
+ */
+export function botIsAbsent(interaction: Interaction): boolean {
+  if (interaction.context === InteractionContextType.PrivateChannel) return true;
+  return interaction.inGuild() && interaction.authorizingIntegrationOwners.guildId === null;
+}
+
+/** What {@link InteractionHandler.noteRaw} reads of an INTERACTION_CREATE payload. */
+const RAW_INTERACTION = v.object({ id: v.string(), channel: v.optional(v.object({ type: v.number() })) });
+/** Raw channel types kept for interactions not yet handled (discord.js drops some: never handled). */
+const RAW_KEPT = 1_000;
+/** Threads: posting there takes Send Messages in Threads instead of Send Messages. */
+const THREAD_TYPES: ReadonlySet<number> = new Set([
+  ChannelType.AnnouncementThread,
+  ChannelType.PublicThread,
+  ChannelType.PrivateThread,
+]);
+
+/**
+ * The permissions, by the names Discord's settings show, that the bot lacks to post alerts (embeds)
+ * in a channel: `app_permissions` are the bot's own there, overwrites included (Administrator implies all).
+ */
+export function missingToPost(permissions: Readonly<PermissionsBitField>, thread: boolean): string[] {
+  const needed: Array<[bigint, string]> = [
+    [PermissionFlagsBits.ViewChannel, 'View Channel'],
+    thread
+      ? [PermissionFlagsBits.SendMessagesInThreads, 'Send Messages in Threads']
+      : [PermissionFlagsBits.SendMessages, 'Send Messages'],
+    [PermissionFlagsBits.EmbedLinks, 'Embed Links'],
+  ];
+  return needed.filter(([flag]) => !permissions.has(flag, true)).map(([, name]) => name);
+}
+
 class InteractionHandler {
   readonly #options: DiscordAdapterOptions;
   readonly #codec: ButtonCodec;
   readonly #images: ChatImages;
   /** Commands (`watch add`) whose last answer took longer than the deferral delay. */
   readonly #slow = new Set<string>();
+  /** Channel types of interactions received and not yet handled, by interaction id. */
+  readonly #channelTypes = new Map<string, number | undefined>();
+  /** The channel type of each interaction being handled. */
+  readonly #channelType = new WeakMap<Interaction, number | undefined>();
 
   constructor(options: DiscordAdapterOptions, codec: ButtonCodec, images: ChatImages) {
     this.#options = options;
@@ -364,29 +435,59 @@ class InteractionHandler {
     this.#images = images;
   }
 
+  /** Keeps the channel type of an interaction as Discord sent it, for {@link #chat}. */
+  noteRaw(data: unknown): void {
+    const parsed = v.safeParse(RAW_INTERACTION, data);
+    if (!parsed.success) return;
+    // Interactions discord.js drops never reach `handle`: the oldest entries go first.
+    if (this.#channelTypes.size >= RAW_KEPT) {
+      const oldest = this.#channelTypes.keys().next();
+      if (!oldest.done) this.#channelTypes.delete(oldest.value);
+    }
+    this.#channelTypes.set(parsed.output.id, parsed.output.channel?.type);
+  }
+
   async handle(interaction: Interaction): Promise<void> {
+    this.#channelType.set(interaction, this.#channelTypes.get(interaction.id));
+    this.#channelTypes.delete(interaction.id);
     if (interaction.isChatInputCommand()) await this.#command(interaction);
     else if (interaction.isAutocomplete()) await this.#autocomplete(interaction);
     else if (interaction.isButton()) await this.#button(interaction);
   }
 
+  /**
+   * The chat an interaction concerns: its channel, or, through the person's own install where the
+   * bot is not ({@link botIsAbsent}), their DM with the bot (opened once, then cached by discord.js).
+   */
+  async #chatOf(interaction: Interaction): Promise<ChatRef> {
+    if (!botIsAbsent(interaction)) return this.#chat(interaction);
+    const dm = await interaction.user.createDM();
+    return { platform: 'discord', id: dm.id, kind: 'private', viaUserInstall: true };
+  }
+
+  /** The interaction's channel as a chat (rate limits; {@link #chatOf} for what a command concerns). */
   #chat(interaction: Interaction): ChatRef {
     const id = interaction.channelId ?? interaction.user.id;
-    return interaction.inGuild()
-      ? {
-          platform: 'discord',
-          id,
-          guildId: interaction.guildId,
-          kind: 'group',
-          community: { id: interaction.guildId, name: interaction.guild?.name ?? 'this server' },
-        }
-      : { platform: 'discord', id, kind: 'private' };
+    if (!interaction.inGuild()) return { platform: 'discord', id, kind: 'private' };
+    const type = this.#channelType.get(interaction) ?? interaction.channel?.type;
+    const missing = missingToPost(interaction.appPermissions, type !== undefined && THREAD_TYPES.has(type));
+    return {
+      platform: 'discord',
+      id,
+      guildId: interaction.guildId,
+      kind: 'group',
+      community: { id: interaction.guildId, name: interaction.guild?.name ?? 'this server' },
+      ...(missing.length ? { botMissing: missing } : {}),
+      ...(type === ChannelType.GuildAnnouncement ? { publishes: true } : {}),
+    };
   }
 
   #actor(interaction: Interaction): Actor {
+    const name = interaction.user.globalName ?? interaction.user.username;
+    // Through a person's own install, they act for themselves: a server's permissions mean nothing there.
+    if (botIsAbsent(interaction)) return { id: interaction.user.id, ...(name ? { name } : {}), canManage: false };
     const permission = PermissionFlagsBits[this.#options.config.managePermission];
     const canManage = interaction.inGuild() && (interaction.memberPermissions?.has(permission, true) ?? false);
-    const name = interaction.user.globalName ?? interaction.user.username;
     const canManageRoles =
       interaction.inGuild() && (interaction.memberPermissions?.has(PermissionFlagsBits.ManageRoles, true) ?? false);
     const actor: Actor = { id: interaction.user.id, ...(name ? { name } : {}), canManage, canManageRoles };
@@ -426,7 +527,7 @@ class InteractionHandler {
     const invocation = toInvocation(
       interaction.commandName,
       interaction.options.data,
-      this.#chat(interaction),
+      await this.#chatOf(interaction),
       this.#actor(interaction),
     );
     const label = [invocation.command, invocation.subcommand].filter(Boolean).join(' ');
@@ -438,7 +539,7 @@ class InteractionHandler {
     const match = /^([ur])[0-9a-z]:([\s\S]+)$/.exec(interaction.customId);
     const action = match?.[2] === undefined ? undefined : this.#codec.decode(match[2]);
     const work = action
-      ? this.#options.engine.runLine(action, this.#chat(interaction), this.#actor(interaction))
+      ? this.#chatOf(interaction).then((chat) => this.#options.engine.runLine(action, chat, this.#actor(interaction)))
       : Promise.resolve(undefined);
     const expired: Reply = { tone: 'warning', ephemeral: true, lines: [EXPIRED_BUTTON_TEXT] };
     await this.#answer(
@@ -516,7 +617,7 @@ class InteractionHandler {
     await interaction.respond(choices ?? []);
   }
 
-  #choices(
+  async #choices(
     interaction: AutocompleteInteraction,
     optionName: string,
     text: string,
@@ -525,7 +626,7 @@ class InteractionHandler {
       .flatMap((o) => [o, ...(o.options ?? [])])
       .find((o) => o.name === EXTRA_OPTIONS.network && typeof o.value === 'string')?.value as string | undefined;
     return this.#options.engine.complete({
-      chat: this.#chat(interaction),
+      chat: await this.#chatOf(interaction),
       command: interaction.commandName,
       subcommand: interaction.options.getSubcommand(false) ?? undefined,
       option: optionName,
@@ -631,33 +732,102 @@ export class DiscordSink implements AlertSink {
   readonly #rest: REST;
   readonly #codec: ButtonCodec;
   readonly #images: ImageSource;
+  readonly #crosspostIn: (channelId: string) => boolean;
+  readonly #logger: Logger | undefined;
+  /** Per announcement channel: when its last crossposts went, and until when Discord refuses more. */
+  readonly #crossposts = new Map<string, { times: number[]; refusedUntil: number }>();
 
-  /** `images` defaults to showing every image by its address (no SVG drawn). */
-  constructor(rest: REST, codec: ButtonCodec, images: ImageSource = IMAGES_BY_URL) {
+  /**
+   * `images` defaults to showing every image by its address (no SVG drawn); `crosspostIn` says
+   * which channels publish what is posted there (none by default).
+   */
+  constructor(
+    rest: REST,
+    codec: ButtonCodec,
+    images: ImageSource = IMAGES_BY_URL,
+    options: { crosspostIn?: (channelId: string) => boolean; logger?: Logger } = {},
+  ) {
     this.#rest = rest;
     this.#codec = codec;
     this.#images = images;
+    this.#crosspostIn = options.crosspostIn ?? (() => false);
+    this.#logger = options.logger;
   }
 
   async send(chatId: string, replies: readonly Reply[], idempotencyKey: string): Promise<string> {
     const { body, files } = await this.#body(replies);
-    try {
-      const message = (await this.#rest.post(Routes.channelMessages(chatId), {
+    const message = (await this.#inThread(chatId, () =>
+      this.#rest.post(Routes.channelMessages(chatId), {
         body: { ...body, nonce: nonceOf(idempotencyKey), enforce_nonce: true },
         ...(files.length ? { files } : {}),
-      })) as APIMessage;
-      return message.id;
+      }),
+    )) as APIMessage;
+    if (this.#crosspostIn(chatId)) await this.#crosspost(chatId, message);
+    return message.id;
+  }
+
+  async edit(chatId: string, messageId: string, replies: readonly Reply[]): Promise<void> {
+    const { body, files } = await this.#body(replies);
+    await this.#inThread(chatId, () =>
+      this.#rest.patch(Routes.channelMessage(chatId, messageId), { body, ...(files.length ? { files } : {}) }),
+    );
+  }
+
+  /**
+   * Runs a request to a channel; when the channel is an archived thread (50083), unarchives it and
+   * runs it once more. A thread the bot may not reopen (locked, and no Manage Threads) is a
+   * permanent failure, like a deleted channel: its rules are paused.
+   */
+  async #inThread<T>(chatId: string, request: () => Promise<T>): Promise<T> {
+    try {
+      return await request();
+    } catch (error) {
+      if (!(error instanceof DiscordAPIError && error.code === THREAD_ARCHIVED)) throw deliveryErrorOf(error);
+    }
+    try {
+      await this.#rest.patch(Routes.channel(chatId), { body: { archived: false } });
+    } catch (error) {
+      const failure = deliveryErrorOf(error);
+      if (!failure.permanent) throw failure;
+      throw new DeliveryError(`the thread is archived and the bot cannot reopen it (${failure.message})`, {
+        permanent: true,
+        cause: error,
+      });
+    }
+    try {
+      return await request();
     } catch (error) {
       throw deliveryErrorOf(error);
     }
   }
 
-  async edit(chatId: string, messageId: string, replies: readonly Reply[]): Promise<void> {
-    const { body, files } = await this.#body(replies);
+  /**
+   * Publishes a message of an announcement channel to the servers that follow it, within Discord's
+   * limit of {@link CROSSPOSTS_PER_HOUR} an hour per channel. Past it (or when Discord refuses),
+   * the alert stays posted in the channel only: the delivery has succeeded either way, and a
+   * failure here is logged, never retried.
+   */
+  async #crosspost(chatId: string, message: APIMessage): Promise<void> {
+    // A resend of a message already posted (the same nonce) may be published already.
+    if (((message.flags ?? 0) & MessageFlags.Crossposted) !== 0) return;
+    const now = Date.now();
+    const state = this.#crossposts.get(chatId) ?? { times: [], refusedUntil: 0 };
+    state.times = state.times.filter((at) => at > now - HOUR_MS);
+    this.#crossposts.set(chatId, state);
+    if (state.times.length >= CROSSPOSTS_PER_HOUR || state.refusedUntil > now) {
+      this.#logger?.info(
+        { channel: chatId, message: message.id },
+        'crosspost limit reached: posted in the channel only',
+      );
+      return;
+    }
+    state.times.push(now);
     try {
-      await this.#rest.patch(Routes.channelMessage(chatId, messageId), { body, ...(files.length ? { files } : {}) });
+      await this.#rest.post(Routes.channelMessageCrosspost(chatId, message.id));
     } catch (error) {
-      throw deliveryErrorOf(error);
+      if (error instanceof RateLimitError) state.refusedUntil = now + error.retryAfter;
+      const reason = error instanceof RateLimitError ? 'rate limited' : deliveryErrorOf(error).message;
+      this.#logger?.warn({ channel: chatId, message: message.id, reason }, 'alert not crossposted');
     }
   }
 

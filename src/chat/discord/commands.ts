@@ -3,6 +3,8 @@ import {
   type APIApplicationCommandOption,
   ApplicationCommandOptionType,
   ApplicationCommandType,
+  ApplicationIntegrationType,
+  InteractionContextType,
   PermissionFlagsBits,
   type RESTPutAPIApplicationCommandsJSONBody,
 } from 'discord.js';
@@ -77,6 +79,15 @@ export function optionsOf(spec: CommandSpec): APIApplicationCommandBasicOption[]
   return own.slice(0, OPTIONS_MAX);
 }
 
+/** Where the commands can be installed: servers (0) and people's accounts (1). */
+export const INSTALL_KINDS = [ApplicationIntegrationType.GuildInstall, ApplicationIntegrationType.UserInstall];
+/** Where they can be used: servers (0), the bot's DM (1), other DMs and group DMs (2). */
+export const COMMAND_CONTEXTS = [
+  InteractionContextType.Guild,
+  InteractionContextType.BotDM,
+  InteractionContextType.PrivateChannel,
+];
+
 const RANK: Record<Permission, number> = { everyone: 0, manage: 1, manageRoles: 1, operator: 2 };
 
 /** The least permission that lets a member see a command (the server checks each subcommand again). */
@@ -108,6 +119,7 @@ export function memberPermissionsFor(permission: Permission, manage: ManagePermi
 export function toApplicationCommands(
   registry: readonly CommandDefinition[],
   manage: ManagePermission = 'ManageGuild',
+  scope: 'global' | 'guild' = 'global',
 ): RESTPutAPIApplicationCommandsJSONBody {
   return registry.map((command) => {
     const options: APIApplicationCommandOption[] = isGroup(command)
@@ -124,6 +136,10 @@ export function toApplicationCommands(
       description: clip(command.description),
       options,
       default_member_permissions: memberPermissionsFor(visibleTo(command), manage),
+      // Global commands install to a server and to a person's account, and run in servers, the
+      // bot's DM and other DMs: where the bot is not, the engine answers for the person alone
+      // (ChatRef.viaUserInstall). Discord reads these for global commands only.
+      ...(scope === 'global' ? { integration_types: INSTALL_KINDS, contexts: COMMAND_CONTEXTS } : {}),
     };
   });
 }
