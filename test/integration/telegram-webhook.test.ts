@@ -205,7 +205,7 @@ describe('Telegram webhook mode with several replicas', () => {
         url: publicUrl,
         secret_token: SECRET,
         drop_pending_updates: false,
-        allowed_updates: ['message', 'callback_query'],
+        allowed_updates: ['message', 'channel_post', 'callback_query'],
       });
     }
     expect(tg.webhook).toEqual({ url: publicUrl, secret_token: SECRET });
