@@ -321,6 +321,29 @@ describe('forum topics with PostgreSQL', () => {
     await postgres?.stop();
   });
 
+  it("GIVEN alerts to two topics of one group THEN they keep the group's pace between them", async () => {
+    const group = -100931;
+    const [first, second] = [fake.openTopic(group, 'One'), fake.openTopic(group, 'Two')];
+    const paced = await startTelegram({
+      config: config(fake),
+      engine: h.engine,
+      logger: silent,
+      botInfo: fake.botInfo(),
+      groupIntervalMs: 500,
+    });
+    try {
+      const asked = Date.now();
+      await paced.sink.send(`${group}/${first}`, [{ title: 'one' }], 'p1');
+      await paced.sink.send(`${group}/${second}`, [{ title: 'two' }], 'p2');
+      const [one, two] = sentTo(fake, group, 0);
+      expect([one?.params.message_thread_id, two?.params.message_thread_id]).toEqual([first, second]);
+      // Telegram counts a group's messages whatever their topic: the second waits for the first's interval.
+      expect((two?.at ?? 0) - asked).toBeGreaterThanOrEqual(500);
+    } finally {
+      await paced.stop();
+    }
+  });
+
   it('GIVEN a rule and a digest added in a topic THEN after a restart the database still sends them to that topic', async () => {
     const url = await postgres.freshDatabase();
     const forum = -100930;
