@@ -319,7 +319,8 @@ describe('forum topics with PostgreSQL', () => {
   afterAll(async () => {
     await fake?.close();
     await postgres?.stop();
-  });
+    // Stopping the server takes long on a busy machine (the whole suite runs several).
+  }, 60_000);
 
   it("GIVEN alerts to two topics of one group THEN they keep the group's pace between them", async () => {
     const group = -100931;
