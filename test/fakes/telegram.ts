@@ -35,7 +35,19 @@ export interface StoredMessage {
   document?: { file_id: string; file_unique_id: string; file_name: string };
   reply_markup?: unknown;
   from?: { id: number; is_bot: boolean; first_name: string; username?: string };
+  /** Set on a message in a forum topic (other than General). */
+  message_thread_id?: number;
+  is_topic_message?: true;
+  /** A channel's own posts, and an anonymous admin's messages: the chat that speaks. */
+  sender_chat?: { id: number; type: string; title: string };
 }
+
+/** The user Telegram puts in `from` of an anonymous group admin's messages. */
+export const GROUP_ANONYMOUS_BOT = { id: 1087968824, is_bot: true, first_name: 'Group', username: 'GroupAnonymousBot' };
+/** The user Telegram puts in `from` of messages posted as a channel in a group. */
+export const CHANNEL_BOT = { id: 136817688, is_bot: true, first_name: 'Channel', username: 'Channel_Bot' };
+/** The Bot API's answer to a send into a forum topic that was deleted (or never was). */
+export const THREAD_NOT_FOUND = 'Bad Request: message thread not found';
 
 export interface Failure {
   code: number;
@@ -173,6 +185,10 @@ export class FakeTelegram {
   readonly inviteLinks: Array<{ chatId: string; invite_link: string; creates_join_request: boolean }> = [];
   /** Every ban and unban, in order (`until` of bans in seconds since the epoch). */
   readonly restrictions: Array<{ chatId: string; userId: number; kind: 'ban' | 'unban'; until?: number }> = [];
+  /** Forum supergroups: chat id -> their topics by message_thread_id (General is not listed). */
+  readonly forums = new Map<string, Map<number, { name: string; deleted: boolean }>>();
+  /** Chats that are channels (negative ids that are not supergroups). */
+  readonly channels = new Set<string>();
   webhook: { url: string; secret_token?: string } | undefined;
   /** Every POST of an update to the webhook, in order. */
   readonly webhookDeliveries: WebhookDelivery[] = [];
@@ -272,6 +288,97 @@ export class FakeTelegram {
   /** Whether a user is a member of a group now. */
   isMember(chatId: number | string, userId: number): boolean {
     return this.members.get(String(chatId))?.has(userId) === true;
+  }
+
+  /**
+   * Makes a group a forum (if it is not yet) and opens a topic in it, as createForumTopic does; the
+   * topic's message_thread_id is the id of the service message that created it, as in Telegram.
+   */
+  openTopic(chatId: number, name: string): number {
+    const topics = this.forums.get(String(chatId)) ?? new Map<number, { name: string; deleted: boolean }>();
+    this.forums.set(String(chatId), topics);
+    const threadId = this.#nextMessage++;
+    topics.set(threadId, { name, deleted: false });
+    return threadId;
+  }
+
+  /** Deletes a topic with its messages, as deleteForumTopic does: sends to it answer 400 "message thread not found". */
+  deleteTopic(chatId: number, threadId: number): void {
+    const topic = this.forums.get(String(chatId))?.get(threadId);
+    if (!topic) throw new Error(`no topic ${chatId}/${threadId}`);
+    topic.deleted = true;
+    for (const [key, message] of this.messages)
+      if (message.chat.id === chatId && message.message_thread_id === threadId) this.messages.delete(key);
+  }
+
+  /** Queues a text message typed in a forum topic (`is_topic_message`, `message_thread_id`). */
+  injectTopicText(chatId: number, threadId: number, userId: number, text: string) {
+    const update = this.#textUpdate(chatId, userId, text);
+    Object.assign(update.message, { chat: this.#chatOf(chatId), message_thread_id: threadId, is_topic_message: true });
+    return this.#push(update);
+  }
+
+  /**
+   * Queues a message of an anonymous group admin: `from` is GroupAnonymousBot and `sender_chat` the
+   * group itself (in a topic when `threadId` is given); `signature` is the admin's custom title.
+   */
+  injectAnonymousAdmin(chatId: number, text: string, options: { threadId?: number; signature?: string } = {}) {
+    const update = this.#textUpdate(chatId, GROUP_ANONYMOUS_BOT.id, text);
+    Object.assign(update.message, {
+      chat: this.#chatOf(chatId),
+      from: GROUP_ANONYMOUS_BOT,
+      sender_chat: this.#chatOf(chatId),
+      ...(options.signature === undefined ? {} : { author_signature: options.signature }),
+      ...(options.threadId === undefined ? {} : { message_thread_id: options.threadId, is_topic_message: true }),
+    });
+    return this.#push(update);
+  }
+
+  /** Queues a message posted in a group as another chat (a member's channel, a linked channel's forward). */
+  injectAsChat(chatId: number, senderChatId: number, text: string) {
+    const update = this.#textUpdate(chatId, CHANNEL_BOT.id, text);
+    Object.assign(update.message, {
+      from: CHANNEL_BOT,
+      sender_chat: { id: senderChatId, type: 'channel', title: `Channel ${senderChatId}` },
+    });
+    return this.#push(update);
+  }
+
+  /**
+   * Queues a channel_post update: a post in a channel (made one if it is not yet), without `from`,
+   * `sender_chat` being the channel; `signature` when the channel signs its posts.
+   */
+  injectChannelPost(channelId: number, text: string, signature?: string) {
+    this.channels.add(String(channelId));
+    const chat = this.#chatOf(channelId);
+    const post = {
+      message_id: this.#nextMessage++,
+      date: Math.floor(Date.now() / 1000),
+      chat,
+      sender_chat: chat,
+      text,
+      ...(signature === undefined ? {} : { author_signature: signature }),
+      ...(text.startsWith('/')
+        ? { entities: [{ type: 'bot_command', offset: 0, length: text.split(/\s/)[0]?.length ?? 1 }] }
+        : {}),
+    };
+    return this.#push({ update_id: this.#nextUpdate++, channel_post: post });
+  }
+
+  /** Drops queued updates of types the bot did not ask for (allowed_updates), as Telegram never sends them. */
+  #dropUnallowed(): void {
+    const allowed = this.#allowedUpdates;
+    if (!allowed?.length) return;
+    this.#updates = this.#updates.filter((u) => allowed.includes(Object.keys(u).find((k) => k !== 'update_id') ?? ''));
+  }
+
+  /** A chat as updates and sent messages name it: a channel, a (forum) supergroup or a private chat. */
+  #chatOf(chatId: number): { id: number; type: string; title: string; is_forum?: true } {
+    const key = String(chatId);
+    const title = this.titles.get(key) ?? (this.channels.has(key) ? 'Channel' : 'Group');
+    if (this.channels.has(key)) return { id: chatId, type: 'channel', title };
+    if (chatId > 0) return { id: chatId, type: 'private', title: `User ${chatId}` };
+    return { id: chatId, type: 'supergroup', title, ...(this.forums.has(key) ? { is_forum: true as const } : {}) };
   }
 
   /** Queues a button press on a message the bot sent. */
@@ -477,7 +584,20 @@ export class FakeTelegram {
         if (!chatId || this.leftGroups.has(chatId)) return error(400, 'Bad Request: chat not found');
         const id = Number(chatId);
         if (id > 0) return ok({ id, type: 'private', first_name: `User ${id}` });
-        return ok({ id, type: 'supergroup', title: this.titles.get(chatId) ?? 'Group' });
+        return ok(this.#chatOf(id));
+      }
+      case 'createForumTopic': {
+        if (!chatId || Number(chatId) > 0 || this.channels.has(chatId))
+          return error(400, 'Bad Request: chat is not a forum');
+        const name = String(p.name ?? '');
+        if (name.length < 1 || name.length > 128) return error(400, 'Bad Request: TOPIC_TITLE_EMPTY');
+        return ok({ message_thread_id: this.openTopic(Number(chatId), name), name, icon_color: 7322096 });
+      }
+      case 'deleteForumTopic': {
+        const topic = this.forums.get(chatId ?? '')?.get(Number(p.message_thread_id));
+        if (!topic || topic.deleted) return error(400, THREAD_NOT_FOUND);
+        this.deleteTopic(Number(chatId), Number(p.message_thread_id));
+        return ok(true);
       }
       case 'getChatMember': {
         const admins = this.admins.get(chatId ?? '') ?? [];
@@ -550,11 +670,17 @@ export class FakeTelegram {
         const photo = method === 'sendPhoto' ? await this.#photo(p.photo) : undefined;
         if (typeof photo === 'string') return error(400, photo);
         const id = Number(chatId);
+        const threadId = p.message_thread_id === undefined ? undefined : Number(p.message_thread_id);
+        const topic = threadId === undefined ? undefined : this.forums.get(chatId)?.get(threadId);
+        if (threadId !== undefined && (!topic || topic.deleted)) return error(400, THREAD_NOT_FOUND);
+        const chat = this.#chatOf(id);
         const message: StoredMessage = {
           message_id: this.#nextMessage++,
-          chat: { id, type: id < 0 ? 'supergroup' : 'private' },
+          chat: { id, type: chat.type },
           date: Math.floor(Date.now() / 1000),
-          from: this.bot,
+          // A channel's posts are the channel's, the bot's included.
+          ...(chat.type === 'channel' ? { sender_chat: chat } : { from: this.bot }),
+          ...(threadId === undefined ? {} : { message_thread_id: threadId, is_topic_message: true as const }),
         };
         if (method === 'sendMessage') {
           if (!p.text) return error(400, 'Bad Request: message text is empty');
@@ -607,6 +733,9 @@ export class FakeTelegram {
       case 'getUpdates': {
         const offset = Number(p.offset ?? 0);
         if (offset > 0) this.#updates = this.#updates.filter((u) => u.update_id >= offset);
+        // As Telegram: the allowed_updates given are kept for later calls, and other types are not sent.
+        if (Array.isArray(p.allowed_updates)) this.#allowedUpdates = p.allowed_updates.map(String);
+        this.#dropUnallowed();
         const limit = Number(p.limit ?? 100);
         const timeout = Number(p.timeout ?? 0);
         if (this.#updates.length === 0 && timeout > 0) {
@@ -621,6 +750,7 @@ export class FakeTelegram {
             req.once('close', wake);
           });
         }
+        this.#dropUnallowed();
         return ok(this.#updates.slice(0, limit));
       }
       default:

@@ -205,8 +205,8 @@ describe('Telegram webhook mode with several replicas', () => {
         url: publicUrl,
         secret_token: SECRET,
         drop_pending_updates: false,
-        // Join requests of gated groups (holder roles) too.
-        allowed_updates: ['message', 'callback_query', 'chat_join_request'],
+        // Channel posts, and join requests of gated groups (holder roles) too.
+        allowed_updates: ['message', 'channel_post', 'callback_query', 'chat_join_request'],
       });
     }
     expect(tg.webhook).toEqual({ url: publicUrl, secret_token: SECRET });

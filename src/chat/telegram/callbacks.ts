@@ -8,6 +8,7 @@ import { describe, type Scrub } from './bot.ts';
 import { REPLACES_MARK, type SentKind, type TelegramOutbox } from './outbox.ts';
 import type { ChatPeople } from './people.ts';
 import { TELEGRAM_LIMITS } from './render.ts';
+import { threadOf } from './topics.ts';
 
 /** Answer to a button whose stored action is gone. */
 export const EXPIRED_BUTTON = 'This button no longer works. Run the command again.';
@@ -52,8 +53,10 @@ export async function answerButton(ctx: Context, handling: ButtonHandling): Prom
   const query = ctx.callbackQuery;
   if (!query?.data) return;
   const message = query.message;
+  // A button on a message in a forum topic answers in that topic (an inaccessible message names none).
+  const chatOf = (m: NonNullable<typeof message>) => people.chat(m.chat, threadOf(m));
   const admission = engine.admit(
-    message ? people.chat(message.chat) : { platform: 'telegram', id: String(query.from.id), kind: 'private' },
+    message ? chatOf(message) : { platform: 'telegram', id: String(query.from.id), kind: 'private' },
     { id: String(query.from.id) },
   );
   if (admission.status !== 'ok') {
@@ -68,7 +71,7 @@ export async function answerButton(ctx: Context, handling: ButtonHandling): Prom
   }
   let answered = false;
   try {
-    const chat = people.chat(message.chat);
+    const chat = chatOf(message);
     const actor = await people.actor(message.chat, query.from);
     const { value: reply, outcome } = await probe.observe(() => engine.runLine(action, chat, actor));
     if (reply && REFUSALS.has(outcome)) {

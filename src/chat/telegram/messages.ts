@@ -4,7 +4,8 @@ import { isGroup } from '../../bot/command.ts';
 import type { CommandEngine } from '../../bot/engine.ts';
 import { parseStartPayload } from './deep-link.ts';
 import type { TelegramOutbox } from './outbox.ts';
-import type { ChatPeople } from './people.ts';
+import { type ChatPeople, senderOf } from './people.ts';
+import { threadOf } from './topics.ts';
 
 const PRIVATE_HINT = 'I answer commands. Send /help to see them.';
 /** Answer to a deep link for a group the bot is not in (or that is gone). */
@@ -28,8 +29,11 @@ export async function answerMessage(
   ctx: Context,
   { engine, outbox, people, username }: MessageHandling,
 ): Promise<void> {
-  const message = ctx.message;
-  if (!message?.text || !message.from || message.from.is_bot) return;
+  // A channel's posts come as channel_post updates; a command there is answered as a post.
+  const message = ctx.message ?? ctx.channelPost;
+  if (!message?.text) return;
+  const sender = senderOf(message);
+  if (!sender) return;
   const text = message.text;
   const isPrivate = message.chat.type === 'private';
   const addressed = /^\s*\/[A-Za-z][\w-]*@(\w+)/.exec(text)?.[1];
@@ -37,9 +41,10 @@ export async function answerMessage(
   const isCommand = text.trimStart().startsWith('/');
   // Talk in a group is not for the bot: it is neither answered nor counted.
   if (!isCommand && !isPrivate) return;
-  const chat = people.chat(message.chat);
+  // In a forum topic, the topic is the chat: answers, rules and digests go there.
+  const chat = people.chat(message.chat, threadOf(message));
   const replyTo = isPrivate ? undefined : message.message_id;
-  const admission = engine.admit(chat, { id: String(message.from.id) });
+  const admission = engine.admit(chat, { id: sender.kind === 'person' ? String(sender.user.id) : sender.id });
   if (admission.status === 'notify') await outbox.send(chat.id, admission.reply, replyTo);
   if (admission.status !== 'ok') return;
   if (!isCommand) {
@@ -61,7 +66,7 @@ export async function answerMessage(
     invokedIn = { ...chat, community: { id: payload.communityId, name: title } };
   }
   void ctx.replyWithChatAction('typing').catch(() => undefined);
-  const actor = await people.actor(message.chat, message.from);
+  const actor = await people.actorOf(message.chat, sender);
   const reply = await engine.runLine(line, invokedIn, actor);
   if (!reply) {
     if (isPrivate) await outbox.send(chat.id, { lines: [PRIVATE_HINT] });

@@ -6,6 +6,7 @@ import type { Reply } from '../../core/reply.ts';
 import { type ChatImage, IMAGES_BY_URL, type ImageSource } from '../images/images.ts';
 import { deepLink, startPayload } from './deep-link.ts';
 import { type RenderOptions, renderTelegram, TELEGRAM_LIMITS, type TelegramButton } from './render.ts';
+import { splitChatId } from './topics.ts';
 
 /** How a message was sent, which decides how it is edited. */
 export type SentKind = 'text' | 'photo';
@@ -70,12 +71,19 @@ export class TelegramOutbox {
     };
   }
 
-  async send(chatId: string, reply: Reply, replyTo?: number): Promise<SentMessage> {
+  /**
+   * Sends a reply to a chat, or to a forum topic (`<group id>/<thread id>`, see topics.ts), as an
+   * answer to `replyTo` when given.
+   */
+  async send(topicOrChatId: string, reply: Reply, replyTo?: number): Promise<SentMessage> {
+    const { chatId, threadId } = splitChatId(topicOrChatId);
     const text = renderTelegram(withoutImage(reply), this.#renderOptions(chatId));
     const image = await this.#images.show(renderTelegram(reply).photo);
     const reply_markup = await this.#keyboard(text.keyboard);
+    const thread = threadId === undefined ? {} : { message_thread_id: threadId };
     const common = {
       parse_mode: 'HTML' as const,
+      ...thread,
       ...(reply_markup ? { reply_markup } : {}),
       ...(replyTo === undefined
         ? {}
@@ -103,6 +111,7 @@ export class TelegramOutbox {
     for (const attachment of text.attachments) {
       try {
         await this.#api.sendDocument(chatId, new InputFile(attachment.data, attachment.name), {
+          ...thread,
           reply_parameters: { message_id: sent.messageId, allow_sending_without_reply: true },
         });
       } catch (error) {
@@ -113,8 +122,10 @@ export class TelegramOutbox {
     return sent;
   }
 
-  /** Rewrites a sent message; an edit that changes nothing is not an error. */
-  async edit(chatId: string, messageId: number, kind: SentKind, reply: Reply): Promise<void> {
+  /** Rewrites a sent message (in a chat or a topic of it); an edit that changes nothing is not an error. */
+  async edit(topicOrChatId: string, messageId: number, kind: SentKind, reply: Reply): Promise<void> {
+    // A message id is unique in its chat, topics included: an edit names no thread.
+    const { chatId } = splitChatId(topicOrChatId);
     try {
       if (kind === 'photo') {
         const caption = renderTelegram(reply, { ...this.#renderOptions(chatId), limit: TELEGRAM_LIMITS.caption });

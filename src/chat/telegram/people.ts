@@ -1,9 +1,36 @@
 import type { Api } from 'grammy';
-import type { Chat, User } from 'grammy/types';
+import type { Chat, Message, User } from 'grammy/types';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { Actor, ChatRef } from '../../bot/command.ts';
 import { describe, type Scrub } from './bot.ts';
+import { topicChatId } from './topics.ts';
+
+/**
+ * Who sent a message, as far as the bot can tell: a person (whether they manage the chat is asked
+ * of Telegram), or an administrator who speaks as the chat itself: an anonymous admin of a group
+ * (`sender_chat` is the group) or a channel's post (only its admins post; `from` is absent).
+ */
+export type Sender = { kind: 'person'; user: User } | { kind: 'chat-admin'; id: string; name: string };
+
+/**
+ * The sender of a message; undefined for what the bot does not answer: other bots, and posts made
+ * as another chat (a linked channel's automatic forward, a member posting as their own channel),
+ * which say nothing about who manages this group.
+ */
+export function senderOf(message: Message): Sender | undefined {
+  const chat = message.chat;
+  const admin = () => ({
+    kind: 'chat-admin' as const,
+    id: String(chat.id),
+    // The admin's custom title or signature when shown; untrusted text like any name.
+    name: message.author_signature ?? ('title' in chat && chat.title ? chat.title : 'an admin'),
+  });
+  if (chat.type === 'channel') return admin();
+  if (message.sender_chat) return message.sender_chat.id === chat.id ? admin() : undefined;
+  if (!message.from || message.from.is_bot) return undefined;
+  return { kind: 'person', user: message.from };
+}
 
 /** How long whether a member is a chat admin, and a group's title, are remembered. */
 const ADMIN_CACHE_MS = 5 * 60_000;
@@ -26,12 +53,16 @@ export class ChatPeople {
     this.#scrub = scrub;
   }
 
-  chat(chat: Chat): ChatRef {
+  /**
+   * The chat of an update; in a forum topic (`threadId`), the topic, whose community is still the
+   * group. A channel is a community of its own, as a group is.
+   */
+  chat(chat: Chat, threadId?: number): ChatRef {
     return chat.type === 'private'
       ? { platform: 'telegram', id: String(chat.id), kind: 'private' }
       : {
           platform: 'telegram',
-          id: String(chat.id),
+          id: topicChatId(chat.id, threadId),
           kind: 'group',
           community: { id: String(chat.id), name: chat.title ?? 'this group' },
         };
@@ -54,6 +85,12 @@ export class ChatPeople {
       this.#logger.debug({ err: describe(error, this.#scrub) }, 'deep link to a group the bot cannot see');
       return undefined;
     }
+  }
+
+  /** The actor of a message's sender: an admin speaking as the chat may manage it without asking Telegram. */
+  async actorOf(chat: Chat, sender: Sender): Promise<Actor> {
+    if (sender.kind === 'chat-admin') return { id: sender.id, name: sender.name, canManage: true };
+    return this.actor(chat, sender.user);
   }
 
   async actor(chat: Chat, user: User): Promise<Actor> {

@@ -4,6 +4,7 @@ import type { Reply } from '../../core/reply.ts';
 import type { AlertSink } from '../../delivery/sink.ts';
 import { DeliveryError } from '../../delivery/sink.ts';
 import type { SentKind, TelegramOutbox } from './outbox.ts';
+import { splitChatId } from './topics.ts';
 
 /** Telegram's pace: about one message a second per chat, 20 a minute per group. */
 export const TELEGRAM_PACE = {
@@ -13,9 +14,12 @@ export const TELEGRAM_PACE = {
   globalPerSecond: 30,
 } as const;
 
-/** Answers that mean the bot cannot post to the chat any more. */
+/**
+ * Answers that mean the bot cannot post to the chat (or the forum topic) any more. A deleted topic
+ * answers "message thread not found": its rules pause, the group's other topics go on.
+ */
 const UNREACHABLE =
-  /bot was blocked|bot was kicked|chat not found|user is deactivated|not a member|have no rights|not enough rights|CHAT_WRITE_FORBIDDEN|group chat was upgraded/i;
+  /message thread not found|TOPIC_DELETED|bot was blocked|bot was kicked|chat not found|user is deactivated|not a member|have no rights|not enough rights|CHAT_WRITE_FORBIDDEN|group chat was upgraded/i;
 
 /** Sends and edits that cannot be repeated usefully: the message is gone or cannot be edited. */
 const EDIT_GONE = /message to edit not found|message can't be edited|MESSAGE_ID_INVALID/i;
@@ -66,10 +70,12 @@ export class TelegramSink implements AlertSink {
   async send(chatId: string, replies: readonly Reply[], _idempotencyKey: string): Promise<string> {
     let first: string | undefined;
     for (const reply of replies) {
-      if (chatId.startsWith('-')) {
-        const wait = (this.#lastGroupSend.get(chatId) ?? 0) + this.#groupIntervalMs - Date.now();
+      // The group's pace holds across its topics: Telegram counts messages per group.
+      const group = splitChatId(chatId).chatId;
+      if (group.startsWith('-')) {
+        const wait = (this.#lastGroupSend.get(group) ?? 0) + this.#groupIntervalMs - Date.now();
         if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-        this.#lastGroupSend.set(chatId, Date.now());
+        this.#lastGroupSend.set(group, Date.now());
       }
       try {
         const sent = await this.#outbox.send(chatId, reply);

@@ -4,14 +4,20 @@ import { describe, type Scrub } from './bot.ts';
 
 /** The bot's handlers of the updates it asks for (`allowed_updates`). */
 export interface UpdateHandlers {
+  /** A text message in a chat, or a text post in a channel. */
   message: (ctx: Context) => Promise<void>;
   button: (ctx: Context) => Promise<void>;
   /** A request to join a gated group (holder roles). */
   joinRequest: (ctx: Context) => Promise<void>;
 }
 
-/** The updates the bot asks Telegram for, polling or by webhook. */
-export const ALLOWED_UPDATES = ['message', 'callback_query', 'chat_join_request'] as const;
+/**
+ * The updates the bot asks Telegram for, polling or by webhook: messages in chats and groups (forum
+ * topics included), posts in channels where the bot is an administrator, button presses, and
+ * requests to join a gated group (holder roles). An edited post is not asked for: an edited command
+ * is not run again.
+ */
+export const ALLOWED_UPDATES = ['message', 'channel_post', 'callback_query', 'chat_join_request'] as const;
 
 /**
  * Routes text messages, button presses and join requests to their handlers. Each runs in the background (a slow
@@ -32,7 +38,7 @@ export function routeUpdates(
     inflight.add(running);
     void running.finally(() => inflight.delete(running));
   };
-  bot.on('message:text', (ctx) => {
+  bot.on(['message:text', 'channel_post:text'], (ctx) => {
     track(handlers.message(ctx));
   });
   bot.on('callback_query:data', (ctx) => {
