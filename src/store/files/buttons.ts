@@ -34,6 +34,7 @@ import type { WriteFence } from '../../core/lease.ts';
 import type { StoredButton } from '../../core/settings.ts';
 import { StoreFileError, StoreWriteError } from '../../core/store-errors.ts';
 import { BUTTON_TTL_MS, MAX_STORED_BUTTONS, storedButtonSchema } from '../schema.ts';
+import { appendDurably, truncateTo } from './jsonl-file.ts';
 import { syncDirectory } from './sync-directory.ts';
 
 /** A button saved again within this time of its last save needs no write: it stays valid for days. */
@@ -209,7 +210,8 @@ export class ButtonFile {
       return;
     }
     const text = batch.map(({ hash, button }) => lineOf(hash, button)).join('');
-    await appendDurably(this.file, text, this.#options.fence);
+    await fenced(this.#options.fence);
+    await appendDurably(this.file, text);
     this.#writes += 1;
     this.#bytesWritten += Buffer.byteLength(text);
     this.#lines += batch.length;
@@ -284,34 +286,6 @@ function prune(buttons: Map<string, StoredButton>, options: Resolved): void {
     if (excess <= 0 && nowMs - Date.parse(button.createdAt) <= options.ttlMs) break;
     buttons.delete(hash);
     excess--;
-  }
-}
-
-/** Appends `text` and makes it durable; on failure the file is cut back to where it was. */
-async function appendDurably(file: string, text: string, fence: WriteFence): Promise<void> {
-  await fenced(fence);
-  const handle = await open(file, 'a');
-  let size: number | undefined;
-  try {
-    size = (await handle.stat()).size;
-    await handle.writeFile(text, 'utf8');
-    await handle.datasync();
-  } catch (error) {
-    // Part of the text may be in the file: a line of a save that is reported as failed must not stay.
-    if (size !== undefined) await handle.truncate(size).catch(() => undefined);
-    throw error;
-  } finally {
-    await handle.close();
-  }
-}
-
-async function truncateTo(file: string, size: number): Promise<void> {
-  const handle = await open(file, 'r+');
-  try {
-    await handle.truncate(size);
-    await handle.datasync();
-  } finally {
-    await handle.close();
   }
 }
 
