@@ -1,12 +1,20 @@
 import { sampleAlert } from '../src/alerts/sample.ts';
-import { type CommandContext, defineCommand, defineGroup } from '../src/bot/command.ts';
+import { type CommandContext, defineCommand, defineGroup, type ResolvedCollection } from '../src/bot/command.ts';
 import { ArgumentError, assertBotCanPost, UserError } from '../src/bot/errors.ts';
-import { traitConditions } from '../src/bot/market-commands.ts';
-import { parseAddress, parsePercent, parseTokenId } from '../src/bot/options.ts';
+import { onCollection, traitConditions } from '../src/bot/market-commands.ts';
+import { type Amount, parseAddress, parsePercent, parseTokenId } from '../src/bot/options.ts';
 import { echo } from '../src/bot/user-text.ts';
 import { code, oneLine, type Reply, type Rich } from '../src/core/reply.ts';
-import { ALERT_KINDS, type AlertKind, type TraitCondition, type WatchRule } from '../src/core/types.ts';
-import { shortAddress } from '../src/market/format.ts';
+import {
+  ALERT_KINDS,
+  type AlertKind,
+  type MinimumPrice,
+  type TraitCondition,
+  type WatchRule,
+} from '../src/core/types.ts';
+import { NATIVE_CURRENCY } from '../src/market/currencies.ts';
+import { formatUsd, shortAddress } from '../src/market/format.ts';
+import type { Order } from '../src/platform/types.ts';
 
 /** Rules one chat may have: bounds the work of every event. */
 export const MAX_RULES_PER_CHAT = 50;
@@ -21,7 +29,7 @@ function ruleIdentity(rule: Omit<WatchRule, 'id'>): string {
     sorted(rule.tokenIds),
     sorted(rule.wallets),
     sorted(rule.ignoreWallets),
-    rule.minPrice ?? null,
+    rule.minPrice ? [rule.minPrice.value, rule.minPrice.usd, rule.minPrice.currency ?? null] : null,
     rule.floorPercent ?? null,
     sorted(rule.traits?.map((t) => `${t.name.toLowerCase()}=${t.value.toLowerCase()}`)),
     rule.mentionRole ?? null,
@@ -31,7 +39,7 @@ function ruleIdentity(rule: Omit<WatchRule, 'id'>): string {
 const MAX_LIST = 20;
 
 const USAGE =
-  '/watch add <collection> [kinds] [tokens=1,2] [wallets=0x…] [ignore=0x…] [min=1.5|$500] [floor=80%] [mention=role] [relists=show] [trait=value ...]';
+  '/watch add <collection> [kinds] [tokens=1,2] [wallets=0x…] [ignore=0x…] [min=1.5|0.5DUSD|$500] [floor=80%] [mention=role] [relists=show] [trait=value ...]';
 
 function list(text: string | undefined): string[] {
   return (text ?? '')
@@ -46,13 +54,22 @@ function parseKinds(words: readonly string[] | undefined): AlertKind[] {
   return ALERT_KINDS.filter((kind) => words.includes(kind));
 }
 
-function describeRule(rule: WatchRule): Rich {
+/** `$500`, `0.5 DUSD`: a minimum with its unit (the symbol looked up for rules stored without one). */
+async function minimumText(ctx: CommandContext, rule: WatchRule, min: MinimumPrice): Promise<string> {
+  if (min.usd) return `$${min.value}`;
+  const symbol =
+    min.symbol ??
+    (await ctx.currencies.symbol(rule.network, min.currency ?? NATIVE_CURRENCY).catch(() => 'native coin'));
+  return `${min.value} ${symbol}`;
+}
+
+async function describeRule(ctx: CommandContext, rule: WatchRule): Promise<Rich> {
   const parts = [`${rule.kinds.join(', ')} of ${oneLine(rule.collectionName, 100)} (${rule.network})`];
   if (rule.tokenIds?.length)
     parts.push(`tokens ${rule.tokenIds.slice(0, 5).join(', ')}${rule.tokenIds.length > 5 ? '…' : ''}`);
   if (rule.wallets?.length) parts.push(`wallets ${rule.wallets.map(shortAddress).join(', ')}`);
   if (rule.ignoreWallets?.length) parts.push(`ignoring ${rule.ignoreWallets.map(shortAddress).join(', ')}`);
-  if (rule.minPrice) parts.push(`min ${rule.minPrice.usd ? `$${rule.minPrice.value}` : rule.minPrice.value}`);
+  if (rule.minPrice) parts.push(`min ${await minimumText(ctx, rule, rule.minPrice)}`);
   if (rule.floorPercent !== undefined) parts.push(`at most ${rule.floorPercent}% of floor`);
   if (rule.traits?.length) parts.push(rule.traits.map((t) => `${t.name}=${t.value}`).join(', '));
   if (rule.mentionRole) parts.push('with mention');
@@ -131,6 +148,84 @@ async function setPaused(ctx: CommandContext, text: string, paused: boolean): Pr
   };
 }
 
+/** Orders of each side read to learn a collection's main currency and the USD rates of its currencies. */
+const MARKET_PAGE_SIZE = 100;
+
+/**
+ * The collection's main currency: the one most of its listings are priced in (what its sellers ask
+ * and buyers pay; the cheapest listing alone may be an odd one out in another currency), the native
+ * coin on a tie with it or with nothing listed. Reading its listings and offers also teaches the
+ * currency directory their USD rates, which the rule's note and the conversion need.
+ */
+async function marketCurrency(ctx: CommandContext, collection: { network: string; address: string }): Promise<string> {
+  const sides = ['listing', 'offer'] as const;
+  const [listings] = await Promise.all(
+    sides.map(async (side) => {
+      const { collectibles } = await ctx.platform.marketplace.listCollectibles({
+        network: collection.network,
+        side,
+        contractAddress: collection.address,
+        filter: { includeEmpty: false },
+        page: { pageSize: MARKET_PAGE_SIZE },
+      });
+      const orders = collectibles.map((c) => c.order ?? c.listing).filter((o): o is Order => o !== undefined);
+      for (const order of orders) ctx.currencies.learn(collection.network, order);
+      return orders;
+    }),
+  );
+  const counts = new Map<string, number>([[NATIVE_CURRENCY, 0]]);
+  for (const order of listings ?? []) {
+    const currency = order.priceCurrencyAddress.toLowerCase();
+    counts.set(currency, (counts.get(currency) ?? 0) + 1);
+  }
+  // The native coin is first in the map: it wins a tie.
+  let main = NATIVE_CURRENCY;
+  for (const [currency, count] of counts) if (count > (counts.get(main) ?? 0)) main = currency;
+  return main;
+}
+
+/**
+ * A typed minimum as the rule stores it, with its unit: dollars as typed; a symbol checked against
+ * the network's currencies; a bare number in the collection's main currency (see marketCurrency).
+ * A currency the bot cannot turn into US dollars is refused: orders in other currencies could
+ * never be compared with it. The note tells the user how other currencies are compared.
+ */
+async function minimumOf(
+  ctx: CommandContext,
+  collection: ResolvedCollection,
+  amount: Amount,
+): Promise<{ price: MinimumPrice; note: string | undefined }> {
+  if (amount.usd) {
+    return {
+      price: { value: amount.value, usd: true },
+      note: 'Orders in any currency are compared by their US dollar value.',
+    };
+  }
+  const main = await onCollection(collection, () => marketCurrency(ctx, collection));
+  let currency: { address: string; symbol: string } | undefined;
+  if (amount.currency === undefined) {
+    currency = { address: main, symbol: await ctx.currencies.symbol(collection.network, main) };
+  } else {
+    currency = await ctx.currencies.bySymbol(collection.network, amount.currency);
+    if (!currency) {
+      throw new UserError('not_found', {
+        what: `${echo(amount.currency)} is not a currency the bot knows on ${collection.network}. Use the symbol of one its orders are priced in, or $ for US dollars (min=$100).`,
+      });
+    }
+  }
+  const rate = ctx.currencies.lastUsdRate(collection.network, currency.address);
+  if (rate === undefined) {
+    throw new UserError('not_found', {
+      what: `The bot knows no US dollar price of ${currency.symbol} on ${collection.network}, so it could not compare orders in other currencies with min=${amount.value} ${currency.symbol}. Give the minimum in US dollars (min=$100) or in a currency this collection trades in.`,
+    });
+  }
+  const worth = Number(amount.value) * rate;
+  return {
+    price: { value: amount.value, usd: false, currency: currency.address, symbol: currency.symbol },
+    note: `Orders in ${currency.symbol} compare by amount; orders in other currencies by their US dollar value (${amount.value} ${currency.symbol} is ${formatUsd(worth) ?? 'under a cent'} now).`,
+  };
+}
+
 /** How people say the kinds otherwise (plurals are read anyway): `/watch add moon cats sold` means sales. */
 const KIND_SYNONYMS: Readonly<Record<string, string>> = {
   sold: 'sale',
@@ -183,7 +278,11 @@ export default defineGroup({
         { name: 'tokens', type: 'text', description: 'Only these token ids, comma-separated' },
         { name: 'wallets', type: 'text', description: 'Only events involving these wallets, comma-separated' },
         { name: 'ignore', type: 'text', description: 'Never events involving these wallets, comma-separated' },
-        { name: 'min', type: 'amount', description: 'Minimum price, e.g. 1.5 or $500' },
+        {
+          name: 'min',
+          type: 'amount',
+          description: "Minimum price: 1.5 (the collection's currency), 0.5 DUSD or $500",
+        },
         {
           name: 'floor',
           type: 'text',
@@ -242,6 +341,7 @@ export default defineGroup({
           name: filter.name,
           value,
         }));
+        const minimum = min ? await minimumOf(ctx, collection, min) : { price: undefined, note: undefined };
         const wanted: Omit<WatchRule, 'id'> = {
           destination: { platform: ctx.chat.platform, chatId: ctx.chat.id },
           network: collection.network,
@@ -251,7 +351,7 @@ export default defineGroup({
           ...(tokenIds.length ? { tokenIds } : {}),
           ...(walletList.length ? { wallets: walletList } : {}),
           ...(ignored.length ? { ignoreWallets: ignored } : {}),
-          ...(min ? { minPrice: min } : {}),
+          ...(minimum.price ? { minPrice: minimum.price } : {}),
           ...(floorPercent === undefined ? {} : { floorPercent }),
           ...(traits.length ? { traits } : {}),
           ...(mention ? { mentionRole: mention } : {}),
@@ -275,7 +375,11 @@ export default defineGroup({
         return {
           title: 'Watching',
           tone: 'success',
-          lines: [describeRule(rule), 'Alerts arrive here within seconds of the event. /watch test shows a sample.'],
+          lines: [
+            await describeRule(ctx, rule),
+            ...(minimum.note ? [minimum.note] : []),
+            'Alerts arrive here within seconds of the event. /watch test shows a sample.',
+          ],
           buttons: [[{ label: 'Show a sample', action: `/watch test rule=${rule.id}` }]],
         };
       },
@@ -291,7 +395,7 @@ export default defineGroup({
           tone: 'info',
           lines: rules.length
             ? [
-                ...rules.slice(0, MAX_LIST).map(describeRule),
+                ...(await Promise.all(rules.slice(0, MAX_LIST).map((rule) => describeRule(ctx, rule)))),
                 ...(rules.length > MAX_LIST ? [`… and ${rules.length - MAX_LIST} more`] : []),
               ]
             : ['No rules yet. Add one with /watch add <collection>.'],

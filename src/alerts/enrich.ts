@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { formatUnits } from 'viem';
-import type { CurrencyDirectory } from '../market/currencies.ts';
+import { type CurrencyDirectory, NATIVE_CURRENCY } from '../market/currencies.ts';
 import { displayAmount, marketplaceName, traitsOf } from '../market/format.ts';
 import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
@@ -196,6 +196,8 @@ export class Enricher {
         usd: priced.usd,
         usdPerToken: priced.usd === undefined ? undefined : priced.usd / Math.max(1, units),
         floorUsd,
+        currency: priced.currency,
+        usdRate: (currency) => this.#currencies.lastUsdRate(event.network, currency),
       };
     }
     const first = orders[0];
@@ -345,6 +347,8 @@ export class Enricher {
         display: string;
         symbol: string;
         usd: number | undefined;
+        /** Lower-case address of the one currency paid; undefined for several. */
+        currency: string | undefined;
         more?: Array<{ amount: string; symbol: string }>;
       }
     | undefined
@@ -383,19 +387,26 @@ export class Enricher {
         display: first.display,
         symbol: first.symbol,
         usd: usdKnown && usd > 0 ? usd : undefined,
+        currency: byCurrency.size === 1 ? byCurrency.keys().next().value : undefined,
         ...(others.length ? { more: others.map((o) => ({ amount: o.display, symbol: o.symbol })) } : {}),
       };
     }
     const chain = this.#pricedByChain(event);
     if (chain && event.price) {
       const symbol = await this.#currencies.symbol(event.network, event.price.currency);
-      return { amount: chain.amount, display: displayAmount(chain.amount), symbol, usd: chain.usd };
+      return {
+        amount: chain.amount,
+        display: displayAmount(chain.amount),
+        symbol,
+        usd: chain.usd,
+        currency: event.price.currency.toLowerCase(),
+      };
     }
     if (event.price && /^0x0{40}$/i.test(event.price.currency)) {
       const units = BigInt(event.tokens[0]?.amount ?? '1');
       const amount = formatUnits(BigInt(event.price.perToken) * units, 18);
       const symbol = await this.#currencies.symbol(event.network, event.price.currency);
-      return { amount, display: displayAmount(amount), symbol, usd: undefined };
+      return { amount, display: displayAmount(amount), symbol, usd: undefined, currency: NATIVE_CURRENCY };
     }
     return undefined;
   }

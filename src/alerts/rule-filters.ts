@@ -4,7 +4,7 @@
  * message per chat, with the roles its rules ping). Prices are compared exactly (see compareParsed).
  */
 import { formatUnits, parseUnits } from 'viem/utils';
-import { type Destination, destinationKey, type MinimumPrice } from '../core/types.ts';
+import { type Destination, destinationKey, type MinimumPrice, NATIVE_COIN_ADDRESS } from '../core/types.ts';
 import type { MatchingRule } from './rule-index.ts';
 
 /** The price of an event after enrichment. */
@@ -17,6 +17,13 @@ export interface PriceInfo {
   usdPerToken?: number | undefined;
   /** The collection's floor in US dollars (its cheapest listing other than this event's), when fetched and known. */
   floorUsd?: number | undefined;
+  /**
+   * The currency `amount` is in (lower-case address); undefined when the event was paid in several
+   * (a sweep across currencies), which then compares through US dollars only.
+   */
+  currency?: string | undefined;
+  /** US dollars per whole unit of a currency, when the bot knows it: converts a minimum in another currency. */
+  usdRate?: ((currency: string) => number | undefined) | undefined;
 }
 
 /** One trait of a token, as read from its metadata attributes. */
@@ -165,10 +172,12 @@ export function passesFloor(rule: MatchingRule, price: PriceInfo | undefined): b
 }
 
 /**
- * Phase 2, price: true without a minimum; with `minPrice.usd`, compares the USD value (false when
- * unknown); else compares the amount in the order's currency. At or above the minimum passes; a
- * minimum or amount that is not a decimal fails. Exact: floats decide only when they are clearly
- * apart, else the whole numbers of units viem reads (see compareParsed).
+ * Phase 2, price: true without a minimum. A minimum in US dollars compares the USD value (false when
+ * unknown). A minimum in a currency compares the amount when the event is in that currency, and
+ * otherwise the event's USD value with the minimum's worth at the currency's known rate (false when
+ * either is unknown: a 95 DUSD sale never passes `min=0.1 DEV` by its bare number). At or above the
+ * minimum passes; a minimum or amount that is not a decimal fails. Exact: floats decide only when
+ * they are clearly apart, else the whole numbers of units viem reads (see compareParsed).
  */
 export function passesPrice(rule: MatchingRule, price: PriceInfo | undefined): boolean {
   const min = rule.minPrice;
@@ -180,8 +189,21 @@ export function passesPrice(rule: MatchingRule, price: PriceInfo | undefined): b
     parsedMinimums.set(min, minimum);
   }
   if (!minimum) return false;
-  const value = priceValue(price, min.usd);
-  return value !== null && compareParsed(value, minimum) >= 0;
+  if (min.usd) {
+    const value = priceValue(price, true);
+    return value !== null && compareParsed(value, minimum) >= 0;
+  }
+  // Rules stored before minimums had a unit are read as the native coin (see the stores' schema).
+  const currency = min.currency ?? NATIVE_COIN_ADDRESS;
+  if (price.currency !== undefined && price.currency === currency) {
+    const value = priceValue(price, false);
+    return value !== null && compareParsed(value, minimum) >= 0;
+  }
+  const rate = price.usdRate?.(currency);
+  const usd = priceValue(price, true);
+  if (rate === undefined || !(rate > 0) || usd === null) return false;
+  const minimumUsd = minimum.approx * rate;
+  return Number.isFinite(minimumUsd) && compareParsed(usd, new Decimal(minimumUsd)) >= 0;
 }
 
 const WHITESPACE = /^\s|\s$/;

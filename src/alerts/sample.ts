@@ -197,6 +197,7 @@ async function priceOf(
   order: Order,
   book: readonly Order[],
 ): Promise<{ shown: NonNullable<AlertDetails['price']>; info: PriceInfo }> {
+  for (const known of [order, ...book]) ctx.currencies.learn(rule.network, known);
   const symbol = await ctx.currencies.symbol(rule.network, order.priceCurrencyAddress);
   const usd = order.priceUSD > 0 ? order.priceUSD : undefined;
   const others = book.filter((o) => o.orderId !== order.orderId).map((o) => o.priceUSD);
@@ -204,6 +205,13 @@ async function priceOf(
   const amount = order.priceAmountFormatted || formatUnits(BigInt(order.priceAmount || '0'), order.priceDecimals ?? 18);
   return {
     shown: { amount: displayAmount(amount), symbol, ...(usd === undefined ? {} : { usd }) },
-    info: { amount, usd, usdPerToken: usd, floorUsd },
+    info: {
+      amount,
+      usd,
+      usdPerToken: usd,
+      floorUsd,
+      currency: order.priceCurrencyAddress.toLowerCase(),
+      usdRate: (currency) => ctx.currencies.lastUsdRate(rule.network, currency),
+    },
   };
 }

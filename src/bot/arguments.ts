@@ -8,7 +8,7 @@
 import type { CollectionKey } from '../core/settings.ts';
 import type { CommandSpec, ResolvedCollection } from './command.ts';
 import type { AmbiguousCollectionError, UserError } from './errors.ts';
-import type { ArgError, CollectionRef, Tokens } from './options.ts';
+import { type ArgError, type CollectionRef, looksLike, type Tokens } from './options.ts';
 import {
   assignWords,
   type FixedName,
@@ -82,8 +82,43 @@ export async function readArguments(
   tokens: Tokens,
   sources: ArgumentSources,
 ): Promise<Result<Arguments, ReadingFailure>> {
-  const first = await readOnce(spec, tokens, sources);
-  return first.ok ? first : reread(first.error, spec, tokens, sources);
+  const read = withAmountUnits(spec, tokens, contextOf(sources));
+  const first = await readOnce(spec, read, sources);
+  return first.ok ? first : reread(first.error, spec, read, sources);
+}
+
+/** What a currency's symbol looks like after an amount: two letters, then letters, digits or points. */
+const SYMBOL_WORD = /^[A-Za-z]{2}[A-Za-z0-9.]{0,14}$/;
+
+/**
+ * `min=0.5 DUSD` typed without quotes: the symbol after a bare number is the amount's unit, not a
+ * word of a free-text option after it (which would read `DUSD` as, say, a token id). A word another
+ * option claims (`min=5 sale`: a kind) stays where it is.
+ */
+function withAmountUnits(spec: CommandSpec, tokens: Tokens, ctx: WordContext): Tokens {
+  if (!tokens.glued) return tokens;
+  let result = tokens;
+  for (const [key, glued] of tokens.glued) {
+    const option = spec.options.find((o) => o.name === key);
+    const value = result.named.get(key);
+    const word = glued.words[0];
+    if (option?.type !== 'amount' || value === undefined || word === undefined) continue;
+    if (!/^[0-9._]+$/.test(value) || !SYMBOL_WORD.test(word)) continue;
+    if (spec.options.some((other) => other !== option && looksLike(other, word, ctx))) continue;
+    const at = result.positional.indexOf(word, glued.at);
+    if (at < 0) continue;
+    const positional = [...result.positional];
+    positional.splice(at, 1);
+    const named = new Map(result.named);
+    named.set(key, `${value} ${word}`);
+    // The other glued words after the one taken moved one place to the left.
+    const rest = new Map<string, { at: number; words: string[] }>();
+    for (const [other, entry] of result.glued ?? []) {
+      if (other !== key) rest.set(other, entry.at > at ? { ...entry, at: entry.at - 1 } : entry);
+    }
+    result = { ...result, positional, named, glued: rest };
+  }
+  return result;
 }
 
 function contextOf(sources: ArgumentSources): WordContext {

@@ -61,6 +61,8 @@ export interface Amount {
   value: string;
   /** True when written in US dollars (`$500`, `500usd`). */
   usd: boolean;
+  /** The currency symbol written after the number (`0.5 DUSD`), upper-case; none for a bare number or dollars. */
+  currency?: string;
 }
 
 export interface TimeOfDay {
@@ -242,24 +244,33 @@ export function parsePercent(input: string, option = 'percent'): Parsed<number> 
 }
 
 /**
- * A price: `1.5`, `0.25`, `$500`, `500usd`, `500 USD`. Up to 18 decimals, positive.
+ * A price: `1.5`, `0.25`, `$500`, `500usd`, `500 USD`, or in a currency named by its symbol: `0.5 DUSD`,
+ * `0.5DUSD` (the symbol is checked against the network's currencies by the command). Up to 18
+ * decimals, positive.
  */
 export function parseAmount(input: string, option = 'amount'): Parsed<Amount> {
-  let text = input.trim().toLowerCase().replace(/\s+/g, '');
+  let text = input.trim().replace(/\s+/g, '');
   let usd = false;
+  let currency: string | undefined;
   if (text.startsWith('$')) {
     usd = true;
     text = text.slice(1);
-  } else if (text.endsWith('usd')) {
-    usd = true;
-    text = text.slice(0, -3);
+  } else {
+    // A symbol after the number: two letters first (`1e5` is no price in E5), then letters, digits or points (`USDC.e`).
+    const unit = /^([0-9._]*)([A-Za-z]{2}[A-Za-z0-9.]{0,14})$/.exec(text);
+    if (unit) {
+      text = unit[1] ?? '';
+      const symbol = (unit[2] ?? '').toUpperCase();
+      if (symbol === 'USD') usd = true;
+      else currency = symbol;
+    }
   }
   text = text.replace(/_/g, '');
   if (!/^(\d{1,30}(\.\d{0,18})?|\.\d{1,18})$/.test(text)) {
     return fail({ code: 'invalid_amount', option, input: shown(input.trim()) });
   }
   const normalized = text.startsWith('.') ? `0${text}` : text.replace(/\.$/, '');
-  return ok({ value: normalized, usd });
+  return ok({ value: normalized, usd, ...(currency === undefined ? {} : { currency }) });
 }
 
 const DURATION_UNITS: Record<string, number> = {

@@ -75,7 +75,7 @@ export function describeArgError(error: ArgError): string {
     case 'invalid_choice':
       return `${option} must be one of ${(error.allowed ?? []).join(', ')}; got ${quote(error.input)}.`;
     case 'invalid_amount':
-      return `${quote(error.input)} is not a price: use a number such as 1.5, or $500 for US dollars.`;
+      return `${quote(error.input)} is not a price: use a number such as 1.5, 0.5 DUSD (a currency's symbol) or $500 for US dollars.`;
     case 'invalid_percent':
       return `${quote(error.input)} is not a percentage from 1 to 100: use for example ${option}=80%.`;
     case 'invalid_duration':

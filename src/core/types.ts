@@ -35,11 +35,22 @@ export interface TraitCondition {
   value: string;
 }
 
+/** The address that stands for a network's native coin in orders (ETH, POL, DEV, ...). */
+export const NATIVE_COIN_ADDRESS = '0x0000000000000000000000000000000000000000';
+
 export interface MinimumPrice {
   /** Decimal amount, e.g. `1.5`. */
   value: string;
-  /** In US dollars rather than in the order's currency. */
+  /** In US dollars (`$500`): compared with an order's USD value. */
   usd: boolean;
+  /**
+   * Without `usd`: the currency the amount is in (lower-case address, {@link NATIVE_COIN_ADDRESS} for the
+   * native coin). An order in this currency compares its amount; an order in another one compares through
+   * US dollars when both have a price. Rules stored before units existed are read as the native coin.
+   */
+  currency?: string;
+  /** The currency's symbol as it was resolved when the rule was made (`DUSD`), for showing the rule. */
+  symbol?: string;
 }
 
 /** A chat's standing request for alerts about one collection. */

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import type { ChatSettings } from '../core/settings.ts';
-import { ALERT_KINDS, type WatchRule } from '../core/types.ts';
+import { ALERT_KINDS, NATIVE_COIN_ADDRESS, type WatchRule } from '../core/types.ts';
 import { type Dict, dict } from '../records.ts';
 
 const isPlainObject = (input: unknown): input is Record<string, unknown> =>
@@ -74,6 +74,12 @@ const destination = v.object({
 
 const decimal = v.pipe(v.string(), v.regex(/^\d+(\.\d+)?$/, 'expected a decimal number'));
 
+/** A currency's symbol as a rule shows it (`DEV`, `DUSD`, `USDC.e`). */
+const currencySymbol = v.pipe(
+  v.string(),
+  v.regex(/^[A-Za-z][A-Za-z0-9.]{0,15}$/, 'expected a currency symbol such as DUSD'),
+);
+
 const watchRule = v.object({
   id: v.pipe(v.string(), v.regex(/^r\d+$/, 'expected a rule id such as r12')),
   destination,
@@ -84,7 +90,14 @@ const watchRule = v.object({
   tokenIds: v.exactOptional(v.array(v.pipe(v.string(), v.regex(/^\d+$/, 'expected a token id')))),
   wallets: v.exactOptional(v.array(address)),
   ignoreWallets: v.exactOptional(v.array(address)),
-  minPrice: v.exactOptional(v.object({ value: decimal, usd: v.boolean() })),
+  minPrice: v.exactOptional(
+    v.object({
+      value: decimal,
+      usd: v.boolean(),
+      currency: v.exactOptional(address),
+      symbol: v.exactOptional(currencySymbol),
+    }),
+  ),
   floorPercent: v.exactOptional(v.pipe(v.number(), v.minValue(1), v.maxValue(100))),
   traits: v.exactOptional(v.array(v.object({ name: v.string(), value: v.string() }))),
   mentionRole: v.exactOptional(v.string()),
@@ -238,9 +251,22 @@ export class RuleChecker {
     if (!result.success) {
       return { ok: false, problems: result.issues.slice(0, 3).map((i) => describeIssue(i, `rules[${index}]`)) };
     }
-    const rule = raw as WatchRuleRecord;
+    const rule = withUnit(raw as WatchRuleRecord);
     return { ok: true, rule: this.#intern ? this.#intern.rule(rule) : rule };
   }
+}
+
+/**
+ * A rule stored before minimums had a unit (`{value: '0.1', usd: false}`, compared with whatever
+ * currency an order was in) as one in the network's native coin: what such minimums were almost
+ * always meant in (the old examples: `min=1.5` next to `$500`), and known without asking the
+ * platform, so both stores read it the same way at start-up. It is written back with its currency
+ * the next time the rule changes, and `/watch list` shows the unit meanwhile.
+ */
+function withUnit(rule: WatchRuleRecord): WatchRuleRecord {
+  const min = rule.minPrice;
+  if (!min || min.usd || min.currency !== undefined) return rule;
+  return { ...rule, minPrice: { ...min, currency: NATIVE_COIN_ADDRESS } };
 }
 
 /**

@@ -38,7 +38,7 @@ describe('market commands on the local platform', () => {
 
   it('/help watch add explains the subcommand and its options; /help watch lists the subcommands', async () => {
     const add = h.text(await h.run('/help watch add'));
-    expect(add).toContain('min: Minimum price, e.g. 1.5 or $500');
+    expect(add).toContain("min: Minimum price: 1.5 (the collection's currency), 0.5 DUSD or $500");
     expect(add).toContain('Example: /watch add moon cats');
     const group = h.text(await h.run('/help watch'));
     expect(group).toContain('/watch remove <rule>');

@@ -343,7 +343,7 @@ describe('Discord interactions', () => {
       ['alias set', () => ({ name: 'cats', collection })],
       ['alias list', () => ({})],
       ['alias remove', () => ({ name: 'cats' })],
-      ['watch add', () => ({ collection, kinds: 'sale' })],
+      ['watch add', () => ({ collection, kinds: 'sale', min: '0.5 DUSD' })],
       ['watch list', () => ({})],
       ['watch test', () => ({ rule: ruleId() })],
       ['watch pause', () => ({ rule: ruleId() })],
@@ -377,6 +377,8 @@ describe('Discord interactions', () => {
       }
       if (label === 'buy') expect(answer.files.map((f) => f.name)).toContain('checkout-steps.json');
       if (label === 'unpublish') expect(answer.ephemeral).toBe(true);
+      // The rule's minimum keeps the currency it was given in.
+      if (label === 'watch add' || label === 'watch list') expect(text(answer.message)).toContain('min 0.5 DUSD');
     }
   });
 

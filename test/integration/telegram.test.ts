@@ -338,6 +338,12 @@ describe('commands in Telegram chats', () => {
     const added = await say(chat, 6, '/watch add glitch gardens sale min=2');
     expect(htmlOf(added)).toContain('<b>Watching</b>');
     expect(h.store.rules.length).toBe(before + 1);
+    // The minimum carries its unit: a bare number is the collection's main currency, shown with it.
+    expect(htmlOf(added)).toContain('min 2 DEV');
+    const unknown = await say(chat, 6, '/watch add glitch gardens sale min=2 NOPE');
+    expect(htmlOf(unknown)).toContain('NOPE is not a currency the bot knows on devnet');
+    expect(h.store.rules.length).toBe(before + 1);
+    expect(htmlOf(await say(chat, 6, '/watch list'))).toMatch(/min 2 DEV/);
   });
 
   it('ignores /floor@OtherBot and plain talk in a group, answers /help@ its own name, hints in private', async () => {

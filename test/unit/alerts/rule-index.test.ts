@@ -9,10 +9,12 @@ import {
   passesTraitsAny,
 } from '../../../src/alerts/rule-filters.ts';
 import { type MatchingRule, RuleIndex } from '../../../src/alerts/rule-index.ts';
-import { ALERT_KINDS, type WatchRule } from '../../../src/core/types.ts';
+import { ALERT_KINDS, NATIVE_COIN_ADDRESS, type WatchRule } from '../../../src/core/types.ts';
 import { ALICE, addr, BOB, CAROL, COLLECTION, chainEvent, OTHER_COLLECTION, rule } from './fixtures.ts';
 
 const event = chainEvent;
+/** A currency other than the native coin (the local platform's Devnet Dollar stands in). */
+const DUSD = '0x00000000000000000000000000000000000d05d0';
 
 /** A rule as the index gives it back: what matching reads of it, its collection lower-case. */
 function matching(r: WatchRule): MatchingRule {
@@ -248,15 +250,34 @@ describe('passesPrice', () => {
   });
 
   it('compares the amount in the order currency, exactly', () => {
-    const r = rule({ minPrice: { value: '1.5', usd: false } });
-    expect(passesPrice(r, { amount: '1.5', usd: 1 })).toBe(true);
-    expect(passesPrice(r, { amount: '1.50000', usd: 1 })).toBe(true);
-    expect(passesPrice(r, { amount: '1.4999999999999999999', usd: 10_000 })).toBe(false);
-    expect(passesPrice(r, { amount: '12', usd: undefined })).toBe(true);
+    const r = rule({ minPrice: { value: '1.5', usd: false, currency: DUSD } });
+    const inDusd = (amount: string, usd: number | undefined) => ({ amount, usd, currency: DUSD });
+    expect(passesPrice(r, inDusd('1.5', 1))).toBe(true);
+    expect(passesPrice(r, inDusd('1.50000', 1))).toBe(true);
+    expect(passesPrice(r, inDusd('1.4999999999999999999', 10_000))).toBe(false);
+    expect(passesPrice(r, inDusd('12', undefined))).toBe(true);
     expect(passesPrice(r, undefined)).toBe(false);
-    expect(passesPrice(r, { amount: 'n/a', usd: 5 })).toBe(false);
-    const tiny = rule({ minPrice: { value: '1.0000000000000000002', usd: false } });
-    expect(passesPrice(tiny, { amount: '1.0000000000000000001', usd: undefined })).toBe(false);
+    expect(passesPrice(r, inDusd('n/a', 5))).toBe(false);
+    const tiny = rule({ minPrice: { value: '1.0000000000000000002', usd: false, currency: DUSD } });
+    expect(passesPrice(tiny, inDusd('1.0000000000000000001', undefined))).toBe(false);
+  });
+
+  it('compares an order in another currency through US dollars, and never by its bare number', () => {
+    // 0.1 of the native coin at $2,450 is $245: a 95 DUSD sale ($95) is below it, 300 DUSD above.
+    const r = rule({ minPrice: { value: '0.1', usd: false, currency: NATIVE_COIN_ADDRESS } });
+    const rates = (currency: string) => (currency === NATIVE_COIN_ADDRESS ? 2_450 : undefined);
+    expect(passesPrice(r, { amount: '95', usd: 95, currency: DUSD, usdRate: rates })).toBe(false);
+    expect(passesPrice(r, { amount: '300', usd: 300, currency: DUSD, usdRate: rates })).toBe(true);
+    expect(passesPrice(r, { amount: '245', usd: 245, currency: DUSD, usdRate: rates })).toBe(true);
+    // Without a rate for the rule's currency, or a USD value of the order, nothing to compare: no match.
+    expect(passesPrice(r, { amount: '300', usd: 300, currency: DUSD, usdRate: () => undefined })).toBe(false);
+    expect(passesPrice(r, { amount: '300', usd: undefined, currency: DUSD, usdRate: rates })).toBe(false);
+    // The rule's own currency compares amounts, whatever the rate.
+    expect(passesPrice(r, { amount: '0.1', usd: undefined, currency: NATIVE_COIN_ADDRESS })).toBe(true);
+    // A rule stored before units (no currency) is in the native coin.
+    const legacy = rule({ minPrice: { value: '0.1', usd: false } });
+    expect(passesPrice(legacy, { amount: '95', usd: 95, currency: DUSD, usdRate: rates })).toBe(false);
+    expect(passesPrice(legacy, { amount: '0.2', usd: 490, currency: NATIVE_COIN_ADDRESS })).toBe(true);
   });
 
   it('compares the USD value when the minimum is in dollars', () => {
@@ -317,8 +338,8 @@ describe('passesPrice', () => {
         const y = b.units * 10n ** BigInt(scale - b.scale);
         const expected = x < y ? -1 : x > y ? 1 : 0;
         expect(compareDecimals(a.text, b.text)).toBe(expected);
-        const r = rule({ minPrice: { value: b.text, usd: false } });
-        expect(passesPrice(r, { amount: a.text, usd: undefined })).toBe(expected >= 0);
+        const r = rule({ minPrice: { value: b.text, usd: false, currency: DUSD } });
+        expect(passesPrice(r, { amount: a.text, usd: undefined, currency: DUSD })).toBe(expected >= 0);
       }),
       { numRuns: 500 },
     );

@@ -106,6 +106,13 @@ describe('option parsers', () => {
     expect(parseAmount('.25')).toEqual({ ok: true, value: { value: '0.25', usd: false } });
     expect(parseAmount('-1').ok).toBe(false);
     expect(parseAmount('1e5').ok).toBe(false);
+    // A currency's symbol after the number, with or without a space; dollars however they are written.
+    expect(parseAmount('0.5 DUSD')).toEqual({ ok: true, value: { value: '0.5', usd: false, currency: 'DUSD' } });
+    expect(parseAmount('0.5dev')).toEqual({ ok: true, value: { value: '0.5', usd: false, currency: 'DEV' } });
+    expect(parseAmount('2 USDC.e')).toEqual({ ok: true, value: { value: '2', usd: false, currency: 'USDC.E' } });
+    expect(parseAmount('100usd')).toEqual({ ok: true, value: { value: '100', usd: true } });
+    expect(parseAmount('$100 DUSD').ok).toBe(false);
+    expect(parseAmount('DUSD').ok).toBe(false);
     expect(parseAmount('1.0000000000000000001').ok).toBe(false);
   });
 
