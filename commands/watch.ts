@@ -1,19 +1,29 @@
+import { renderMove } from '../src/alerts/move-render.ts';
+import {
+  currentLevel,
+  DEFAULT_MOVE_CHANGE_PERCENT,
+  DEFAULT_MOVE_EVERY_MS,
+  formatPercent,
+} from '../src/alerts/moves.ts';
 import { sampleAlert } from '../src/alerts/sample.ts';
 import { type CommandContext, defineCommand, defineGroup, type ResolvedCollection } from '../src/bot/command.ts';
 import { ArgumentError, assertBotCanPost, UserError } from '../src/bot/errors.ts';
 import { onCollection, traitConditions } from '../src/bot/market-commands.ts';
-import { type Amount, parseAddress, parsePercent, parseTokenId } from '../src/bot/options.ts';
+import { type Amount, parseAddress, parseDuration, parsePercent, parseTokenId } from '../src/bot/options.ts';
 import { echo } from '../src/bot/user-text.ts';
 import { code, oneLine, type Reply, type Rich } from '../src/core/reply.ts';
 import {
   ALERT_KINDS,
   type AlertKind,
   type MinimumPrice,
+  MOVE_SUBJECTS,
+  type MoveRule,
+  type MoveSubject,
   type TraitCondition,
   type WatchRule,
 } from '../src/core/types.ts';
 import { NATIVE_CURRENCY } from '../src/market/currencies.ts';
-import { formatUsd, shortAddress } from '../src/market/format.ts';
+import { displayAmount, formatUsd, shortAddress } from '../src/market/format.ts';
 import type { Order } from '../src/platform/types.ts';
 
 /** Rules one chat may have: bounds the work of every event. */
@@ -34,12 +44,58 @@ function ruleIdentity(rule: Omit<WatchRule, 'id'>): string {
     sorted(rule.traits?.map((t) => `${t.name.toLowerCase()}=${t.value.toLowerCase()}`)),
     rule.mentionRole ?? null,
     rule.showRelists === true,
+    // A move rule's reference and last alert change as it alerts: they are no part of what it asks for.
+    rule.move
+      ? [
+          rule.move.subject,
+          rule.move.changePercent ?? null,
+          rule.move.below ?? null,
+          rule.move.above ?? null,
+          rule.move.everyMs,
+        ]
+      : null,
   ]);
 }
 const MAX_LIST = 20;
 
 const USAGE =
-  '/watch add <collection> [kinds] [tokens=1,2] [wallets=0x…] [ignore=0x…] [min=1.5|0.5DUSD|$500] [floor=80%] [mention=role] [relists=show] [trait=value ...]';
+  '/watch add <collection> [kinds] [tokens=1,2] [wallets=0x…] [ignore=0x…] [min=1.5|0.5DUSD|$500] [floor=80%] [mention=role] [relists=show] [trait=value ...], or /watch add <collection> floor|offer-top [change=10%] [below=100|$100] [above=150] [every=1h]';
+
+/** Shortest and longest cooldown of a floor or best-offer rule: no flood, and still an alert a week. */
+const MIN_EVERY_MS = 60_000;
+const MAX_EVERY_MS = 7 * 86_400_000;
+
+/** `1h`, `30m`, `1h30m`, `2d`. */
+function durationText(ms: number): string {
+  const parts: string[] = [];
+  let rest = ms;
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+  ] as const) {
+    if (rest >= size) {
+      parts.push(`${Math.floor(rest / size)}${unit}`);
+      rest %= size;
+    }
+  }
+  return parts.join('') || '0m';
+}
+
+const lineText = (line: Amount) => (line.usd ? `$${line.value}` : line.value);
+
+/** `floor of Moon Cats: change 10%, below 100 · at most every 1h · last 95 (when added)` */
+function describeMove(move: MoveRule): string {
+  const conditions = [
+    ...(move.changePercent === undefined ? [] : [`moves ${formatPercent(move.changePercent)}`]),
+    ...(move.below ? [`falls below ${lineText(move.below)}`] : []),
+    ...(move.above ? [`rises above ${lineText(move.above)}`] : []),
+  ];
+  const reference = move.reference
+    ? `from ${displayAmount(move.reference.amount)}${move.lastAlertAt ? ' (last alert)' : ' (when added)'}`
+    : 'from the first level seen';
+  return `when it ${conditions.join(' or ')}, ${reference}, at most every ${durationText(move.everyMs)}`;
+}
 
 function list(text: string | undefined): string[] {
   return (text ?? '')
@@ -64,6 +120,11 @@ async function minimumText(ctx: CommandContext, rule: WatchRule, min: MinimumPri
 }
 
 async function describeRule(ctx: CommandContext, rule: WatchRule): Promise<Rich> {
+  if (rule.move) {
+    const what = rule.move.subject === 'floor' ? 'Floor' : 'Best offer';
+    const text = `${what} of ${oneLine(rule.collectionName, 100)} (${rule.network}) ${describeMove(rule.move)}${rule.mentionRole ? ' · with mention' : ''}`;
+    return [code(rule.id), ` ${rule.paused ? '(paused) ' : ''}${text}`];
+  }
   const parts = [`${rule.kinds.join(', ')} of ${oneLine(rule.collectionName, 100)} (${rule.network})`];
   if (rule.tokenIds?.length)
     parts.push(`tokens ${rule.tokenIds.slice(0, 5).join(', ')}${rule.tokenIds.length > 5 ? '…' : ''}`);
@@ -75,6 +136,66 @@ async function describeRule(ctx: CommandContext, rule: WatchRule): Promise<Rich>
   if (rule.mentionRole) parts.push('with mention');
   if (rule.showRelists && rule.kinds.includes('listing')) parts.push('relists shown');
   return [code(rule.id), ` ${rule.paused ? '(paused) ' : ''}${parts.join(' · ')}`];
+}
+
+/** Adds a rule unless the chat has the same one or too many. */
+async function addRule(ctx: CommandContext, wanted: Omit<WatchRule, 'id'>, note?: string): Promise<Reply> {
+  const same = (await rulesOfChat(ctx)).find((r) => ruleIdentity(r) === ruleIdentity(wanted));
+  if (same) {
+    throw new UserError('not_found', {
+      what: `${same.id} already watches exactly this${same.paused ? ` (paused: /watch resume ${same.id})` : ''}.`,
+    });
+  }
+  const rule = await ctx.store.addRule(wanted, MAX_RULES_PER_CHAT);
+  if (!rule)
+    throw new UserError('not_found', {
+      what: `This chat already has ${MAX_RULES_PER_CHAT} rules; remove one first.`,
+    });
+  const when = rule.move
+    ? rule.move.reference
+      ? 'Alerts arrive here when the level moves that far (looked up to confirm). /watch test shows a sample.'
+      : 'It has no level now: the first one seen is where moves are measured from. /watch test shows a sample.'
+    : 'Alerts arrive here within seconds of the event. /watch test shows a sample.';
+  return {
+    title: 'Watching',
+    tone: 'success',
+    lines: [await describeRule(ctx, rule), ...(note ? [note] : []), when],
+    buttons: [[{ label: 'Show a sample', action: `/watch test rule=${rule.id}` }]],
+  };
+}
+
+/** A sample of a floor or best-offer rule's alert: the level now, against the rule's reference (or a 10% move). */
+async function sampleMove(ctx: CommandContext, rule: WatchRule, move: MoveRule): Promise<Reply> {
+  const found = await currentLevel(ctx.platform, rule.network, rule.collection, move.subject, ctx.now());
+  if (!found) {
+    return {
+      tone: 'info',
+      lines: [
+        `${oneLine(rule.collectionName, 100)} has no ${move.subject === 'floor' ? 'listing' : 'offer'} now: there is no level to show. The rule alerts once there is one and it moves.`,
+      ],
+    };
+  }
+  const now = found.level;
+  const from = move.reference ?? { ...now, amount: String(Number(now.amount) / 0.9) };
+  const [fromSymbol, toSymbol] = await Promise.all([
+    ctx.currencies.symbol(rule.network, from.currency).catch(() => '?'),
+    ctx.currencies.symbol(rule.network, now.currency).catch(() => '?'),
+  ]);
+  const buy =
+    move.subject === 'floor' && now.tokenId !== undefined
+      ? ctx.links?.order(rule.network, rule.collection, now.tokenId, found.order)
+      : undefined;
+  const token = now.tokenId === undefined ? undefined : ctx.links?.token(rule.network, rule.collection, now.tokenId);
+  return renderMove({
+    rule,
+    subject: move.subject,
+    from: { ...from, symbol: fromSymbol },
+    to: { ...now, symbol: toSymbol },
+    why: 'moved',
+    sample: true,
+    ...(buy ? { buy } : {}),
+    ...(token ? { token } : {}),
+  });
 }
 
 /** The rules of the chat a command came from. */
@@ -243,7 +364,60 @@ const KIND_SYNONYMS: Readonly<Record<string, string>> = {
   canceled: 'cancel',
   delisted: 'cancel',
   everything: 'all',
+  floors: 'floor',
+  'floor-move': 'floor',
+  'best-offer': 'offer-top',
+  'top-offer': 'offer-top',
+  'offers-top': 'offer-top',
 };
+
+/**
+ * A floor or best-offer rule from its options: a change, lines (`$` or the level's currency), a
+ * cooldown. Neither a change nor a line: a 10% move.
+ */
+function moveOf(
+  subject: MoveSubject,
+  options: {
+    change: string | undefined;
+    below: Amount | undefined;
+    above: Amount | undefined;
+    every: string | undefined;
+  },
+): MoveRule {
+  let changePercent: number | undefined;
+  if (options.change !== undefined) {
+    const parsed = parsePercent(options.change, 'change');
+    if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);
+    changePercent = parsed.value;
+  }
+  let everyMs = DEFAULT_MOVE_EVERY_MS;
+  if (options.every !== undefined) {
+    const parsed = parseDuration(options.every, 'every');
+    if (!parsed.ok) throw new ArgumentError(parsed.error, USAGE);
+    if (parsed.value < MIN_EVERY_MS || parsed.value > MAX_EVERY_MS) {
+      throw new UserError('not_found', {
+        what: `every= must be between 1m and 7d (got ${echo(options.every)}): a shorter cooldown would flood the chat.`,
+      });
+    }
+    everyMs = parsed.value;
+  }
+  if (options.below && options.above && options.below.usd === options.above.usd) {
+    if (Number(options.below.value) >= Number(options.above.value)) {
+      throw new UserError('not_found', {
+        what: `below= must be under above= (got below=${lineText(options.below)}, above=${lineText(options.above)}).`,
+      });
+    }
+  }
+  const noThreshold = changePercent === undefined && !options.below && !options.above;
+  return {
+    subject,
+    ...(noThreshold ? { changePercent: DEFAULT_MOVE_CHANGE_PERCENT } : {}),
+    ...(changePercent === undefined ? {} : { changePercent }),
+    ...(options.below ? { below: options.below } : {}),
+    ...(options.above ? { above: options.above } : {}),
+    everyMs,
+  };
+}
 
 /** `sales, listings, …, cancels`: every kind a rule can follow, as /help names them. */
 const KINDS_TEXT = ALERT_KINDS.map((kind) => `${kind}s`).join(', ');
@@ -252,7 +426,7 @@ export default defineGroup({
   name: 'watch',
   // About this chat's own setup: where the bot answers one person among others, only they see it.
   personal: true,
-  description: `Alerts for this chat: ${KINDS_TEXT}`,
+  description: `Alerts for this chat: ${KINDS_TEXT}, floor and best-offer moves`,
   subcommands: [
     defineCommand({
       name: 'add',
@@ -271,8 +445,8 @@ export default defineGroup({
         {
           name: 'kinds',
           type: 'choiceList',
-          description: `${ALERT_KINDS.join(', ')} or all (default sale)`,
-          choices: [...ALERT_KINDS, 'all'],
+          description: `${ALERT_KINDS.join(', ')}, all (default sale); floor or offer-top`,
+          choices: [...ALERT_KINDS, 'all', ...MOVE_SUBJECTS],
           synonyms: KIND_SYNONYMS,
         },
         { name: 'tokens', type: 'text', description: 'Only these token ids, comma-separated' },
@@ -290,13 +464,40 @@ export default defineGroup({
         },
         { name: 'mention', type: 'role', description: 'Role to ping on a match (Discord)' },
         {
+          name: 'change',
+          type: 'text',
+          description: 'floor/offer-top: alert on a move this large, e.g. 10% (default when no line is given)',
+          namedOnly: true,
+        },
+        {
+          name: 'below',
+          type: 'amount',
+          description: 'floor/offer-top: alert when it falls below this, e.g. 100 or $100',
+          namedOnly: true,
+        },
+        {
+          name: 'above',
+          type: 'amount',
+          description: 'floor/offer-top: alert when it rises above this, e.g. 150 or $150',
+          namedOnly: true,
+        },
+        {
+          name: 'every',
+          type: 'text',
+          description: 'floor/offer-top: at most one alert this often, e.g. 30m (default 1h)',
+          namedOnly: true,
+        },
+        {
           name: 'relists',
           type: 'choice',
           description: 'Identical relists (same token, seller and price within a day): hide (default) or show',
           choices: ['hide', 'show'],
         },
       ],
-      async run(ctx, { collection, kinds, tokens, wallets, ignore, min, floor, mention, relists }) {
+      async run(
+        ctx,
+        { collection, kinds, tokens, wallets, ignore, min, floor, mention, relists, change, below, above, every },
+      ) {
         assertBotCanPost(ctx.chat);
         // Telegram has no roles: a role there would be kept and never used (the terminal shows whom it would ping).
         if (mention !== undefined && ctx.chat.platform === 'telegram') {
@@ -317,6 +518,50 @@ export default defineGroup({
           });
         const walletList = addresses(wallets, 'wallets');
         const ignored = addresses(ignore, 'ignore');
+        const subjects = MOVE_SUBJECTS.filter((subject) => kinds?.includes(subject));
+        const moveOptions = { change, below, above, every };
+        const moveOnly = Object.entries(moveOptions).filter(([, value]) => value !== undefined);
+        if (subjects.length === 0 && moveOnly.length > 0) {
+          throw new ArgumentError(
+            {
+              code: 'invalid_choice',
+              option: `kinds (with ${moveOnly[0]?.[0]}=)`,
+              input: kinds?.join(',') ?? 'sale',
+              allowed: [...MOVE_SUBJECTS],
+            },
+            USAGE,
+          );
+        }
+        const subject = subjects[0];
+        if (subject) {
+          // A level is no event: the event kinds and their filters mean nothing to it.
+          const others = (kinds ?? []).filter((k) => !MOVE_SUBJECTS.includes(k as MoveSubject));
+          const eventOnly = { tokens, wallets, ignore, min, floor, relists };
+          const given = Object.entries(eventOnly).find(([, value]) => value !== undefined)?.[0];
+          const traits = await traitConditions(ctx, collection, USAGE);
+          if (subjects.length > 1 || others.length > 0 || given || traits.length > 0) {
+            throw new UserError('not_found', {
+              what: `A ${subject} rule follows the level alone: add it on its own (${subjects.length > 1 || others.length > 0 ? 'one of floor or offer-top, no event kinds' : given ? `without ${given}=` : 'without traits'}). ${USAGE}`,
+            });
+          }
+          const move = moveOf(subject, moveOptions);
+          const reference = (
+            await currentLevel(ctx.platform, collection.network, collection.address, subject, ctx.now())
+          )?.level;
+          const wanted: Omit<WatchRule, 'id'> = {
+            destination: { platform: ctx.chat.platform, chatId: ctx.chat.id },
+            network: collection.network,
+            collection: collection.address,
+            collectionName: collection.name,
+            kinds: [],
+            move: reference ? { ...move, reference } : move,
+            ...(mention ? { mentionRole: mention } : {}),
+            paused: false,
+            createdBy: `${ctx.chat.platform}:${ctx.actor.id}`,
+            createdAt: ctx.now().toISOString(),
+          };
+          return addRule(ctx, wanted);
+        }
         const ruleKinds = parseKinds(kinds);
         let floorPercent: number | undefined;
         if (floor !== undefined) {
@@ -361,27 +606,7 @@ export default defineGroup({
           createdBy: `${ctx.chat.platform}:${ctx.actor.id}`,
           createdAt: ctx.now().toISOString(),
         };
-        const same = (await rulesOfChat(ctx)).find((r) => ruleIdentity(r) === ruleIdentity(wanted));
-        if (same) {
-          throw new UserError('not_found', {
-            what: `${same.id} already watches exactly this${same.paused ? ` (paused: /watch resume ${same.id})` : ''}.`,
-          });
-        }
-        const rule = await ctx.store.addRule(wanted, MAX_RULES_PER_CHAT);
-        if (!rule)
-          throw new UserError('not_found', {
-            what: `This chat already has ${MAX_RULES_PER_CHAT} rules; remove one first.`,
-          });
-        return {
-          title: 'Watching',
-          tone: 'success',
-          lines: [
-            await describeRule(ctx, rule),
-            ...(minimum.note ? [minimum.note] : []),
-            'Alerts arrive here within seconds of the event. /watch test shows a sample.',
-          ],
-          buttons: [[{ label: 'Show a sample', action: `/watch test rule=${rule.id}` }]],
-        };
+        return addRule(ctx, wanted, minimum.note);
       },
     }),
     defineCommand({
@@ -437,7 +662,9 @@ export default defineGroup({
       permission: 'manage',
       options: [ruleOption],
       async run(ctx, { rule }) {
-        return sampleAlert(ctx, await ruleOfChat(ctx, rule));
+        const found = await ruleOfChat(ctx, rule);
+        if (found.move) return sampleMove(ctx, found, found.move);
+        return sampleAlert(ctx, found);
       },
     }),
   ],

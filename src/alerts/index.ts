@@ -20,6 +20,7 @@ import { type EnrichedEvent, Enricher } from './enrich.ts';
 import { Ingest } from './ingest.ts';
 import { MarketRecorder } from './market.ts';
 import { type EventMatch, Matcher } from './match.ts';
+import { type MoveCounters, MoveWatcher } from './moves.ts';
 import { Relists } from './relists.ts';
 import { alertsFor } from './render.ts';
 import type { StreamOptionsForAlerts } from './streams.ts';
@@ -79,6 +80,8 @@ export interface AlertsDeps {
   onRecorded?: (event: ChainEvent, destinations: number) => void;
   /** The enrichment stage, when not the default one (benchmarks time it). */
   enricher?: Enricher;
+  /** Floor and best-offer rules: events are gathered this long before the level is looked up. Default 1 s. */
+  moveCheckDelayMs?: number;
 }
 
 /** What /status, /readyz and the metrics read of the alert path. Plain data. */
@@ -89,6 +92,8 @@ export interface AlertsStatus {
   backlog: JournalBacklog;
   /** Networks with active watch rules, as this process's index has them (none when it ingests nothing). */
   watchedNetworks: string[];
+  /** Floor and best-offer rules: look-ups, alerts, and moves the look-up did not confirm. */
+  moves: MoveCounters;
 }
 
 /** The running alert path. */
@@ -150,6 +155,31 @@ export function createAlerts(deps: AlertsDeps): Alerts {
     ...(deps.journalRetry ? { retry: deps.journalRetry } : {}),
     ...(deps.onRecorded ? { onRecorded: deps.onRecorded } : {}),
   });
+
+  // Floor and best-offer alerts have their own recorder: they are no chain event, and wait for no
+  // other alert (the journal and the queue are the same).
+  const moves = new MoveWatcher({
+    platform,
+    rules: deps.rules,
+    recorder: new DeliveryRecorder<string>({
+      log: deps.deliveries,
+      queue: deps.queue,
+      logger,
+      ...(deps.journalRetry ? { retry: deps.journalRetry } : {}),
+    }),
+    currencies: deps.currencies,
+    links: deps.links,
+    logger: logger.child({ component: 'moves' }),
+    ingests: deps.ingests,
+    checkDelayMs: deps.moveCheckDelayMs,
+  });
+  let movesStarted: Promise<void> | undefined;
+  /** Move rules are read only by a process that ingests some network (the one that checks them). */
+  const startMoves = () => {
+    const ingestsSome = deps.ingests === undefined || platform.networks.all.some((n) => deps.ingests?.(n.name));
+    if (ingestsSome) movesStarted ??= moves.start();
+    return movesStarted;
+  };
 
   /** The previous recorded sale of the token a one-token sale sold. */
   const lastSaleOf = (event: ChainEvent): Promise<LastSale | undefined> | undefined => {
@@ -229,6 +259,7 @@ export function createAlerts(deps: AlertsDeps): Alerts {
     onEvents: (events, order) => {
       for (const event of events) {
         counters.events++;
+        moves.event(event);
         const match = matcher.match(event);
         // Asked before the sale is recorded: a sale is not its own last sale.
         const lastSale = match ? lastSaleOf(event) : undefined;
@@ -257,9 +288,12 @@ export function createAlerts(deps: AlertsDeps): Alerts {
   });
 
   return {
-    start: () => ingest.start(),
+    async start() {
+      await Promise.all([ingest.start(), startMoves()]);
+    },
     async stop() {
       await ingest.stop();
+      await moves.stop();
       await recorder.stop();
       await market.close();
       await deps.backfill
@@ -267,15 +301,19 @@ export function createAlerts(deps: AlertsDeps): Alerts {
         .catch((error: unknown) => logger.error({ err: error }, 'could not save the block cursors'));
       recorder.abandon();
     },
-    replan: () => ingest.replan(),
+    async replan() {
+      await Promise.all([ingest.replan(), startMoves()]);
+    },
     status: () => ({
       streams: ingest.health(),
       counters: { logs: ingest.logs, ...counters, ...recorder.counters },
       backlog: recorder.backlog(),
       watchedNetworks: matcher.networks(),
+      moves: { ...moves.counters },
     }),
     async settled() {
       await ingest.settled();
+      await moves.settled();
       await market.flush();
     },
   };

@@ -104,7 +104,8 @@ function withAmountUnits(spec: CommandSpec, tokens: Tokens, ctx: WordContext): T
     const word = glued.words[0];
     if (option?.type !== 'amount' || value === undefined || word === undefined) continue;
     if (!/^[0-9._]+$/.test(value) || !SYMBOL_WORD.test(word)) continue;
-    if (spec.options.some((other) => other !== option && looksLike(other, word, ctx))) continue;
+    // Only an option that takes words by position can claim it (`every=`, `change=` are named only).
+    if (spec.options.some((other) => other !== option && !other.namedOnly && looksLike(other, word, ctx))) continue;
     const at = result.positional.indexOf(word, glued.at);
     if (at < 0) continue;
     const positional = [...result.positional];

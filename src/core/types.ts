@@ -38,6 +38,48 @@ export interface TraitCondition {
 /** The address that stands for a network's native coin in orders (ETH, POL, DEV, ...). */
 export const NATIVE_COIN_ADDRESS = '0x0000000000000000000000000000000000000000';
 
+/**
+ * What a market-move rule follows: the collection's floor (its cheapest listing) or its best offer
+ * (the highest offer on any of its tokens). Named `offer-top` in commands: "offer" alone is already
+ * the kind of one new offer, and "top" says it is the best of them all.
+ */
+export const MOVE_SUBJECTS = ['floor', 'offer-top'] as const;
+export type MoveSubject = (typeof MOVE_SUBJECTS)[number];
+
+/** A level of the floor or best offer as looked up: its order's price per token. */
+export interface MoveLevel {
+  /** Per token, in the order's currency (decimal string). */
+  amount: string;
+  /** The order's currency contract, lower-case. */
+  currency: string;
+  /** US dollars per token, when the platform priced it. */
+  usd?: number;
+  orderId: string;
+  tokenId?: string;
+  /** When it was looked up, ISO 8601. */
+  at: string;
+}
+
+/**
+ * A rule on the collection's floor or best offer rather than on events: it alerts when the level
+ * moved `changePercent` from its reference, or crossed `below` / `above`, at most once per `everyMs`.
+ */
+export interface MoveRule {
+  subject: MoveSubject;
+  /** Alert when the level moved at least this share (1 to 100 %) from the reference, up or down. */
+  changePercent?: number;
+  /** Alert when the level falls under this line (from at or above it). */
+  below?: MinimumPrice;
+  /** Alert when the level rises over this line (from at or below it). */
+  above?: MinimumPrice;
+  /** At most one alert in this time (ms). */
+  everyMs: number;
+  /** The level when last alerted, or when the rule was added (absent: there was none). */
+  reference?: MoveLevel;
+  /** When the rule last alerted, ISO 8601. */
+  lastAlertAt?: string;
+}
+
 export interface MinimumPrice {
   /** Decimal amount, e.g. `1.5`. */
   value: string;
@@ -84,6 +126,8 @@ export interface WatchRule {
    * within a day). By default they are left out: they are the noise people complain about.
    */
   showRelists?: boolean;
+  /** A floor or best-offer rule (its `kinds` are then empty: it follows levels, not events). */
+  move?: MoveRule;
   paused: boolean;
   createdBy: string;
   createdAt: string;

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import type { ChatSettings } from '../core/settings.ts';
-import { ALERT_KINDS, NATIVE_COIN_ADDRESS, type WatchRule } from '../core/types.ts';
+import { ALERT_KINDS, MOVE_SUBJECTS, NATIVE_COIN_ADDRESS, type WatchRule } from '../core/types.ts';
 import { type Dict, dict } from '../records.ts';
 
 const isPlainObject = (input: unknown): input is Record<string, unknown> =>
@@ -80,32 +80,56 @@ const currencySymbol = v.pipe(
   v.regex(/^[A-Za-z][A-Za-z0-9.]{0,15}$/, 'expected a currency symbol such as DUSD'),
 );
 
-const watchRule = v.object({
-  id: v.pipe(v.string(), v.regex(/^r\d+$/, 'expected a rule id such as r12')),
-  destination,
-  network: text,
-  collection: address,
-  collectionName: v.string(),
-  kinds: v.pipe(v.array(v.picklist(ALERT_KINDS, `expected one of ${ALERT_KINDS.join(', ')}`)), v.minLength(1)),
-  tokenIds: v.exactOptional(v.array(v.pipe(v.string(), v.regex(/^\d+$/, 'expected a token id')))),
-  wallets: v.exactOptional(v.array(address)),
-  ignoreWallets: v.exactOptional(v.array(address)),
-  minPrice: v.exactOptional(
-    v.object({
-      value: decimal,
-      usd: v.boolean(),
-      currency: v.exactOptional(address),
-      symbol: v.exactOptional(currencySymbol),
-    }),
-  ),
-  floorPercent: v.exactOptional(v.pipe(v.number(), v.minValue(1), v.maxValue(100))),
-  traits: v.exactOptional(v.array(v.object({ name: v.string(), value: v.string() }))),
-  mentionRole: v.exactOptional(v.string()),
-  showRelists: v.exactOptional(v.boolean()),
-  paused: v.boolean(),
-  createdBy: v.string(),
-  createdAt: isoTime,
+const moveLevel = v.object({
+  amount: decimal,
+  currency: address,
+  usd: v.exactOptional(v.pipe(v.number(), v.finite(), v.minValue(0))),
+  orderId: v.pipe(v.string(), v.maxLength(100)),
+  tokenId: v.exactOptional(v.pipe(v.string(), v.regex(/^\d+$/, 'expected a token id'))),
+  at: isoTime,
 });
+
+const moveRule = v.object({
+  subject: v.picklist(MOVE_SUBJECTS, `expected one of ${MOVE_SUBJECTS.join(', ')}`),
+  changePercent: v.exactOptional(v.pipe(v.number(), v.minValue(0.1), v.maxValue(100))),
+  below: v.exactOptional(v.object({ value: decimal, usd: v.boolean() })),
+  above: v.exactOptional(v.object({ value: decimal, usd: v.boolean() })),
+  everyMs: v.pipe(v.number(), v.integer(), v.minValue(60_000), v.maxValue(7 * 86_400_000)),
+  reference: v.exactOptional(moveLevel),
+  lastAlertAt: v.exactOptional(isoTime),
+});
+
+const watchRule = v.pipe(
+  v.object({
+    id: v.pipe(v.string(), v.regex(/^r\d+$/, 'expected a rule id such as r12')),
+    destination,
+    network: text,
+    collection: address,
+    collectionName: v.string(),
+    // A move rule (floor, best offer) follows levels, not events: its kinds are empty.
+    kinds: v.array(v.picklist(ALERT_KINDS, `expected one of ${ALERT_KINDS.join(', ')}`)),
+    tokenIds: v.exactOptional(v.array(v.pipe(v.string(), v.regex(/^\d+$/, 'expected a token id')))),
+    wallets: v.exactOptional(v.array(address)),
+    ignoreWallets: v.exactOptional(v.array(address)),
+    minPrice: v.exactOptional(
+      v.object({
+        value: decimal,
+        usd: v.boolean(),
+        currency: v.exactOptional(address),
+        symbol: v.exactOptional(currencySymbol),
+      }),
+    ),
+    floorPercent: v.exactOptional(v.pipe(v.number(), v.minValue(1), v.maxValue(100))),
+    traits: v.exactOptional(v.array(v.object({ name: v.string(), value: v.string() }))),
+    mentionRole: v.exactOptional(v.string()),
+    showRelists: v.exactOptional(v.boolean()),
+    move: v.exactOptional(moveRule),
+    paused: v.boolean(),
+    createdBy: v.string(),
+    createdAt: isoTime,
+  }),
+  v.check((rule) => rule.kinds.length > 0 || rule.move !== undefined, 'expected kinds, or a floor or offer-top rule'),
+);
 
 /**
  * The state file as this version writes it; what is read must match it before it is used. Rules

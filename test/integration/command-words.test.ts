@@ -69,7 +69,7 @@ describe('GIVEN a trailing word that reads as the option after a collection name
   it('/watch add moon cats sael THEN the answer lists the kinds', async () => {
     const answer = await h.run('/watch add moon cats sael', freshGroup(), ADMIN);
     expect(h.text(answer)).toContain(
-      'kinds must be one of sale, listing, offer, mint, transfer, burn, cancel, all; got "sael".',
+      'kinds must be one of sale, listing, offer, mint, transfer, burn, cancel, all, floor, offer-top; got "sael".',
     );
   });
 
@@ -141,7 +141,7 @@ describe('GIVEN words after a collection name that fit no option', () => {
     ['/holders moon cats 1e3', 'count must be a whole number; got "1e3".'],
     [
       '/watch add moon cats sails',
-      'kinds must be one of sale, listing, offer, mint, transfer, burn, cancel, all; got "sails".',
+      'kinds must be one of sale, listing, offer, mint, transfer, burn, cancel, all, floor, offer-top; got "sails".',
     ],
   ])('%s THEN the answer names the words that do not fit', async (line, message) => {
     const answer = await h.run(line, freshGroup(), ADMIN);

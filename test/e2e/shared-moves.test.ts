@@ -1,0 +1,144 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Writable } from 'node:stream';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/devnet/index.ts';
+import { type RunningBot, startBot } from '../../src/main.ts';
+import { platformEnv } from '../helpers/devnet-data.ts';
+import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
+
+/*
+ * Floor rules with a shared database: two bots (src/main.ts, in this process) on one PostgreSQL, one
+ * ingesting. The rule is kept in the database with the level it last alerted; only the ingesting
+ * process checks it, so a floor that falls is alerted once, and after the other process takes the
+ * ingestion over it measures from the same level (no second alert for a line already crossed).
+ * Alerts are counted in both terminal chats' output (both are chat `console:terminal`).
+ */
+
+let postgres: TestPostgres;
+let devnet: Devnet;
+let cats: DevnetCollectionInfo;
+const dirs: string[] = [];
+const bots: RunningBot[] = [];
+
+interface Run {
+  bot: RunningBot;
+  out: () => string;
+  input: PassThrough;
+  log: string;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+async function start(databaseUrl: string): Promise<Run> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-shared-moves-'));
+  dirs.push(dataDir);
+  let text = '';
+  const stdout = new Writable({
+    write(chunk, _encoding, done) {
+      text += String(chunk);
+      done();
+    },
+  });
+  const input = new PassThrough();
+  const log = join(dataDir, 'test.log');
+  const bot = await startBot({
+    env: {
+      ...platformEnv(devnet),
+      FLOORWATCH_DATA_DIR: dataDir,
+      FLOORWATCH_DATABASE_URL: databaseUrl,
+      FLOORWATCH_LOG_LEVEL: 'info',
+    },
+    stdin: input,
+    stdout,
+    logDestination: log,
+  });
+  bots.push(bot);
+  return { bot, out: () => text, input, log };
+}
+
+const leads = async (run: Run) => (await readFile(run.log, 'utf8')).includes('now leads ingest');
+
+beforeAll(async () => {
+  postgres = await startTestPostgres();
+  devnet = await startDevnet({ scale: 'small', heartbeatIntervalMs: 1_000, blockIntervalMs: 0 });
+  const found = devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
+  if (!found) throw new Error('no Moon Cats');
+  cats = found;
+}, 120_000);
+
+afterAll(async () => {
+  for (const bot of bots) await bot.stop();
+  await devnet?.close();
+  await postgres?.stop();
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+describe('floor rules of processes sharing a database', () => {
+  it('GIVEN two processes and a floor rule WHEN the floor falls below its line THEN one alert, the rule keeps the level in the database, and the process that takes over alerts nothing for the same line', async () => {
+    const url = await postgres.freshDatabase();
+    const runs = [await start(url), await start(url)];
+    const out = () => runs.map((r) => r.out()).join('\n');
+    const alerts = () => (out().match(/^Floor of Moon Cats fell below/gm) ?? []).length;
+    await until(async () => (await Promise.all(runs.map(leads))).some(Boolean), 'an ingest leader');
+    const leader = (await leads(runs[0] as Run)) ? (runs[0] as Run) : (runs[1] as Run);
+    const follower = runs.find((r) => r !== leader) as Run;
+
+    const { collectibles } = await leader.bot.platform.marketplace.listCollectibles({
+      network: 'devnet',
+      side: 'listing',
+      contractAddress: cats.address,
+      filter: { includeEmpty: false },
+      page: { pageSize: 50 },
+    });
+    const floor = collectibles
+      .flatMap((c) => (c.order ? [{ order: c.order, tokenId: c.metadata.tokenId }] : []))
+      .sort((a, b) => a.order.priceUSD - b.order.priceUSD)[0];
+    if (!floor) throw new Error('nothing listed');
+    const price = Number(floor.order.priceAmountFormatted);
+    const line = (price * 0.8).toFixed(4);
+    // Added on the process that does not ingest: the rule reaches the other through the database.
+    follower.input.write(`/watch add moon cats floor below=${line}\n`);
+    await until(() => out().includes('Watching'), 'the floor rule');
+    const listing = { kind: 'listing' as const, collection: cats.address, currency: floor.order.priceCurrencyAddress };
+    await devnet.mine('devnet', [{ ...listing, tokenId: floor.tokenId, price: (price * 0.5).toFixed(4) }]);
+    await until(() => alerts() === 1, 'the floor alert');
+
+    const probe = new pg.Client({ connectionString: url });
+    await probe.connect();
+    try {
+      const stored = async () =>
+        (
+          await probe.query<{ rule: { move?: { lastAlertAt?: string; reference?: { amount: string } } } }>(
+            'SELECT rule FROM rules',
+          )
+        ).rows[0]?.rule.move;
+      await until(async () => Boolean((await stored())?.lastAlertAt), 'the rule saved with its alert');
+      expect((await stored())?.reference?.amount).toBe(String(Number((price * 0.5).toFixed(4))));
+    } finally {
+      await probe.end();
+    }
+
+    await leader.bot.stop();
+    bots.splice(bots.indexOf(leader.bot), 1);
+    await until(() => leads(follower), 'the other process leading the ingestion');
+    await sleep(1_500);
+    // Lower still: the line was crossed already, as the database says; the new leader checks and stays quiet.
+    await devnet.mine('devnet', [{ ...listing, tokenId: floor.tokenId, price: (price * 0.4).toFixed(4) }]);
+    await until(() => follower.bot.alerts.status().moves.checks > 0, 'a check by the new leader');
+    await follower.bot.alerts.settled();
+    await sleep(500);
+    expect(alerts()).toBe(1);
+    expect(leader.bot.alerts.status().moves.alerts + follower.bot.alerts.status().moves.alerts).toBe(1);
+  }, 180_000);
+});
