@@ -180,6 +180,25 @@ export class Database {
     await this.#listener?.query(`LISTEN ${channel}`);
   }
 
+  /**
+   * Runs `work` in one transaction on a connection of its own: committed when it resolves, rolled
+   * back when it throws (the error is rethrown); the connection goes back to the pool either way.
+   */
+  async inTransaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
   /** Called after the listening connection came back: notifications may have been missed. */
   onResync(callback: () => void): void {
     this.#resyncs.push(callback);

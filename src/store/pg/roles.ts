@@ -355,26 +355,16 @@ export class PgRoleStore implements RoleStore {
 
   /** One transaction; a rule change it made is announced with it and told here after the commit. */
   async #transaction<T>(work: (client: pg.PoolClient) => Promise<{ result: T; community?: string }>): Promise<T> {
-    const run = (async () => {
-      const client = await this.#db.pool.connect();
-      try {
-        await client.query('BEGIN');
-        const done = await work(client);
-        if (done.community !== undefined) {
-          await client.query('SELECT pg_notify($1, $2)', [
-            ROLES_CHANNEL,
-            JSON.stringify({ origin: this.#origin, community: done.community }),
-          ]);
-        }
-        await client.query('COMMIT');
-        return done;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw error;
-      } finally {
-        client.release();
+    const run = this.#db.inTransaction(async (client) => {
+      const done = await work(client);
+      if (done.community !== undefined) {
+        await client.query('SELECT pg_notify($1, $2)', [
+          ROLES_CHANNEL,
+          JSON.stringify({ origin: this.#origin, community: done.community }),
+        ]);
       }
-    })();
+      return done;
+    });
     this.#pending.add(run);
     try {
       const done = await run;

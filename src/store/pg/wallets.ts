@@ -327,26 +327,16 @@ export class PgWalletStore implements WalletStore {
 
   /** One transaction; a wallet change it made is announced with it and told here after the commit. */
   async #transaction<T>(work: (client: pg.PoolClient) => Promise<{ result: T; change?: WalletChange }>): Promise<T> {
-    const run = (async () => {
-      const client = await this.#db.pool.connect();
-      try {
-        await client.query('BEGIN');
-        const done = await work(client);
-        if (done.change) {
-          await client.query('SELECT pg_notify($1, $2)', [
-            WALLETS_CHANNEL,
-            JSON.stringify({ origin: this.#origin, change: done.change }),
-          ]);
-        }
-        await client.query('COMMIT');
-        return done;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw error;
-      } finally {
-        client.release();
+    const run = this.#db.inTransaction(async (client) => {
+      const done = await work(client);
+      if (done.change) {
+        await client.query('SELECT pg_notify($1, $2)', [
+          WALLETS_CHANNEL,
+          JSON.stringify({ origin: this.#origin, change: done.change }),
+        ]);
       }
-    })();
+      return done;
+    });
     this.#pending.add(run);
     try {
       const done = await run;
