@@ -11,7 +11,7 @@ import type { GrantKey, RoleRule, RoleStore } from '../../src/core/roles.ts';
 import { StoreFileError } from '../../src/core/store-errors.ts';
 import { FileRoleStore } from '../../src/store/files/roles.ts';
 import { Database } from '../../src/store/pg/database.ts';
-import { PgRoleStore } from '../../src/store/pg/roles.ts';
+import { PgRoleStore, ROLES_CHANNEL } from '../../src/store/pg/roles.ts';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
 
 const silent = pino({ level: 'silent' });
@@ -294,5 +294,29 @@ describe('role file', () => {
     await store.close();
     const reopened = await FileRoleStore.open(file);
     expect(await reopened.grantedPeople('discord:100', undefined, 1_000)).toHaveLength(400);
+  });
+});
+
+describe('role store on PostgreSQL, between processes', () => {
+  it('GIVEN two processes WHEN one changes a rule THEN the other hears the community once, and a notice that does not read is ignored', async () => {
+    const url = await postgres.freshDatabase();
+    const open = async () => {
+      const db = await Database.open(url, { logger: silent, poolSize: 4 });
+      toClose.push(() => db.close());
+      return { db, store: await PgRoleStore.open(db, silent) };
+    };
+    const one = await open();
+    const other = await open();
+    const heardHere: string[] = [];
+    const heardThere: string[] = [];
+    one.store.onRulesChanged((community) => heardHere.push(community));
+    other.store.onRulesChanged((community) => heardThere.push(community));
+    // Hostile or foreign notices on the channel: not JSON, no origin, a community that is not text.
+    for (const payload of ['not json', '{"community":"discord:9"}', '{"origin":"x","community":7}']) {
+      await one.db.pool.query('SELECT pg_notify($1, $2)', [ROLES_CHANNEL, payload]);
+    }
+    await one.store.addRule(rule(), 5);
+    await expect.poll(() => heardThere, { timeout: 10_000 }).toEqual(['discord:100']);
+    expect(heardHere).toEqual(['discord:100']);
   });
 });

@@ -9,7 +9,6 @@
  * itself, the others when the notification arrives (and all communities after the listening
  * connection came back, when notifications may have been missed).
  */
-import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import * as v from 'valibot';
@@ -27,6 +26,7 @@ import {
   type RoleStore,
 } from '../../core/roles.ts';
 import { grantFailureSchema, recheckProgressSchema, roleRuleSchema } from '../schema.ts';
+import { AnnouncedChanges } from './announced.ts';
 import type { Database } from './database.ts';
 
 export const ROLES_CHANNEL = 'floorwatch_roles';
@@ -89,24 +89,30 @@ function valuesOf(grant: RoleGrant): unknown[] {
 export class PgRoleStore implements RoleStore {
   readonly #db: Database;
   readonly #logger: Logger;
-  readonly #origin = randomUUID();
-  readonly #listeners: Array<(community: string) => void> = [];
-  readonly #pending = new Set<Promise<unknown>>();
+  /** Rule changes, named by their community. */
+  readonly #ruleChanges: AnnouncedChanges<string>;
 
-  private constructor(db: Database, logger: Logger) {
+  private constructor(db: Database, logger: Logger, ruleChanges: AnnouncedChanges<string>) {
     this.#db = db;
     this.#logger = logger;
+    this.#ruleChanges = ruleChanges;
   }
 
   /** Listens for other processes' rule changes. */
   static async open(db: Database, logger: Logger): Promise<PgRoleStore> {
-    const store = new PgRoleStore(db, logger);
-    await db.listen(ROLES_CHANNEL, (payload) => store.#noticed(payload));
+    const ruleChanges = await AnnouncedChanges.open(db, {
+      channel: ROLES_CHANNEL,
+      field: 'community',
+      schema: v.string(),
+      logger,
+      what: 'role rule',
+    });
+    const store = new PgRoleStore(db, logger, ruleChanges);
     db.onResync(() => {
       void store
         .allRules()
         .then((rules) => {
-          for (const community of new Set(rules.map((rule) => rule.community))) store.#tell(community);
+          for (const community of new Set(rules.map((rule) => rule.community))) store.#ruleChanges.tell(community);
         })
         .catch((error: unknown) => logger.warn({ err: error }, 'could not read the role rules again'));
     });
@@ -163,7 +169,7 @@ export class PgRoleStore implements RoleStore {
   }
 
   onRulesChanged(listener: (community: string) => void): void {
-    this.#listeners.push(listener);
+    this.#ruleChanges.onChange(listener);
   }
 
   // ---- grants
@@ -322,7 +328,7 @@ export class PgRoleStore implements RoleStore {
   }
 
   async flush(): Promise<void> {
-    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+    await this.#ruleChanges.flush();
   }
 
   async close(): Promise<void> {
@@ -353,47 +359,11 @@ export class PgRoleStore implements RoleStore {
     return undefined;
   }
 
-  /** One transaction; a rule change it made is announced with it and told here after the commit. */
-  async #transaction<T>(work: (client: pg.PoolClient) => Promise<{ result: T; community?: string }>): Promise<T> {
-    const run = this.#db.inTransaction(async (client) => {
+  /** One transaction; a rule change it made (its community) is announced with the commit. */
+  #transaction<T>(work: (client: pg.PoolClient) => Promise<{ result: T; community?: string }>): Promise<T> {
+    return this.#ruleChanges.transaction(async (client) => {
       const done = await work(client);
-      if (done.community !== undefined) {
-        await client.query('SELECT pg_notify($1, $2)', [
-          ROLES_CHANNEL,
-          JSON.stringify({ origin: this.#origin, community: done.community }),
-        ]);
-      }
-      return done;
+      return { result: done.result, change: done.community };
     });
-    this.#pending.add(run);
-    try {
-      const done = await run;
-      if (done.community !== undefined) this.#tell(done.community);
-      return done.result;
-    } finally {
-      this.#pending.delete(run);
-    }
-  }
-
-  #noticed(payload: string): void {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(payload);
-    } catch {
-      return;
-    }
-    const notice = v.safeParse(v.object({ origin: v.string(), community: v.string() }), parsed);
-    if (!notice.success || notice.output.origin === this.#origin) return;
-    this.#tell(notice.output.community);
-  }
-
-  #tell(community: string): void {
-    for (const listener of this.#listeners) {
-      try {
-        listener(community);
-      } catch (error) {
-        this.#logger.error({ err: error }, 'a role rule listener failed');
-      }
-    }
   }
 }

@@ -8,7 +8,6 @@
  * transaction. A wallet change is announced on `floorwatch_wallets`; this process tells its
  * listeners itself after the commit, the others when the notification arrives.
  */
-import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import * as v from 'valibot';
@@ -23,6 +22,7 @@ import type {
   WalletChange,
   WalletStore,
 } from '../../core/wallets.ts';
+import { AnnouncedChanges } from './announced.ts';
 import type { Database } from './database.ts';
 
 export const WALLETS_CHANNEL = 'floorwatch_wallets';
@@ -60,13 +60,10 @@ const walletSchema = v.object({
   kind: v.picklist(['eoa', 'contract']),
   verifiedAt: v.string(),
 });
-const noticeSchema = v.object({
-  origin: v.string(),
-  change: v.variant('type', [
-    v.object({ type: v.literal('linked'), wallet: walletSchema, previousPerson: v.exactOptional(v.string()) }),
-    v.object({ type: v.literal('removed'), wallet: walletSchema }),
-  ]),
-});
+const walletChangeSchema = v.variant('type', [
+  v.object({ type: v.literal('linked'), wallet: walletSchema, previousPerson: v.exactOptional(v.string()) }),
+  v.object({ type: v.literal('removed'), wallet: walletSchema }),
+]);
 
 const LINK_COLUMNS =
   'id, community, community_name, person, channel, mini_app, page_token, created_at, expires_at, browser, challenge, attempts, used_at';
@@ -103,21 +100,23 @@ function walletOf(row: WalletRow): VerifiedWallet {
 /** The wallet store on the shared database (see the module comment). */
 export class PgWalletStore implements WalletStore {
   readonly #db: Database;
-  readonly #logger: Logger;
-  readonly #origin = randomUUID();
-  readonly #listeners: Array<(change: WalletChange) => void> = [];
-  readonly #pending = new Set<Promise<unknown>>();
+  readonly #changes: AnnouncedChanges<WalletChange>;
 
-  private constructor(db: Database, logger: Logger) {
+  private constructor(db: Database, changes: AnnouncedChanges<WalletChange>) {
     this.#db = db;
-    this.#logger = logger;
+    this.#changes = changes;
   }
 
   /** Listens for other processes' wallet changes. */
   static async open(db: Database, logger: Logger): Promise<PgWalletStore> {
-    const store = new PgWalletStore(db, logger);
-    await db.listen(WALLETS_CHANNEL, (payload) => store.#noticed(payload));
-    return store;
+    const changes = await AnnouncedChanges.open<WalletChange>(db, {
+      channel: WALLETS_CHANNEL,
+      field: 'change',
+      schema: walletChangeSchema,
+      logger,
+      what: 'wallet change',
+    });
+    return new PgWalletStore(db, changes);
   }
 
   // ---- WalletRegistry
@@ -193,7 +192,7 @@ export class PgWalletStore implements WalletStore {
   }
 
   onWalletsChanged(listener: (change: WalletChange) => void): void {
-    this.#listeners.push(listener);
+    this.#changes.onChange(listener);
   }
 
   // ---- VerificationLinks
@@ -318,58 +317,15 @@ export class PgWalletStore implements WalletStore {
   }
 
   async flush(): Promise<void> {
-    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+    await this.#changes.flush();
   }
 
   async close(): Promise<void> {
     await this.flush();
   }
 
-  /** One transaction; a wallet change it made is announced with it and told here after the commit. */
-  async #transaction<T>(work: (client: pg.PoolClient) => Promise<{ result: T; change?: WalletChange }>): Promise<T> {
-    const run = this.#db.inTransaction(async (client) => {
-      const done = await work(client);
-      if (done.change) {
-        await client.query('SELECT pg_notify($1, $2)', [
-          WALLETS_CHANNEL,
-          JSON.stringify({ origin: this.#origin, change: done.change }),
-        ]);
-      }
-      return done;
-    });
-    this.#pending.add(run);
-    try {
-      const done = await run;
-      if (done.change) this.#tell(done.change);
-      return done.result;
-    } finally {
-      this.#pending.delete(run);
-    }
-  }
-
-  #noticed(payload: string): void {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(payload);
-    } catch {
-      return;
-    }
-    const notice = v.safeParse(noticeSchema, parsed);
-    if (!notice.success) {
-      this.#logger.warn('a wallet notification could not be read; ignored');
-      return;
-    }
-    if (notice.output.origin === this.#origin) return;
-    this.#tell(notice.output.change);
-  }
-
-  #tell(change: WalletChange): void {
-    for (const listener of this.#listeners) {
-      try {
-        listener(change);
-      } catch (error) {
-        this.#logger.error({ err: error }, 'a wallet change listener failed');
-      }
-    }
+  /** One transaction; a wallet change it made is announced with the commit. */
+  #transaction<T>(work: (client: pg.PoolClient) => Promise<{ result: T; change?: WalletChange }>): Promise<T> {
+    return this.#changes.transaction(work);
   }
 }
