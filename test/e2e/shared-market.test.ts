@@ -1,13 +1,11 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { PassThrough, Writable } from 'node:stream';
+import { readFile, rm } from 'node:fs/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/devnet/index.ts';
-import { type RunningBot, startBot } from '../../src/main.ts';
+import type { RunningBot } from '../../src/main.ts';
 import { platformEnv } from '../helpers/devnet-data.ts';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
+import { sleep, startTerminalBot, type TerminalBot, until } from '../helpers/terminal-bot.ts';
 
 /*
  * Two bots (src/main.ts, in this process) on one PostgreSQL, as two replicas: one ingests, the other
@@ -25,48 +23,14 @@ let cats: DevnetCollectionInfo;
 const dirs: string[] = [];
 const bots: RunningBot[] = [];
 
-interface Run {
-  bot: RunningBot;
-  out: () => string;
-  input: PassThrough;
-  log: string;
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
+type Run = TerminalBot;
 
 async function start(databaseUrl: string): Promise<Run> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-shared-market-'));
-  dirs.push(dataDir);
-  let text = '';
-  const stdout = new Writable({
-    write(chunk, _encoding, done) {
-      text += String(chunk);
-      done();
-    },
-  });
-  const input = new PassThrough();
-  const log = join(dataDir, 'test.log');
-  const bot = await startBot({
-    env: {
-      ...platformEnv(devnet),
-      FLOORWATCH_DATA_DIR: dataDir,
-      FLOORWATCH_DATABASE_URL: databaseUrl,
-      FLOORWATCH_LOG_LEVEL: 'info',
-    },
-    stdin: input,
-    stdout,
-    logDestination: log,
-  });
-  bots.push(bot);
-  return { bot, out: () => text, input, log };
+  const run = await startTerminalBot({ ...platformEnv(devnet), FLOORWATCH_DATABASE_URL: databaseUrl }, (dir) =>
+    dirs.push(dir),
+  );
+  bots.push(run.bot);
+  return run;
 }
 
 const leads = async (run: Run) => (await readFile(run.log, 'utf8')).includes('now leads ingest');
