@@ -110,52 +110,45 @@ export class PgMarketHistory implements MarketHistory {
     const key = `${network}:${c}`;
     const known = this.#recent.get(key);
     if (!lookedUp && known !== undefined && Math.abs(at - known) < FLOOR_SAMPLE_INTERVAL_MS) return;
-    const client = await this.#db.pool.connect().catch((error: unknown) => {
-      this.#logger.warn({ err: error }, 'could not record a floor');
-      return undefined;
-    });
-    if (!client) return;
     try {
-      await client.query('BEGIN');
-      // The collection's two latest samples, held while this one is decided (as the file keeps its order).
-      const { rows } = await client.query<{ at: string }>(
-        'SELECT at FROM market_floors WHERE network = $1 AND collection = $2 ORDER BY at DESC LIMIT 2 FOR UPDATE',
-        [network, c],
-      );
-      const last = rows[0] === undefined ? undefined : Number(rows[0].at);
-      let latest = last;
-      if (last !== undefined && Math.abs(at - last) < FLOOR_SAMPLE_INTERVAL_MS) {
-        if (lookedUp && at >= last) {
-          // The first sample stays: until an older one is recorded, floor changes are measured from it.
-          if (rows.length > 1) {
-            await client.query(
-              'UPDATE market_floors SET at = $4, usd = $5 WHERE network = $1 AND collection = $2 AND at = $3',
-              [network, c, last, at, usd],
-            );
-          } else {
-            await client.query(
-              `INSERT INTO market_floors (network, collection, at, usd) VALUES ($1, $2, $3, $4)
-               ON CONFLICT (network, collection, at) DO UPDATE SET usd = EXCLUDED.usd`,
-              [network, c, at, usd],
-            );
-          }
-          latest = at;
-        }
-      } else {
-        await client.query(
-          `INSERT INTO market_floors (network, collection, at, usd) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (network, collection, at) DO UPDATE SET usd = EXCLUDED.usd`,
-          [network, c, at, usd],
+      const latest = await this.#db.inTransaction(async (client) => {
+        // The collection's two latest samples, held while this one is decided (as the file keeps its order).
+        const { rows } = await client.query<{ at: string }>(
+          'SELECT at FROM market_floors WHERE network = $1 AND collection = $2 ORDER BY at DESC LIMIT 2 FOR UPDATE',
+          [network, c],
         );
-        latest = Math.max(at, last ?? at);
-      }
-      await client.query('COMMIT');
+        const last = rows[0] === undefined ? undefined : Number(rows[0].at);
+        let latest = last;
+        if (last !== undefined && Math.abs(at - last) < FLOOR_SAMPLE_INTERVAL_MS) {
+          if (lookedUp && at >= last) {
+            // The first sample stays: until an older one is recorded, floor changes are measured from it.
+            if (rows.length > 1) {
+              await client.query(
+                'UPDATE market_floors SET at = $4, usd = $5 WHERE network = $1 AND collection = $2 AND at = $3',
+                [network, c, last, at, usd],
+              );
+            } else {
+              await client.query(
+                `INSERT INTO market_floors (network, collection, at, usd) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (network, collection, at) DO UPDATE SET usd = EXCLUDED.usd`,
+                [network, c, at, usd],
+              );
+            }
+            latest = at;
+          }
+        } else {
+          await client.query(
+            `INSERT INTO market_floors (network, collection, at, usd) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (network, collection, at) DO UPDATE SET usd = EXCLUDED.usd`,
+            [network, c, at, usd],
+          );
+          latest = Math.max(at, last ?? at);
+        }
+        return latest;
+      });
       if (latest !== undefined) this.#recent.set(key, latest);
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
       this.#logger.warn({ err: error }, 'could not record a floor');
-    } finally {
-      client.release();
     }
   }
 

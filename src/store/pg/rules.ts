@@ -341,25 +341,15 @@ export class PgRulesRepository implements RulesRepository {
    * {@link StoreWriteError}, or with the error of an invalid row or of the caller's change.
    */
   async #write(work: (sql: Sql) => Promise<Written>, undo: () => void = () => {}): Promise<void> {
-    const run = (async () => {
-      const client = await this.#db.pool.connect();
-      try {
-        await client.query('BEGIN');
-        const written = await work(<R extends pg.QueryResultRow>(query: string, values?: unknown[]) =>
-          client.query<R>(query, values),
-        );
-        const notice = merge(this.#origin, written);
-        const changed = !isEmpty(notice);
-        if (changed) await client.query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify(notice)]);
-        await client.query('COMMIT');
-        return { written, changed };
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw error;
-      } finally {
-        client.release();
-      }
-    })();
+    const run = this.#db.inTransaction(async (client) => {
+      const written = await work(<R extends pg.QueryResultRow>(query: string, values?: unknown[]) =>
+        client.query<R>(query, values),
+      );
+      const notice = merge(this.#origin, written);
+      const changed = !isEmpty(notice);
+      if (changed) await client.query('SELECT pg_notify($1, $2)', [CHANNEL, JSON.stringify(notice)]);
+      return { written, changed };
+    });
     this.#pending.add(run);
     let written: Written;
     try {
