@@ -129,6 +129,11 @@ export interface BuyerHoldingsOptions {
 
 /** Pages read for one call at most; a wallet past them is left unknown rather than miscounted. */
 const MAX_PAGES = 10;
+/**
+ * A call is given up after this long (retries included): the next gathering waits for the call in
+ * flight, and answers later than the alerts' budget serve nobody.
+ */
+const CALL_TIMEOUT_MS = 5_000;
 
 /** Wallets of one collection waiting for the next call. */
 interface Gathering {
@@ -258,12 +263,15 @@ export class BuyerHoldings {
     let page: number | undefined;
     for (let pages = 0; pages < MAX_PAGES; pages++) {
       this.calls++;
-      const result = await this.#platform.indexer.getTokenBalancesByContract({
-        network,
-        filter: { contractAddresses: [collection], accountAddresses: [...accounts], contractStatus: 'ALL' },
-        omitMetadata: true,
-        page: page === undefined ? { pageSize: this.#pageSize } : { page, pageSize: this.#pageSize },
-      });
+      const result = await this.#platform.indexer.getTokenBalancesByContract(
+        {
+          network,
+          filter: { contractAddresses: [collection], accountAddresses: [...accounts], contractStatus: 'ALL' },
+          omitMetadata: true,
+          page: page === undefined ? { pageSize: this.#pageSize } : { page, pageSize: this.#pageSize },
+        },
+        { timeoutMs: CALL_TIMEOUT_MS },
+      );
       for (const row of result.balances) {
         const account = row.accountAddress.toLowerCase();
         const tokenId = row.tokenID;
