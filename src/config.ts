@@ -40,6 +40,8 @@ export interface Config {
   allowlistAudience: number | undefined;
   /** How long a listing is remembered to leave out identical relists; 0 shows them all. */
   relistWindowHours: number;
+  /** Sales worth at least this many US dollars are marked as a whale's in their alert; 0 marks none. */
+  whaleUsd: number;
   defaultNetwork: string | undefined;
   dataDir: string;
   logLevel: LogLevel;
@@ -170,6 +172,15 @@ function variable<const N extends string, T>(name: N, read: Reader<T>) {
 
 /** Any text (names, ids, secrets: never quoted in a message). */
 const plainText: Reader<string> = (value) => value;
+
+/** US dollars, `5000`, `$5000` or `2500.50`, up to a trillion. */
+const usdAmount: Reader<number> = (value, { name, problem }) => {
+  const match = /^\$?(\d{1,13}(\.\d{1,2})?)$/.exec(value);
+  const amount = Number(match?.[1]);
+  if (!match || !(amount <= 1e12))
+    problem(`${name} must be an amount of US dollars like 10000 or $2500.50; got "${value.slice(0, 40)}".`);
+  return amount;
+};
 
 function wholeNumber(min: number, max: number): Reader<number> {
   return (value, { name, problem }) => {
@@ -407,6 +418,7 @@ const VARIABLES = {
   ...variable('FLOORWATCH_DEVNET_PORT', wholeNumber(0, 65_535)),
   ...variable('FLOORWATCH_ALLOWLIST_AUDIENCE', wholeNumber(1, Number.MAX_SAFE_INTEGER)),
   ...variable('FLOORWATCH_RELIST_WINDOW_HOURS', wholeNumber(0, 24 * 30)),
+  ...variable('FLOORWATCH_WHALE_USD', usdAmount),
   ...variable('FLOORWATCH_DATA_DIR', plainText),
   ...variable('FLOORWATCH_CONSOLE', flag),
   ...variable('FLOORWATCH_PUBLIC_URL', publicUrl),
@@ -623,6 +635,7 @@ function configOf(values: Values, cwd: string): Config {
     links: { token: values.FLOORWATCH_TOKEN_URL, transaction },
     allowlistAudience: values.FLOORWATCH_ALLOWLIST_AUDIENCE,
     relistWindowHours: values.FLOORWATCH_RELIST_WINDOW_HOURS ?? 24,
+    whaleUsd: values.FLOORWATCH_WHALE_USD ?? 10_000,
     defaultNetwork: values.FLOORWATCH_DEFAULT_NETWORK,
     dataDir: resolve(cwd, values.FLOORWATCH_DATA_DIR ?? 'data'),
     logLevel: values.LOG_LEVEL ?? 'info',

@@ -165,6 +165,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       logger: logger.child({ component: 'alerts' }),
       marketplaceContracts: setup.marketplaceContracts,
       relistWindowMs: config.relistWindowHours * 60 * 60 * 1000,
+      whaleUsd: config.whaleUsd,
       market: deployment.market,
       backfill: await openBackfill(config, setup, deployment, logger),
     });

@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { NewDelivery } from '../core/deliveries.ts';
-import type { MarketHistory } from '../core/market.ts';
+import type { MarketHistory, TokenSale } from '../core/market.ts';
 import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { AlertCounters, JournalBacklog, StreamHealth } from '../core/status.ts';
 import type { DeliveryQueue } from '../delivery/dispatcher.ts';
@@ -23,6 +23,7 @@ import { type EventMatch, Matcher } from './match.ts';
 import { type MoveCounters, MoveWatcher } from './moves.ts';
 import { Relists } from './relists.ts';
 import { alertsFor } from './render.ts';
+import { BuyerHoldings, type BuyerHolds, DEFAULT_WHALE_USD, heldFor, isWhale, saleProfit } from './sale-context.ts';
 import type { StreamOptionsForAlerts } from './streams.ts';
 import type { ChainEvent, CollectionFollower } from './types.ts';
 
@@ -82,7 +83,15 @@ export interface AlertsDeps {
   enricher?: Enricher;
   /** Floor and best-offer rules: events are gathered this long before the level is looked up. Default 1 s. */
   moveCheckDelayMs?: number;
+  /** Sales worth at least this many US dollars are marked as a whale's (FLOORWATCH_WHALE_USD; 0: never). Default $10,000. */
+  whaleUsd?: number | undefined;
 }
+
+/**
+ * The longest a sale alert waits for its buyer's holdings (within the enrichment budget): the line is
+ * a nicety, and alerts of a network are recorded in chain order, so a slow call would hold up the next.
+ */
+const BUYER_LIMIT_MS = 2_000;
 
 /** What /status, /readyz and the metrics read of the alert path. Plain data. */
 export interface AlertsStatus {
@@ -119,8 +128,11 @@ interface Ready {
   enriched: EnrichedEvent | undefined;
 }
 
-/** A token's previous sale as an alert shows it. */
-type LastSale = NonNullable<EnrichedEvent['details']['lastSale']>;
+/** What a sale alert learns besides its enrichment: the token's previous sale and its buyer's holdings. */
+interface SaleLookups {
+  previous: Promise<TokenSale | undefined> | undefined;
+  buyer: Promise<BuyerHolds | undefined> | undefined;
+}
 
 /**
  * Builds the alert path: the only way to make one (main, tests and benchmarks use it).
@@ -148,6 +160,9 @@ export function createAlerts(deps: AlertsDeps): Alerts {
   const enricher =
     deps.enricher ?? new Enricher(platform, deps.currencies, logger.child({ component: 'enrich' }), deps.links);
   const enrichLimitMs = deps.enrichLimitMs ?? 10_000;
+  const holdings = new BuyerHoldings(platform, { logger: logger.child({ component: 'sale-context' }) });
+  const buyerLimitMs = Math.min(enrichLimitMs, BUYER_LIMIT_MS);
+  const whaleUsd = deps.whaleUsd ?? DEFAULT_WHALE_USD;
   const recorder = new DeliveryRecorder<ChainEvent>({
     log: deps.deliveries,
     queue: deps.queue,
@@ -182,21 +197,17 @@ export function createAlerts(deps: AlertsDeps): Alerts {
   };
 
   /** The previous recorded sale of the token a one-token sale sold. */
-  const lastSaleOf = (event: ChainEvent): Promise<LastSale | undefined> | undefined => {
+  const previousSaleOf = (event: ChainEvent): Promise<TokenSale | undefined> | undefined => {
     const token = event.tokens.length === 1 ? event.tokens[0] : undefined;
     if (!token || event.kind !== 'sale') return undefined;
-    return market.lastSale(event.network, event.collection, token.tokenId).then((found) => {
-      if (!found) return undefined;
-      const at = new Date(found.at).toISOString();
-      return found.usd === undefined ? { at } : { at, usd: found.usd };
-    });
+    return market.lastSale(event.network, event.collection, token.tokenId);
   };
 
   /**
    * What a matched event needs before it can be recorded: whether it only repeats a listing (then
    * only the rules that show relists stay), and its enrichment. Never rejects.
    */
-  const prepare = async (match: EventMatch, lastSale: Promise<LastSale | undefined> | undefined): Promise<Ready> => {
+  const prepare = async (match: EventMatch, lookups: SaleLookups): Promise<Ready> => {
     const event = match.event;
     if (await relists.isRelist(event).catch(() => false)) {
       counters.relists++;
@@ -204,18 +215,33 @@ export function createAlerts(deps: AlertsDeps): Alerts {
     }
     counters.matched++;
     const collectionName = match.collectionName;
-    const [enriched, last] = await Promise.all([
+    const [enriched, previous, buyer] = await Promise.all([
       enricher
         .enrichWithin(event, collectionName, enrichLimitMs, { floor: match.wantsFloor })
         .catch((error: unknown) => {
           logger.error({ event: event.id, err: error }, 'enrichment failed');
           return enricher.bare(event, collectionName);
         }),
-      lastSale?.catch(() => undefined),
+      lookups.previous?.catch(() => undefined),
+      lookups.buyer && within(lookups.buyer, buyerLimitMs),
     ]);
     const sample = enriched.floorSample;
     if (sample) market.floor(event.network, event.collection, sample.usd, sample.at);
-    return { match, enriched: last ? { ...enriched, details: { ...enriched.details, lastSale: last } } : enriched };
+    if (event.kind !== 'sale') return { match, enriched };
+    const details = { ...enriched.details };
+    if (previous) {
+      details.lastSale = {
+        at: new Date(previous.at).toISOString(),
+        ...(previous.usd === undefined ? {} : { usd: previous.usd }),
+      };
+    }
+    const held = heldFor(event, previous);
+    if (held !== undefined) details.heldForMs = held;
+    const profit = saleProfit(event, previous, enriched.price);
+    if (profit) details.profit = profit;
+    if (buyer) details.buyerHolds = { units: buyer.units.toString(), isNew: buyer.isNew };
+    if (isWhale(enriched.price?.usd, whaleUsd)) details.whale = true;
+    return { match, enriched: { ...enriched, details } };
   };
 
   /** An event's deliveries: one per destination its match reaches, its message rendered once. */
@@ -260,13 +286,18 @@ export function createAlerts(deps: AlertsDeps): Alerts {
       for (const event of events) {
         counters.events++;
         moves.event(event);
+        holdings.moved(event);
         const match = matcher.match(event);
-        // Asked before the sale is recorded: a sale is not its own last sale.
-        const lastSale = match ? lastSaleOf(event) : undefined;
+        // Asked before the sale is recorded: a sale is not its own last sale. The buyers of the
+        // events of one batch are asked in one call.
+        const lookups: SaleLookups = {
+          previous: match ? previousSaleOf(event) : undefined,
+          buyer: match && event.kind === 'sale' ? holdings.buyerOf(event) : undefined,
+        };
         if (event.kind === 'sale') market.sale(event);
         if (!match) continue;
         // Enrichment starts at once; recording waits its turn so alerts keep the chain's order.
-        void prepare(match, lastSale).then(order.place());
+        void prepare(match, lookups).then(order.place());
       }
     },
     onReorged: (network, txnHash) => market.reorged(network, txnHash),
@@ -317,4 +348,13 @@ export function createAlerts(deps: AlertsDeps): Alerts {
       await market.flush();
     },
   };
+}
+
+/** What `promise` resolves to within `limitMs`; undefined when it rejects or is later. */
+function within<T>(promise: Promise<T | undefined>, limitMs: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, limitMs, undefined);
+  });
+  return Promise.race([promise.catch(() => undefined), late]).finally(() => clearTimeout(timer));
 }

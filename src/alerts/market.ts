@@ -203,6 +203,7 @@ function saleOf(event: ChainEvent, orders: ReadonlyMap<string, Order>, now: () =
     collection: event.collection.toLowerCase(),
     txnHash: event.txnHash.toLowerCase(),
     at: Date.parse(event.ts) || now(),
+    ...(event.to ? { buyer: event.to.toLowerCase() } : {}),
     tokens:
       event.tokens.length > 0
         ? event.tokens.map((t) => priced(t.tokenId, t.amount, byToken.get(t.tokenId)))
@@ -215,5 +216,20 @@ function saleOf(event: ChainEvent, orders: ReadonlyMap<string, Order>, now: () =
 }
 
 function priced(tokenId: string, amount: string, order: Order | undefined): RecordedSale['tokens'][number] {
-  return order ? { tokenId, amount, usd: order.priceUSD * (Number(amount) || 1) } : { tokenId, amount };
+  if (!order) return { tokenId, amount };
+  const token: RecordedSale['tokens'][number] = { tokenId, amount, usd: order.priceUSD * (Number(amount) || 1) };
+  // What the buyer paid, kept exact in the order's currency: their profit when they sell it on.
+  if (/^\d{1,78}$/.test(order.priceAmount) && /^\d{1,78}$/.test(amount) && isDecimals(order.priceDecimals)) {
+    token.paid = {
+      amount: (BigInt(order.priceAmount) * BigInt(amount)).toString(),
+      currency: order.priceCurrencyAddress.toLowerCase(),
+      decimals: order.priceDecimals,
+    };
+  }
+  return token;
+}
+
+/** Decimals of a currency as a platform may state them: a small whole number. */
+function isDecimals(value: number): boolean {
+  return Number.isInteger(value) && value >= 0 && value <= 36;
 }

@@ -9,7 +9,7 @@ import {
   truncate,
 } from '../core/reply.ts';
 import type { AlertKind, Destination } from '../core/types.ts';
-import { formatUsd, shortAddress } from '../market/format.ts';
+import { formatUsd, groupThousands, shortAddress } from '../market/format.ts';
 import type { MatchedDestination } from './rule-filters.ts';
 import type { ChainEvent } from './types.ts';
 
@@ -40,6 +40,14 @@ export interface AlertDetails {
   floorUsd?: number;
   /** The token's previous sale as the bot recorded it (sales of one token), with its USD per unit when known. */
   lastSale?: { at: string; usd?: number };
+  /** Sale context (alerts/sale-context.ts): how long the seller held the token (ms), from their recorded purchase. */
+  heldForMs?: number;
+  /** The seller's profit (signed, formatted) in the sale's currency, and relative to what they paid. */
+  profit?: { amount: string; percent?: number };
+  /** What the buyer holds of the collection after the sale (units): `isNew` when this sale is their first. */
+  buyerHolds?: { units: string; isNew: boolean };
+  /** The sale is worth at least the whale size (FLOORWATCH_WHALE_USD). */
+  whale?: boolean;
   /** A cancel: whether the cancelled order was a listing or an offer, when its order says. */
   cancelled?: 'listing' | 'offer';
   /** The token's page (one token), the transaction's page, and where a listing can be bought. */
@@ -93,7 +101,7 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
   const price = details.price
     ? [details.price, ...(details.price.more ?? [])].map((p) => `${p.amount} ${p.symbol}`).join(' + ')
     : undefined;
-  const title = `${options.sample ? '[Sample] ' : ''}${verb}: ${subject}${price ? ` for ${price}` : ''}`;
+  const title = `${options.sample ? '[Sample] ' : ''}${details.whale && event.kind === 'sale' ? '🐋 Whale · ' : ''}${verb}: ${subject}${price ? ` for ${price}` : ''}`;
 
   const fields: ReplyField[] = [];
   if (details.price) {
@@ -103,13 +111,17 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
     if (floor) fields.push({ name: 'Floor', value: floor, inline: true });
   }
   if (event.kind === 'sale' && details.lastSale) fields.push(lastSaleField(details.lastSale, event.ts));
+  if (event.kind === 'sale') fields.push(...saleContextFields(details));
   const party = (label: string, address: string | undefined) => {
     if (address) fields.push({ name: label, value: [code(shortAddress(address))], inline: true });
   };
   switch (event.kind) {
     case 'sale':
       party('Seller', event.from);
-      party('Buyer', event.to);
+      if (event.to && details.buyerHolds) {
+        const holds = buyerHoldsText(details.buyerHolds);
+        fields.push({ name: 'Buyer', value: [code(shortAddress(event.to)), ` · ${holds}`], inline: true });
+      } else party('Buyer', event.to);
       break;
     case 'listing':
     case 'offer':
@@ -199,6 +211,42 @@ function lastSaleField(last: NonNullable<AlertDetails['lastSale']>, ts: string):
   }
   const usd = formatUsd(last.usd);
   return { name: 'Last sale', value: usd ? `${usd}, ${when}` : `${when} (price unknown)`, inline: true };
+}
+
+/** `Held for: 3 days`, `Profit: +0.5 DEV (+25%)` / `Loss: -0.2 DEV (-10%)`, when known. */
+function saleContextFields(details: AlertDetails): ReplyField[] {
+  const fields: ReplyField[] = [];
+  if (details.heldForMs !== undefined) {
+    fields.push({ name: 'Held for', value: spanText(details.heldForMs), inline: true });
+  }
+  const { profit, price } = details;
+  if (profit && price && !price.more) {
+    const percent =
+      profit.percent === undefined || !Number.isFinite(profit.percent)
+        ? ''
+        : ` (${profit.percent >= 0 ? '+' : '-'}${Math.abs(profit.percent).toFixed(Math.abs(profit.percent) < 10 ? 1 : 0)}%)`;
+    fields.push({
+      name: profit.amount.startsWith('-') ? 'Loss' : 'Profit',
+      value: `${profit.amount} ${price.symbol}${percent}`,
+      inline: true,
+    });
+  }
+  return fields;
+}
+
+/** `3 days`, `1 hour`, `12 minutes`, `under a minute`. */
+function spanText(ms: number): string {
+  for (const [unit, size] of SPANS) {
+    if (ms < size) continue;
+    const n = Math.floor(ms / size);
+    return `${n.toLocaleString('en-US')} ${unit}${n === 1 ? '' : 's'}`;
+  }
+  return 'under a minute';
+}
+
+/** `new to the collection`, `now holds 4` */
+function buyerHoldsText(holds: NonNullable<AlertDetails['buyerHolds']>): string {
+  return holds.isNew ? 'new to the collection' : `now holds ${groupThousands(holds.units)}`;
 }
 
 /**

@@ -9,6 +9,21 @@ export interface TokenSale {
   at: number;
   /** Price per unit in USD, when known. */
   usd?: number;
+  /** Who bought it (lower case), when the record says: the seller of its next sale paid this. */
+  buyer?: string;
+  /** Units of the token sold then. */
+  units?: string;
+  /** What was paid for all those units, in the order's currency, when known. */
+  paid?: PaidPrice;
+}
+
+/** A price in a currency's smallest units: `amount` 1500000000000000000 with 18 decimals is 1.5. */
+export interface PaidPrice {
+  /** Integer string, smallest units of the currency. */
+  amount: string;
+  /** Lower-case currency contract (the zero address for the native coin). */
+  currency: string;
+  decimals: number;
 }
 
 /** A floor as the bot looked it up: the cheapest listing of the collection, per token in USD. */
@@ -78,11 +93,13 @@ export interface RecordedSale {
   txnHash: string;
   /** Block time, ms since the epoch. */
   at: number;
+  /** The one buyer (lower case), when the sale names one. */
+  buyer?: string;
   /**
-   * Tokens sold, each with its price in USD for all its units when known. An empty token id: a sale
-   * known by its order alone, its token unknown.
+   * Tokens sold, each with its price in USD for all its units when known, and what was paid for
+   * them in the order's currency. An empty token id: a sale known by its order alone, its token unknown.
    */
-  tokens: Array<{ tokenId: string; amount: string; usd?: number }>;
+  tokens: Array<{ tokenId: string; amount: string; usd?: number; paid?: PaidPrice }>;
 }
 
 /** A listing, by what makes two of them identical (token, seller, price and currency), and when it was seen. */

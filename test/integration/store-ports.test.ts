@@ -113,9 +113,42 @@ describe.each([
     const other = await pair.second();
     expect(await other.activity('devnet', C, DAY, NOW)).toMatchObject({ sales: 1, priced: 1, volumeUsd: 100 });
     expect(await other.activity('devnet', C, 7 * DAY, NOW)).toMatchObject({ sales: 2, priced: 1, volumeUsd: 100 });
-    expect(await other.lastSale('devnet', C, '1')).toEqual({ at: NOW - 60_000, usd: 100 });
-    expect(await other.lastSale('devnet', C, '2')).toEqual({ at: NOW - 2 * DAY });
+    expect(await other.lastSale('devnet', C, '1')).toEqual({ at: NOW - 60_000, usd: 100, units: '1' });
+    expect(await other.lastSale('devnet', C, '2')).toEqual({ at: NOW - 2 * DAY, units: '1' });
     expect(await other.lastSale('devnet', C, '9')).toBeUndefined();
+  });
+
+  it('GIVEN a sale recorded with its buyer and what was paid in its currency THEN the other process reads both back as the last sale of each token, exactly', async () => {
+    const pair = await open();
+    closers.push(pair.close);
+    const paid = {
+      amount: '1500000000000000000000001',
+      currency: '0x00000000000000000000000000000000000000d0',
+      decimals: 18,
+    };
+    await pair.first.addSales([
+      {
+        ...sale(7, [], NOW - 5_000),
+        buyer: '0x00000000000000000000000000000000000000b1',
+        tokens: [
+          { tokenId: '5', amount: '2', usd: 300, paid },
+          { tokenId: '6', amount: '1' },
+        ],
+      },
+    ]);
+    const other = await pair.second();
+    expect(await other.lastSale('devnet', C, '5')).toEqual({
+      at: NOW - 5_000,
+      usd: 150,
+      units: '2',
+      buyer: '0x00000000000000000000000000000000000000b1',
+      paid,
+    });
+    expect(await other.lastSale('devnet', C, '6')).toEqual({
+      at: NOW - 5_000,
+      units: '1',
+      buyer: '0x00000000000000000000000000000000000000b1',
+    });
   });
 
   it("GIVEN a collection's only floor sample WHEN a floor is looked up within the sampling interval THEN that first sample stays (floor changes are measured from it) and the looked-up one is added", async () => {

@@ -31,6 +31,18 @@ describe('loadConfig', () => {
     expect(config.logLevel).toBe('info');
     expect(config.relistWindowHours).toBe(24);
     expect(loadConfig({ FLOORWATCH_RELIST_WINDOW_HOURS: '0' }, '/srv/bot').relistWindowHours).toBe(0);
+    expect(config.whaleUsd).toBe(10_000);
+  });
+
+  it('GIVEN a whale size in US dollars THEN it is read with or without its $, and anything else is refused by name', () => {
+    expect(loadConfig({ FLOORWATCH_WHALE_USD: '$5000' }, '/srv/bot').whaleUsd).toBe(5_000);
+    expect(loadConfig({ FLOORWATCH_WHALE_USD: '2500.50' }, '/srv/bot').whaleUsd).toBe(2_500.5);
+    expect(loadConfig({ FLOORWATCH_WHALE_USD: '0' }, '/srv/bot').whaleUsd).toBe(0);
+    for (const bad of ['5k', '-1', '$', '1e6', '5,000']) {
+      expect(problemsOf({ FLOORWATCH_WHALE_USD: bad }).join('\n')).toMatch(
+        /FLOORWATCH_WHALE_USD must be an amount of US dollars like 10000 or \$2500\.50/,
+      );
+    }
   });
 
   it('GIVEN networks written name:chainId:SYMBOL THEN their native coin is named by that symbol', async () => {

@@ -21,7 +21,11 @@
  * {"k":"reorg","n":"devnet","tx":"0xab…"}
  * ```
  *
- * `t` lists the tokens sold: id, units, and their price in USD (all units) or null when unknown.
+ * `t` lists the tokens sold: id, units, and their price in USD (all units) or null when unknown,
+ * then, when known, what was paid for them in the order's currency: amount in its smallest units,
+ * currency contract, decimals (`["12","1",2940.5,"1500000000000000000","0x00…",18]`). `b` is the
+ * buyer when the sale names one. Lines without them (an earlier file) read as sales of unknown buyer
+ * and payment.
  * The sales of a collection nobody watches come without their transfers (the stream is subscribed
  * to the marketplace's logs, not to the collection's): their tokens are those of the orders, one
  * unit each, and an empty id when the order could not be read. A `listing` line is a listing seen,
@@ -77,10 +81,13 @@ interface CollectionHistory {
 
 type Line =
   | { k: 'history'; v: number; since: number }
-  | { k: 'sale'; n: string; c: string; at: number; tx: string; t: Array<[string, string, number | null]> }
+  | { k: 'sale'; n: string; c: string; at: number; tx: string; b?: string; t: TokenEntry[] }
   | { k: 'floor'; n: string; c: string; at: number; usd: number }
   | { k: 'listing'; n: string; key: string; tx: string; at: number }
   | { k: 'reorg'; n: string; tx: string };
+
+/** A token of a sale line: id, units, USD or null, then optionally the amount paid, its currency and decimals. */
+type TokenEntry = [string, string, number | null] | [string, string, number | null, string, string, number];
 
 const keyOf = (network: string, collection: string) => `${network}:${collection.toLowerCase()}`;
 const saleKey = (network: string, txnHash: string, collection: string) =>
@@ -159,16 +166,14 @@ export class FileMarketHistory implements MarketHistory {
       const key = saleKey(sale.network, sale.txnHash, sale.collection);
       if (this.#seen.has(key)) continue;
       this.#seen.add(key);
-      const kept: KeptSale = { at: sale.at, txnHash: sale.txnHash.toLowerCase(), tokens: sale.tokens };
+      const kept: KeptSale = {
+        at: sale.at,
+        txnHash: sale.txnHash.toLowerCase(),
+        tokens: sale.tokens,
+        ...(sale.buyer ? { buyer: sale.buyer.toLowerCase() } : {}),
+      };
       this.#add(sale.network, sale.collection, kept);
-      this.#append({
-        k: 'sale',
-        n: sale.network,
-        c: sale.collection.toLowerCase(),
-        at: kept.at,
-        tx: kept.txnHash,
-        t: kept.tokens.map((t) => [t.tokenId, t.amount, t.usd ?? null]),
-      });
+      this.#append(saleLine(sale.network, sale.collection.toLowerCase(), kept));
     }
   }
 
@@ -222,7 +227,13 @@ export class FileMarketHistory implements MarketHistory {
     const token = found.sale.tokens[found.index];
     if (!token) return undefined;
     const units = Number(token.amount) || 1;
-    return token.usd === undefined ? { at: found.sale.at } : { at: found.sale.at, usd: token.usd / units };
+    return {
+      at: found.sale.at,
+      units: token.amount,
+      ...(token.usd === undefined ? {} : { usd: token.usd / units }),
+      ...(found.sale.buyer ? { buyer: found.sale.buyer } : {}),
+      ...(token.paid ? { paid: token.paid } : {}),
+    };
   }
 
   async activity(network: string, collection: string, windowMs: number, now: number): Promise<WindowActivity> {
@@ -529,10 +540,15 @@ export class FileMarketHistory implements MarketHistory {
         continue;
       }
       this.#seen.add(key);
-      const tokens = line.t.map(([tokenId, amount, usd]) =>
-        usd === null ? { tokenId, amount } : { tokenId, amount, usd },
-      );
-      this.#add(line.n, line.c, { at: line.at, txnHash: line.tx, tokens });
+      const tokens = line.t.map(([tokenId, amount, usd, paid, currency, decimals]) => ({
+        tokenId,
+        amount,
+        ...(usd === null ? {} : { usd }),
+        ...(paid !== undefined && currency !== undefined && decimals !== undefined
+          ? { paid: { amount: paid, currency, decimals } }
+          : {}),
+      }));
+      this.#add(line.n, line.c, { at: line.at, txnHash: line.tx, tokens, ...(line.b ? { buyer: line.b } : {}) });
       this.#live++;
     }
     this.#prune();
@@ -552,16 +568,7 @@ export class FileMarketHistory implements MarketHistory {
       const lines: Line[] = [{ k: 'history', v: FORMAT_VERSION, since: this.#since }];
       for (const history of this.#collections.values()) {
         for (const f of history.floors) lines.push({ k: 'floor', n: history.network, c: history.collection, ...f });
-        for (const s of history.sales) {
-          lines.push({
-            k: 'sale',
-            n: history.network,
-            c: history.collection,
-            at: s.at,
-            tx: s.txnHash,
-            t: s.tokens.map((t) => [t.tokenId, t.amount, t.usd ?? null]),
-          });
-        }
+        for (const s of history.sales) lines.push(saleLine(history.network, history.collection, s));
       }
       for (const [key, seen] of this.#listings) {
         const bar = key.indexOf('|');
@@ -604,6 +611,24 @@ export class FileMarketHistory implements MarketHistory {
   }
 }
 
+/** The line of a sale kept for `collection` (lower case) of `network`. */
+function saleLine(network: string, collection: string, sale: KeptSale): Line {
+  return {
+    k: 'sale',
+    n: network,
+    c: collection,
+    at: sale.at,
+    tx: sale.txnHash,
+    ...(sale.buyer ? { b: sale.buyer } : {}),
+    t: sale.tokens.map((t): TokenEntry => {
+      const usd = t.usd ?? null;
+      return t.paid
+        ? [t.tokenId, t.amount, usd, t.paid.amount, t.paid.currency, t.paid.decimals]
+        : [t.tokenId, t.amount, usd];
+    }),
+  };
+}
+
 /** Inserts by time, after any record of the same time. */
 function insertSorted<T extends { at: number }>(list: T[], item: T): void {
   let index = list.length;
@@ -638,7 +663,8 @@ function readLine(value: unknown): Line | undefined {
         : undefined;
     case 'sale': {
       if (!isText(v.n) || !isText(v.c) || !isTime(v.at) || !isText(v.tx) || !Array.isArray(v.t)) return undefined;
-      const tokens: Array<[string, string, number | null]> = [];
+      if (v.b !== undefined && !isText(v.b)) return undefined;
+      const tokens: TokenEntry[] = [];
       for (const item of v.t as unknown[]) {
         // An empty token id: a sale known by its order alone, its token unknown.
         if (!Array.isArray(item) || typeof item[0] !== 'string' || item[0].length > 200 || !isText(item[1])) {
@@ -646,9 +672,28 @@ function readLine(value: unknown): Line | undefined {
         }
         const usd: unknown = item[2];
         if (usd !== null && !isTime(usd)) return undefined;
-        tokens.push([item[0], item[1], usd]);
+        if (item.length === 3) {
+          tokens.push([item[0], item[1], usd]);
+          continue;
+        }
+        const [, , , paid, currency, decimals] = item as unknown[];
+        if (
+          item.length !== 6 ||
+          typeof paid !== 'string' ||
+          !/^\d{1,78}$/.test(paid) ||
+          !isText(currency) ||
+          typeof decimals !== 'number' ||
+          !Number.isInteger(decimals) ||
+          decimals < 0 ||
+          decimals > 36
+        ) {
+          return undefined;
+        }
+        tokens.push([item[0], item[1], usd, paid, currency, decimals]);
       }
-      return tokens.length > 0 ? { k: 'sale', n: v.n, c: v.c, at: v.at, tx: v.tx, t: tokens } : undefined;
+      return tokens.length > 0
+        ? { k: 'sale', n: v.n, c: v.c, at: v.at, tx: v.tx, t: tokens, ...(isText(v.b) ? { b: v.b } : {}) }
+        : undefined;
     }
     default:
       return undefined;

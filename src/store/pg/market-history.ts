@@ -77,7 +77,7 @@ export class PgMarketHistory implements MarketHistory {
   }
 
   async addSales(sales: readonly RecordedSale[]): Promise<void> {
-    const columns: unknown[][] = [[], [], [], [], [], [], [], []];
+    const columns: unknown[][] = [[], [], [], [], [], [], [], [], [], [], [], []];
     for (const sale of sales) {
       sale.tokens.forEach((token, position) => {
         const row = [
@@ -89,14 +89,20 @@ export class PgMarketHistory implements MarketHistory {
           token.amount,
           token.usd ?? null,
           sale.at,
+          sale.buyer?.toLowerCase() ?? null,
+          token.paid?.amount ?? null,
+          token.paid?.currency ?? null,
+          token.paid?.decimals ?? null,
         ];
         for (const [i, value] of row.entries()) columns[i]?.push(value);
       });
     }
     if ((columns[0]?.length ?? 0) === 0) return;
     await this.#db.pool.query(
-      `INSERT INTO market_sales (network, collection, txn_hash, position, token_id, amount, usd, at)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::float8[], $8::bigint[])
+      `INSERT INTO market_sales (network, collection, txn_hash, position, token_id, amount, usd, at,
+                                 buyer, paid_amount, paid_currency, paid_decimals)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::float8[], $8::bigint[],
+                            $9::text[], $10::text[], $11::text[], $12::int[])
        ON CONFLICT DO NOTHING`,
       columns,
     );
@@ -177,16 +183,34 @@ export class PgMarketHistory implements MarketHistory {
   }
 
   async lastSale(network: string, collection: string, tokenId: string): Promise<TokenSale | undefined> {
-    const { rows } = await this.#db.pool.query<{ at: string; amount: string; usd: number | null }>(
-      `SELECT at, amount, usd FROM market_sales WHERE network = $1 AND collection = $2 AND token_id = $3
+    const { rows } = await this.#db.pool.query<{
+      at: string;
+      amount: string;
+      usd: number | null;
+      buyer: string | null;
+      paid_amount: string | null;
+      paid_currency: string | null;
+      paid_decimals: number | null;
+    }>(
+      `SELECT at, amount, usd, buyer, paid_amount, paid_currency, paid_decimals FROM market_sales
+       WHERE network = $1 AND collection = $2 AND token_id = $3
        ORDER BY at DESC, seq DESC LIMIT 1`,
       [network, collection.toLowerCase(), tokenId],
     );
     const row = rows[0];
     if (!row) return undefined;
-    const at = Number(row.at);
     const units = Number(row.amount) || 1;
-    return row.usd === null ? { at } : { at, usd: row.usd / units };
+    const paid =
+      row.paid_amount !== null && row.paid_currency !== null && row.paid_decimals !== null
+        ? { amount: row.paid_amount, currency: row.paid_currency, decimals: row.paid_decimals }
+        : undefined;
+    return {
+      at: Number(row.at),
+      units: row.amount,
+      ...(row.usd === null ? {} : { usd: row.usd / units }),
+      ...(row.buyer === null ? {} : { buyer: row.buyer }),
+      ...(paid ? { paid } : {}),
+    };
   }
 
   async activity(network: string, collection: string, windowMs: number, now: number): Promise<WindowActivity> {

@@ -57,7 +57,8 @@ async function openAt(path: string, now: number) {
 }
 const open = (now = NOW) => openAt(file, now);
 const jsonl = (lines: readonly object[]) => lines.map((l) => `${JSON.stringify(l)}\n`).join('');
-const sale = (at: number, tx: string, tokens: Array<[string, string, number | null]>, c = COLLECTION) => ({
+type TokenEntry = [string, string, number | null] | [string, string, number | null, string, string, number];
+const sale = (at: number, tx: string, tokens: TokenEntry[], c = COLLECTION) => ({
   k: 'sale',
   n: 'polygon',
   c,
@@ -83,28 +84,45 @@ describe('market history on disk', () => {
         sale(NOW - 2 * 60 * 60 * 1000, hash(3), [['4', '1', 150]]),
         sale(NOW - 60 * 60 * 1000, hash(4), [['5', '1', 999]]),
         { k: 'reorg', n: 'polygon', tx: hash(4) },
+        { ...sale(NOW - 30 * 60 * 1000, hash(5), [['6', '1', 40, '2500000', '0xdc', 6]]), b: '0xb1' },
+        // What was paid must be whole smallest units with sensible decimals: else the line is not read.
+        { ...sale(NOW - 20 * 60 * 1000, hash(6), [['7', '1', 40, '2.5', '0xdc', 6]]), b: '0xb2' },
+        { ...sale(NOW - 20 * 60 * 1000, hash(7), [['8', '1', 40, '25', '0xdc', 99]]), b: '0xb2' },
       ])}{"k":"sale","n":"pol`,
     );
     const history = await open();
     try {
       expect(await history.since()).toBe(NOW - 12 * DAY);
       const day = await history.activity('polygon', COLLECTION, DAY, NOW);
-      expect(day).toMatchObject({ complete: true, sales: 1, priced: 1, volumeUsd: 150 });
+      expect(day).toMatchObject({ complete: true, sales: 2, priced: 2, volumeUsd: 190 });
       // The last floor before the window began.
       expect(day.floorThen).toEqual({ at: NOW - 2 * DAY, usd: 110 });
       const week = await history.activity('polygon', COLLECTION, 7 * DAY, NOW);
-      expect(week).toMatchObject({ complete: true, sales: 3, priced: 2, volumeUsd: 270 });
+      expect(week).toMatchObject({ complete: true, sales: 4, priced: 3, volumeUsd: 310 });
       // The floor when the week began is kept although older than the week.
       expect(week.floorThen).toEqual({ at: NOW - 8 * DAY, usd: 100 });
       expect((await history.activity('polygon', OTHER_COLLECTION, 7 * DAY, NOW)).sales).toBe(0);
       expect(await history.lastSale('polygon', COLLECTION, '5')).toBeUndefined();
-      expect(await history.lastSale('polygon', COLLECTION, '2')).toEqual({ at: NOW - 3 * DAY, usd: 120 });
+      expect(await history.lastSale('polygon', COLLECTION, '2')).toEqual({ at: NOW - 3 * DAY, usd: 120, units: '1' });
+      expect(await history.lastSale('polygon', COLLECTION, '6')).toEqual({
+        at: NOW - 30 * 60 * 1000,
+        usd: 40,
+        units: '1',
+        buyer: '0xb1',
+        paid: { amount: '2500000', currency: '0xdc', decimals: 6 },
+      });
+      expect(await history.lastSale('polygon', COLLECTION, '7')).toBeUndefined();
+      expect(await history.lastSale('polygon', COLLECTION, '8')).toBeUndefined();
     } finally {
       await history.close();
     }
     const lines = (await readFile(file, 'utf8')).trim().split('\n');
     expect(JSON.parse(lines[0] ?? '')).toEqual({ k: 'history', v: 1, since: NOW - 12 * DAY });
-    expect(lines).toHaveLength(1 + 2 + 2);
+    expect(lines).toHaveLength(1 + 2 + 3);
+    expect(lines.map((line) => JSON.parse(line))).toContainEqual({
+      ...sale(NOW - 30 * 60 * 1000, hash(5), [['6', '1', 40, '2500000', '0xdc', 6]]),
+      b: '0xb1',
+    });
     const text = lines.join('\n');
     for (const gone of [hash(1), hash(4), '"reorg"', '"usd":80']) expect(text).not.toContain(gone);
   });
@@ -130,7 +148,11 @@ describe('market history on disk', () => {
       // Without a platform a sale is counted, not priced.
       expect(day).toMatchObject({ complete: false, from: NOW, sales: 1, priced: 0, volumeUsd: 0 });
       expect(day.floorThen).toEqual({ at: NOW - 500, usd: 42 });
-      expect(await again.lastSale('polygon', COLLECTION, '7')).toEqual({ at: NOW - 1_000 });
+      expect(await again.lastSale('polygon', COLLECTION, '7')).toEqual({
+        at: NOW - 1_000,
+        units: '2',
+        buyer: event.to,
+      });
     } finally {
       await again.close();
     }
