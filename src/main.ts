@@ -21,6 +21,7 @@ import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
 import type { JournalStats } from './core/deliveries.ts';
 import type { DeliveryLog, RulesRepository } from './core/ports.ts';
 import type { WalletStore } from './core/wallets.ts';
+import { destinationKey } from './core/types.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
 import type { AlertSink } from './delivery/sink.ts';
 import { pauseRulesOfUnreachable } from './delivery/unreachable.ts';
@@ -129,6 +130,8 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       sinks,
       logger: deliveryLogger,
       fence: deployment.sendFence,
+      // A late alert's note shows its clock in the chat's digest time zone where readers' own cannot be used.
+      timeZoneOf: (destination) => rules.chat(destinationKey(destination)).digest?.timeZone,
       onUnreachable: pauseRulesOfUnreachable(rules, logger.child({ component: 'alerts' })),
       onOutcome: (outcome, chatPlatform, count) => {
         metrics?.delivery(outcome, chatPlatform, count);
