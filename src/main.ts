@@ -20,8 +20,8 @@ import { ChatStartError } from './chat/start-error.ts';
 import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
 import type { JournalStats } from './core/deliveries.ts';
 import type { DeliveryLog, RulesRepository } from './core/ports.ts';
-import type { WalletStore } from './core/wallets.ts';
 import { destinationKey } from './core/types.ts';
+import type { WalletStore } from './core/wallets.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
 import type { AlertSink } from './delivery/sink.ts';
 import { pauseRulesOfUnreachable } from './delivery/unreachable.ts';
@@ -170,6 +170,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       relistWindowMs: config.relistWindowHours * 60 * 60 * 1000,
       market: deployment.market,
       backfill: await openBackfill(config, setup, deployment, logger),
+      completeness: deployment.completeness,
     });
     const digests = createDigests({
       platform,
@@ -182,6 +183,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       market: deployment.market,
       chartWorkerUrl: new URL(`./digests/chart-worker.${SOURCE_EXTENSION}`, import.meta.url),
       posts: roles.postsDigests,
+      completeness: deployment.completeness,
     });
 
     const verification = await walletVerification(config, deployment.wallets, setup, logger);
@@ -209,7 +211,20 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       digests,
       verification,
       roles: holderRoles,
-      alerts: async () => alertStatus(alerts.status(), await deliveries.counts()),
+      alerts: async () => {
+        const today = new Date().toISOString().slice(0, 10);
+        const [stats, completeness] = await Promise.all([
+          deliveries.counts(),
+          deployment.completeness.days(today, today).catch((error: unknown) => {
+            logger.warn({ err: error }, 'could not read the completeness counts');
+            return undefined;
+          }),
+        ]);
+        return {
+          ...alertStatus(alerts.status(), stats),
+          ...(completeness ? { completeness: { day: today, networks: completeness } } : {}),
+        };
+      },
     });
     if (metrics) engine.onOutcome((name, outcome) => metrics.command(name, outcome));
 

@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import type { NewDelivery } from '../core/deliveries.ts';
 import type { MarketHistory } from '../core/market.ts';
-import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
+import type { CompletenessStore, DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { AlertCounters, JournalBacklog, StreamHealth } from '../core/status.ts';
 import type { DeliveryQueue } from '../delivery/dispatcher.ts';
 import { DeliveryRecorder, type JournalRetryOptions, type RecordingItem } from '../delivery/recording.ts';
@@ -82,6 +82,8 @@ export interface AlertsDeps {
   enricher?: Enricher;
   /** Floor and best-offer rules: events are gathered this long before the level is looked up. Default 1 s. */
   moveCheckDelayMs?: number;
+  /** Where the record's completeness is counted: events seen, blocks read back, blocks missed. */
+  completeness?: CompletenessStore | undefined;
 }
 
 /** What /status, /readyz and the metrics read of the alert path. Plain data. */
@@ -256,7 +258,12 @@ export function createAlerts(deps: AlertsDeps): Alerts {
     flushDelayMs: deps.flushDelayMs,
     streams: deps.streams,
     backfill: deps.backfill,
+    onReadBack: (network, blocks) => deps.completeness?.add(network, { blocksReadBack: blocks }),
+    onMissed: (network, blocks) => deps.completeness?.add(network, { blocksMissed: blocks }),
     onEvents: (events, order) => {
+      // One transaction's events, of one network: counted in memory, written every few seconds.
+      const first = events[0];
+      if (first) deps.completeness?.add(first.network, { events: events.length });
       for (const event of events) {
         counters.events++;
         moves.event(event);
