@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/devnet/index.ts';
@@ -234,5 +234,43 @@ describe.each(['files', 'PostgreSQL'] as const)('late alerts and the record, sto
     const later = await telegramCommand('/digest preview', /Bot's record/);
     expect(figures(later)).toEqual(after);
     expect(later).toContain('⚠️ devnet');
+
+    if (!databaseUrl) return;
+    // Another process on the database, which ingests nothing (the first holds the lease), shows the
+    // same figures from the shared table once the first has written its last counts.
+    let replicaOut = '';
+    const input = new PassThrough();
+    const replicaDir = await mkdtemp(join(tmpdir(), 'floorwatch-late-replica-'));
+    const replica = await startBot({
+      env: {
+        ...platformEnv(devnet),
+        FLOORWATCH_DATA_DIR: replicaDir,
+        FLOORWATCH_DATABASE_URL: databaseUrl,
+        FLOORWATCH_LOG_LEVEL: 'info',
+      },
+      stdin: input,
+      stdout: new Writable({
+        write(chunk, _encoding, done) {
+          replicaOut += String(chunk);
+          done();
+        },
+      }),
+      logDestination: join(replicaDir, 'test.log'),
+    });
+    try {
+      await until(async () => {
+        const before = replicaOut.length;
+        input.write('/status\n');
+        const answer = await until(() => {
+          const text = replicaOut.slice(before);
+          return /Alerts: /.test(text) ? text : undefined;
+        }, 'the replica status');
+        const shown = figures(answer);
+        return shown && shown.events === after?.events && shown.readBack === after.readBack ? shown : undefined;
+      }, 'the replica showing the shared figures');
+    } finally {
+      await replica.stop();
+      await rm(replicaDir, { recursive: true, force: true });
+    }
   }, 240_000);
 });
