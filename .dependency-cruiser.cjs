@@ -195,12 +195,12 @@ module.exports = {
     {
       name: 'pg-store-not-file-store',
       comment:
-        'The PostgreSQL adapter shares only the record checks (store/schema.ts) and LazyWrite with the file adapter; migrate-data copies the files, so reading them is its job.',
+        'The PostgreSQL adapter shares only the record checks (store/schema.ts), LazyWrite and the completeness tally with the file adapter; migrate-data copies the files, so reading them is its job.',
       severity: 'error',
       from: { path: '^src/store/pg/', pathNot: ROOTS },
       to: {
         path: ['^src/store/files/', '^src/store/[^/]+$'],
-        pathNot: ['^src/store/schema[.]ts$', '^src/store/lazy-write[.]ts$'],
+        pathNot: ['^src/store/schema[.]ts$', '^src/store/lazy-write[.]ts$', '^src/store/completeness-tally[.]ts$'],
       },
     },
     {

@@ -46,6 +46,7 @@ import pino from 'pino';
 import { type Alerts, createAlerts } from '../src/alerts/index.ts';
 import { Dispatcher } from '../src/delivery/dispatcher.ts';
 import type { PlatformClient } from '../src/platform/client.ts';
+import { FileCompletenessStore } from '../src/store/files/completeness.ts';
 import { DeliveryJournal } from '../src/store/files/journal/journal.ts';
 import { lockDataDir } from '../src/store/files/lock.ts';
 import { FileMarketHistory } from '../src/store/files/market-history.ts';
@@ -124,7 +125,15 @@ async function scenario(
       fence,
     });
     timeJournal(journal);
-    dispatcher = new Dispatcher({ journal, sinks: timingSinks(), logger, fence: lock });
+    // As src/main.ts wires them: the chat's zone for late alerts' notes, the record's completeness counted.
+    dispatcher = new Dispatcher({
+      journal,
+      sinks: timingSinks(),
+      logger,
+      fence: lock,
+      timeZoneOf: (destination) => store.chat(`${destination.platform}:${destination.chatId}`).digest?.timeZone,
+    });
+    const completeness = await FileCompletenessStore.open(join(dir, 'completeness.json'));
     market = await FileMarketHistory.open(join(dir, 'market-history.jsonl'), { logger });
     pipeline = createAlerts({
       ...alertsDeps(devnet, platform, logger),
@@ -132,6 +141,7 @@ async function scenario(
       rules: store,
       deliveries: journal,
       queue: dispatcher,
+      completeness,
     });
     await pipeline.start();
 

@@ -1,5 +1,6 @@
 import { defineCommand } from '../src/bot/command.ts';
 import type { Rich } from '../src/core/reply.ts';
+import { completenessLines } from '../src/core/status.ts';
 import { PlatformApiError, PlatformError } from '../src/platform/errors.ts';
 
 const PROBE_TIMEOUT_MS = 4_000;
@@ -103,6 +104,14 @@ export default defineCommand({
         for (const gap of s.gaps.slice(-3))
           lines.push(`    gap: blocks ${gap.fromBlock}-${gap.toBlock} not seen (${gap.at.slice(0, 19)}Z)`);
         if (s.events !== 'connected' && s.lastError) lines.push(`    last error: ${s.lastError.slice(0, 200)}`);
+      }
+      if (alerts.completeness) {
+        // Missed: blocks beyond the backfill's limit, or lost while a stream was down with no backfill.
+        lines.push(`Record of ${alerts.completeness.day} (UTC day):`);
+        const networks = alerts.streams.map((s) => s.network);
+        const figures = completenessLines(alerts.completeness.networks, networks);
+        if (figures.length === 0) lines.push('  nothing counted yet');
+        for (const line of figures) lines.push(`  ${line}`);
       }
       const { counters, backlog } = alerts;
       lines.push(

@@ -20,6 +20,7 @@ import { ChatStartError } from './chat/start-error.ts';
 import { type Config, ConfigError, loadConfig, secretsOf } from './config.ts';
 import type { JournalStats } from './core/deliveries.ts';
 import type { DeliveryLog, RulesRepository } from './core/ports.ts';
+import { destinationKey } from './core/types.ts';
 import type { WalletStore } from './core/wallets.ts';
 import { Dispatcher } from './delivery/dispatcher.ts';
 import type { AlertSink } from './delivery/sink.ts';
@@ -129,6 +130,8 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       sinks,
       logger: deliveryLogger,
       fence: deployment.sendFence,
+      // A late alert's note shows its clock in the chat's digest time zone where readers' own cannot be used.
+      timeZoneOf: (destination) => rules.chat(destinationKey(destination)).digest?.timeZone,
       onUnreachable: pauseRulesOfUnreachable(rules, logger.child({ component: 'alerts' })),
       onOutcome: (outcome, chatPlatform, count) => {
         metrics?.delivery(outcome, chatPlatform, count);
@@ -168,6 +171,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       whaleUsd: config.whaleUsd,
       market: deployment.market,
       backfill: await openBackfill(config, setup, deployment, logger),
+      completeness: deployment.completeness,
     });
     const digests = createDigests({
       platform,
@@ -180,6 +184,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       market: deployment.market,
       chartWorkerUrl: new URL(`./digests/chart-worker.${SOURCE_EXTENSION}`, import.meta.url),
       posts: roles.postsDigests,
+      completeness: deployment.completeness,
     });
 
     const verification = await walletVerification(config, deployment.wallets, setup, logger);
@@ -207,7 +212,20 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       digests,
       verification,
       roles: holderRoles,
-      alerts: async () => alertStatus(alerts.status(), await deliveries.counts()),
+      alerts: async () => {
+        const today = new Date().toISOString().slice(0, 10);
+        const [stats, completeness] = await Promise.all([
+          deliveries.counts(),
+          deployment.completeness.days(today, today).catch((error: unknown) => {
+            logger.warn({ err: error }, 'could not read the completeness counts');
+            return undefined;
+          }),
+        ]);
+        return {
+          ...alertStatus(alerts.status(), stats),
+          ...(completeness ? { completeness: { day: today, networks: completeness } } : {}),
+        };
+      },
     });
     if (metrics) engine.onOutcome((name, outcome) => metrics.command(name, outcome));
 

@@ -20,6 +20,7 @@ import {
   toEventSelector,
 } from 'viem';
 import type { CursorStore } from '../core/ports.ts';
+import type { ReadBack } from '../core/reply.ts';
 import type { EventLog } from '../platform/types.ts';
 
 /** The events the classifier reads (see classify.ts and shared/reference/chain-events.md). */
@@ -318,6 +319,11 @@ export interface BackfillHooks {
   contracts(): WatchedContracts;
   /** Blocks that will never be read back (beyond the limit): reported like a stream gap. */
   gap(fromBlock: number, toBlock: number): void;
+  /**
+   * Blocks `fromBlock`..`toBlock` were read back, and their logs are about to be delivered: `restart`
+   * when the run resumed from the saved cursor (a start, or a take-over), `reconnect` otherwise.
+   */
+  readBack(fromBlock: number, toBlock: number, why: ReadBack): void;
 }
 
 /**
@@ -400,6 +406,8 @@ export class NetworkBackfill {
   #latestReceipt: number | undefined;
   #candidate: { block: number; epoch: number } | undefined;
   #stopped = false;
+  /** The mark was taken from the saved cursor and no run has read past it yet: runs are after a restart. */
+  #fromCursor = false;
   /** Logs read back so far (tests, status). */
   backfilled = 0;
 
@@ -560,10 +568,12 @@ export class NetworkBackfill {
         return;
       }
       this.#received = cursor;
+      this.#fromCursor = true;
     }
     let from = this.#received + 1;
     if (from > head) {
       this.#hole = false;
+      this.#fromCursor = false;
       return;
     }
     const maxBlocks = this.#owner.settings.maxBlocks;
@@ -574,6 +584,8 @@ export class NetworkBackfill {
     }
     const started = Date.now();
     const logs = await this.#reader.logs(from, head, this.#hooks.contracts());
+    this.#hooks.readBack(from, head, this.#fromCursor ? 'restart' : 'reconnect');
+    this.#fromCursor = false;
     for (const log of logs) this.#hooks.deliver(log);
     this.#hooks.flush();
     this.backfilled += logs.length;

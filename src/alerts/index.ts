@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import type { NewDelivery } from '../core/deliveries.ts';
 import type { MarketHistory, TokenSale } from '../core/market.ts';
-import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
+import type { CompletenessStore, DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { AlertCounters, JournalBacklog, StreamHealth } from '../core/status.ts';
 import type { DeliveryQueue } from '../delivery/dispatcher.ts';
 import { DeliveryRecorder, type JournalRetryOptions, type RecordingItem } from '../delivery/recording.ts';
@@ -85,6 +85,8 @@ export interface AlertsDeps {
   moveCheckDelayMs?: number;
   /** Sales worth at least this many US dollars are marked as a whale's (FLOORWATCH_WHALE_USD; 0: never). Default $10,000. */
   whaleUsd?: number | undefined;
+  /** Where the record's completeness is counted: events seen, blocks read back, blocks missed. */
+  completeness?: CompletenessStore | undefined;
 }
 
 /**
@@ -282,7 +284,12 @@ export function createAlerts(deps: AlertsDeps): Alerts {
     flushDelayMs: deps.flushDelayMs,
     streams: deps.streams,
     backfill: deps.backfill,
+    onReadBack: (network, blocks) => deps.completeness?.add(network, { blocksReadBack: blocks }),
+    onMissed: (network, blocks) => deps.completeness?.add(network, { blocksMissed: blocks }),
     onEvents: (events, order) => {
+      // One transaction's events, of one network: counted in memory, written every few seconds.
+      const first = events[0];
+      if (first) deps.completeness?.add(first.network, { events: events.length });
       for (const event of events) {
         counters.events++;
         moves.event(event);

@@ -6,6 +6,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
+import type { ReadBack } from '../core/reply.ts';
 import type { StreamHealth } from '../core/status.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { EventFilter, EventLog, TransactionReceipt } from '../platform/types.ts';
@@ -147,12 +148,23 @@ export interface IngestOptions<E> {
   onFinal: (network: string, txnHash: string) => void;
   /** Where each network's queue hands its events and reorgs. */
   sink: OrderedSink<E>;
+  /** Blocks read back from the chain by a backfill run (the record's completeness). */
+  onReadBack?: ((network: string, blocks: number) => void) | undefined;
+  /** Blocks whose events were not seen and will not be: a stream gap, or beyond the backfill's limit. */
+  onMissed?: ((network: string, blocks: number) => void) | undefined;
 }
 
 interface NetworkState<E> {
   streams: NetworkStreams;
   assembly: NetworkAssembly;
   order: NetworkOrder<E>;
+}
+
+/** The blocks of a network's latest backfill run: their events are marked read back, and why. */
+interface ReadBackRange {
+  fromBlock: number;
+  toBlock: number;
+  why: ReadBack;
 }
 
 /** The streams of every network, planned from the rules; see the module comment. */
@@ -317,12 +329,20 @@ export class Ingest<E> {
     const { matcher, logger } = this.#o;
     const marketplaces = this.#marketplaces.get(network);
     const order = new NetworkOrder<E>(network, this.#o.sink);
+    let readBack: ReadBackRange | undefined;
     const assembly = new NetworkAssembly({
       network,
       isCollection: (address) => matcher.watches(network, address) || this.#followed(network, address),
       marketplaces,
       flushDelayMs: this.#o.flushDelayMs,
       onEvents: (events) => {
+        // Logs of those blocks came only from the backfill run (the streams' copies are duplicates, dropped).
+        if (readBack) {
+          for (const event of events) {
+            if (event.blockNumber >= readBack.fromBlock && event.blockNumber <= readBack.toBlock)
+              event.readBack = readBack.why;
+          }
+        }
         this.#handOver(events);
         this.#o.onEvents(events, order);
       },
@@ -332,7 +352,11 @@ export class Ingest<E> {
     const streams = new NetworkStreams(
       this.#o.platform,
       network,
-      { onLog: log, onReceipt: (receipt) => this.#receipt(network, receipt) },
+      {
+        onLog: log,
+        onReceipt: (receipt) => this.#receipt(network, receipt),
+        onGap: (from, to) => this.#o.onMissed?.(network, to - from + 1),
+      },
       logger,
       this.#o.streams,
     );
@@ -355,6 +379,10 @@ export class Ingest<E> {
             this.#followed(network, address),
         }),
         gap: (from, to) => streams.reportGap(from, to),
+        readBack: (fromBlock, toBlock, why) => {
+          readBack = { fromBlock, toBlock, why };
+          this.#o.onReadBack?.(network, toBlock - fromBlock + 1);
+        },
       }),
     );
     // End backfill hooks.

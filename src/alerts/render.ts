@@ -167,6 +167,8 @@ export function renderAlert(details: AlertDetails, options: { mentionRole?: stri
   const page = safeUrl(details.links?.token);
   if (page) reply.url = page;
   if (options.mentionRole) reply.mentionRoles = [options.mentionRole];
+  // When it happened and how it was read: a late send says so (delivery/lateness.ts). A sample never happened.
+  if (!options.sample) reply.happened = event.readBack ? { at: event.ts, readBack: event.readBack } : { at: event.ts };
   return reply;
 }
 

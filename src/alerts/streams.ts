@@ -47,6 +47,7 @@ export class NetworkStreams {
   readonly #logger: Logger;
   readonly #onLog: (log: EventLog) => void;
   readonly #onReceipt: (receipt: TransactionReceipt) => void;
+  readonly #onGap: ((fromBlock: number, toBlock: number) => void) | undefined;
   readonly #options: StreamOptionsForAlerts;
   /** The events streams, by the key of their filter: one, or one per share of the contracts. */
   #events = new Map<string, Running>();
@@ -61,7 +62,12 @@ export class NetworkStreams {
   constructor(
     platform: PlatformClient,
     network: string,
-    handlers: { onLog: (log: EventLog) => void; onReceipt: (receipt: TransactionReceipt) => void },
+    handlers: {
+      onLog: (log: EventLog) => void;
+      onReceipt: (receipt: TransactionReceipt) => void;
+      /** Blocks whose events were not seen and will not be (the record's completeness counts them). */
+      onGap?: (fromBlock: number, toBlock: number) => void;
+    },
     logger: Logger,
     options: StreamOptionsForAlerts = {},
   ) {
@@ -70,6 +76,7 @@ export class NetworkStreams {
     this.#logger = logger;
     this.#onLog = handlers.onLog;
     this.#onReceipt = handlers.onReceipt;
+    this.#onGap = handlers.onGap;
     this.#options = options;
     this.#health = {
       network,
@@ -337,6 +344,7 @@ export class NetworkStreams {
     const gap = { network: this.network, fromBlock, toBlock, at: new Date().toISOString() };
     this.#health.gaps = [...this.#health.gaps, gap].slice(-MAX_GAPS_KEPT);
     this.#logger.warn(gap, 'blocks missed while the event stream was down');
+    this.#onGap?.(fromBlock, toBlock);
   }
 }
 

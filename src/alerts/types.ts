@@ -3,6 +3,7 @@
  * See shared/reference/chain-events.md. Watch rules and destinations are in core/types.ts.
  */
 
+import type { ReadBack } from '../core/reply.ts';
 import type { AlertKind } from '../core/types.ts';
 
 /** One token moved or traded in an event. */
@@ -44,6 +45,8 @@ export interface ChainEvent {
   price?: { perToken: string; currency: string };
   /** Uids of the logs the event was built from. */
   logUids: string[];
+  /** Read back from the chain's JSON-RPC (after a restart, or a broken stream), not live from the streams. */
+  readBack?: ReadBack;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { MarketHistoryView } from '../core/market.ts';
-import type { RulesRepository } from '../core/ports.ts';
+import type { CompletenessDay, RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
 import type { HolderRolesPort } from '../core/roles.ts';
 import type { ChatSettings, DigestSettings } from '../core/settings.ts';
@@ -111,6 +111,8 @@ export interface AlertStatus {
   counters: { logs: number; events: number; matched: number; deliveries: number; reorged: number; dropped: number };
   /** Alerts waiting in memory for the delivery journal, and why (undefined before the alert path exists). */
   backlog: JournalBacklog | undefined;
+  /** How complete the record is today (UTC): per network, events seen, blocks read back, blocks missed. */
+  completeness?: { day: string; networks: readonly CompletenessDay[] };
 }
 
 /** What /digest needs of the digest service. */

@@ -111,3 +111,37 @@ export interface CursorStore {
   advance(network: string, block: number): Promise<void>;
   flush(): Promise<void>;
 }
+
+/** How complete the bot's record of a network's chain is, over some span. */
+export interface CompletenessCounts {
+  /** Chain events the bot classified (live from the streams, or read back). */
+  events: number;
+  /** Blocks read back over the chain's JSON-RPC because the streams did not show them (a restart, a broken stream). */
+  blocksReadBack: number;
+  /**
+   * Blocks whose events the bot did not see and will not: older than the backfill's limit
+   * (FLOORWATCH_BACKFILL_MAX_BLOCKS), or lost while a stream was down without a backfill.
+   */
+  blocksMissed: number;
+}
+
+/** One network's counts of one UTC day (`YYYY-MM-DD`, the day the bot counted them). */
+export interface CompletenessDay extends CompletenessCounts {
+  network: string;
+  day: string;
+}
+
+/**
+ * The record's completeness, counted per network per UTC day by the process that ingests the
+ * network and read by /status and the digests of any process. Counting is cheap enough for the
+ * alert path: it adds in memory, and the adapter writes what was added every few seconds (and on
+ * {@link CompletenessStore.flush}); reads include what is not written yet.
+ */
+export interface CompletenessStore {
+  /** Adds to a network's counts of the UTC day of `at` (default now). Never throws; writes later. */
+  add(network: string, counts: Partial<CompletenessCounts>, at?: Date): void;
+  /** The counts of the days `fromDay`..`toDay` (inclusive, `YYYY-MM-DD`), per network and day. */
+  days(fromDay: string, toDay: string): Promise<CompletenessDay[]>;
+  /** Writes what was added so far. */
+  flush(): Promise<void>;
+}

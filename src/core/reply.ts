@@ -4,8 +4,27 @@
  * in a Reply is pre-escaped or platform-specific.
  */
 
+/**
+ * A moment, shown as the platform can: Discord renders it in each reader's own zone and keeps the
+ * relative part current; elsewhere it is `ago` (worked out when the message is sent) and the time in
+ * `timeZone` (an IANA name; UTC when absent).
+ */
+export interface TimeInline {
+  /** ISO 8601. */
+  time: string;
+  /** Relative text as of sending, e.g. `12 min ago`. */
+  ago: string;
+  timeZone?: string;
+}
+
 /** A piece of inline text. Plain strings are untrusted and are escaped by every renderer. */
-export type Inline = string | { bold: string } | { italic: string } | { code: string } | { link: string; href: string };
+export type Inline =
+  | string
+  | { bold: string }
+  | { italic: string }
+  | { code: string }
+  | { link: string; href: string }
+  | TimeInline;
 
 /** A line of rich text: plain text or a sequence of inline pieces. */
 export type Rich = string | readonly Inline[];
@@ -73,6 +92,23 @@ export interface Reply {
   ephemeral?: boolean;
   /** Role ids that this message may ping (alerts with a configured mention); nothing else ever pings. */
   mentionRoles?: readonly string[];
+  /**
+   * An alert's event: when it happened (its block's time) and how the bot read it. Renderers ignore
+   * it; the dispatcher turns it into a note when the message goes out late (delivery/lateness.ts).
+   * Absent on digests, command answers and payloads recorded before it was kept.
+   */
+  happened?: Happened;
+}
+
+/** How the bot came to read an event: live from the streams, or read back from the chain later. */
+export type ReadBack = 'restart' | 'reconnect';
+
+/** See {@link Reply.happened}. */
+export interface Happened {
+  /** The block's time, ISO 8601. */
+  at: string;
+  /** Read back after a restart (or a take-over) from the saved cursor, or after an events stream broke. */
+  readBack?: ReadBack;
 }
 
 export const bold = (text: string): Inline => ({ bold: text });
@@ -89,9 +125,41 @@ export function plain(rich: Rich): string {
       if ('bold' in piece) return piece.bold;
       if ('italic' in piece) return piece.italic;
       if ('code' in piece) return piece.code;
+      if ('time' in piece) return timeText(piece);
       return piece.link;
     })
     .join('');
+}
+
+/**
+ * A {@link TimeInline} as text: `12 min ago (2026-11-28 14:03 UTC)`, the clock in its time zone. An
+ * unknown zone or a bad time falls back to UTC and the ISO text.
+ */
+export function timeText(piece: TimeInline): string {
+  return `${piece.ago} (${clockText(piece.time, piece.timeZone)})`;
+}
+
+function clockText(iso: string, timeZone: string | undefined): string {
+  const at = new Date(iso);
+  if (Number.isNaN(at.getTime())) return iso;
+  if (timeZone && timeZone !== 'UTC') {
+    try {
+      const parts = new Intl.DateTimeFormat('en-CA', {
+        timeZone,
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        hourCycle: 'h23',
+      }).formatToParts(at);
+      const part = (type: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === type)?.value ?? '';
+      return `${part('year')}-${part('month')}-${part('day')} ${part('hour')}:${part('minute')} ${timeZone}`;
+    } catch {
+      // An unknown zone: UTC below.
+    }
+  }
+  return `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
 /**

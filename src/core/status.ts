@@ -67,3 +67,35 @@ export interface AlertCounters {
   /** Deliveries dropped unrecorded (the journal could not take them in time). */
   dropped: number;
 }
+
+/** Counts of events and blocks, per network, for /status and the digests. */
+interface CompletenessFigures {
+  network: string;
+  events: number;
+  blocksReadBack: number;
+  blocksMissed: number;
+}
+
+const plural = (n: number, one: string, many: string) => `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
+
+/**
+ * The record's completeness per network, days added up, for `networks` (those without counts say
+ * none) and every network counted: `devnet: 12 events seen, 50 blocks read back, 0 blocks missed`.
+ */
+export function completenessLines(days: readonly CompletenessFigures[], networks: readonly string[] = []): string[] {
+  const sums = new Map<string, CompletenessFigures>();
+  for (const network of networks) sums.set(network, { network, events: 0, blocksReadBack: 0, blocksMissed: 0 });
+  for (const day of days) {
+    const sum = sums.get(day.network) ?? { network: day.network, events: 0, blocksReadBack: 0, blocksMissed: 0 };
+    sum.events += day.events;
+    sum.blocksReadBack += day.blocksReadBack;
+    sum.blocksMissed += day.blocksMissed;
+    sums.set(day.network, sum);
+  }
+  return [...sums.values()]
+    .sort((a, b) => a.network.localeCompare(b.network))
+    .map(
+      (s) =>
+        `${s.blocksMissed > 0 ? '⚠️' : '✅'} ${s.network}: ${plural(s.events, 'event', 'events')} seen, ${plural(s.blocksReadBack, 'block', 'blocks')} read back, ${plural(s.blocksMissed, 'block', 'blocks')} missed`,
+    );
+}

@@ -4,6 +4,7 @@ import { LeaseLostError, type SendFence } from '../core/lease.ts';
 import type { DeliveryLog } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
 import { type Destination, destinationKey } from '../core/types.ts';
+import { withLateness } from './lateness.ts';
 import { type AlertSink, DeliveryError, decodePayload } from './sink.ts';
 
 /**
@@ -41,6 +42,11 @@ export interface DispatcherOptions {
    * holder.
    */
   fence?: SendFence;
+  /**
+   * The chat's time zone (its digest's), for the clock a late alert's note shows where the platform
+   * cannot show each reader's own (Telegram, the terminal); UTC when undefined.
+   */
+  timeZoneOf?: (destination: Destination) => string | undefined;
 }
 
 interface Lane {
@@ -95,6 +101,10 @@ export class Dispatcher implements DeliveryQueue {
   readonly #blocked = new Set<Lane>();
   /** Aborted by stop(): cuts short the lanes' waits. */
   readonly #stop = new AbortController();
+  /** Deliveries recorded before this tell of a restart when they go out late. */
+  readonly #startedAt = Date.now();
+  /** When each delivery held was queued here: one that waited in its lane since says so when late. */
+  readonly #queuedAt = new Map<string, number>();
   #stopping = false;
 
   constructor(options: DispatcherOptions) {
@@ -118,9 +128,11 @@ export class Dispatcher implements DeliveryQueue {
   /** Queues journaled deliveries (new ones, or unfinished ones after a restart). */
   enqueue(records: readonly DeliveryRecord[]): void {
     const lanes = new Set<Lane>();
+    const now = Date.now();
     for (const record of records) {
       const lane = this.#lane(record.destination);
       this.#records.set(record.id, record);
+      if (!this.#queuedAt.has(record.id)) this.#queuedAt.set(record.id, now);
       if (!lane.queue.includes(record.id)) lane.queue.push(record.id);
       lanes.add(lane);
     }
@@ -231,7 +243,10 @@ export class Dispatcher implements DeliveryQueue {
         { destination: destinationKey(lane.destination), waiting: lane.queue.length },
         'no chat adapter for this destination; deliveries kept for a later start',
       );
-      for (const id of [...lane.queue, ...lane.edits]) this.#records.delete(id);
+      for (const id of [...lane.queue, ...lane.edits]) {
+        this.#records.delete(id);
+        this.#queuedAt.delete(id);
+      }
       lane.queue.length = 0;
       lane.edits.length = 0;
       return;
@@ -278,7 +293,10 @@ export class Dispatcher implements DeliveryQueue {
     const gone = new Set(ids);
     lane.queue = lane.queue.filter((id) => !gone.has(id));
     for (const id of gone) {
-      if (!lane.edits.includes(id) && !lane.sending.includes(id)) this.#records.delete(id);
+      if (!lane.edits.includes(id) && !lane.sending.includes(id)) {
+        this.#records.delete(id);
+        this.#queuedAt.delete(id);
+      }
     }
   }
 
@@ -388,9 +406,19 @@ export class Dispatcher implements DeliveryQueue {
       ),
     );
     await this.#options.fence?.assertMaySend(lane.destination);
+    // Lateness is known only now: a late alert says when its event happened, and why when known.
+    const now = Date.now();
+    const timeZone = this.#options.timeZoneOf?.(lane.destination);
     const messageId = await sink.send(
       lane.destination.chatId,
-      records.map((r) => decodePayload(payloadOf(r))),
+      records.map((r) =>
+        withLateness(decodePayload(payloadOf(r)), r, {
+          now,
+          startedAt: this.#startedAt,
+          queuedAt: this.#queuedAt.get(r.id),
+          timeZone,
+        }),
+      ),
       key,
     );
     const sent = lane.sending;

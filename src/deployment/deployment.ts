@@ -6,7 +6,7 @@
  */
 import type { SendFence } from '../core/lease.ts';
 import type { MarketHistory } from '../core/market.ts';
-import type { CursorStore, DeliveryLog, RulesRepository } from '../core/ports.ts';
+import type { CompletenessStore, CursorStore, DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { RoleStore } from '../core/roles.ts';
 import type { WalletStore } from '../core/wallets.ts';
 import type { DeliveryQueue, Dispatcher } from '../delivery/dispatcher.ts';
@@ -25,6 +25,11 @@ export interface Deployment {
   readonly wallets: WalletStore;
   /** Holder role rules, the grants made under them and the full re-check's progress. */
   readonly holderRoles: RoleStore;
+  /**
+   * How complete the record is per network and UTC day (events seen, blocks read back, blocks
+   * missed): written by the process that ingests, read by /status and the digests. Flushed on close.
+   */
+  readonly completeness: CompletenessStore;
   /** Checked right before each send: this process may still send to the chat (its directory, or the chat's claim). */
   readonly sendFence: SendFence;
   /**

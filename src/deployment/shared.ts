@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { LeaseLostError } from '../core/lease.ts';
 import { ChatClaims } from '../delivery/claims.ts';
 import type { Dispatcher } from '../delivery/dispatcher.ts';
+import { PgCompletenessStore } from '../store/pg/completeness.ts';
 import {
   chatsOf,
   DELIVERIES_CHANNEL,
@@ -37,6 +38,9 @@ export async function openShared(options: SharedOptions): Promise<Deployment> {
   const market = await PgMarketHistory.open(shared.db, { logger: logger.child({ component: 'market-history' }) });
   const wallets = await PgWalletStore.open(shared.db, logger.child({ component: 'wallets' }));
   const holderRoles = await PgRoleStore.open(shared.db, logger.child({ component: 'roles' }));
+  const completeness = new PgCompletenessStore(shared.db, {
+    onWriteError: (error) => logger.warn({ err: error }, 'could not save the completeness counts'),
+  });
   return {
     mode: 'shared',
     where: shared.db.where,
@@ -45,11 +49,15 @@ export async function openShared(options: SharedOptions): Promise<Deployment> {
     market,
     wallets,
     holderRoles,
+    completeness,
     sendFence: shared.leases,
     takesOverNetworks: true,
     cursors: async (onWriteError) => new PgCursorStore(shared.db, { onWriteError }),
     roles: (dispatcher, networks) => sharedRoles(shared, dispatcher, networks, logger),
     close: async () => {
+      await completeness
+        .flush()
+        .catch((error: unknown) => logger.error({ err: error }, 'could not save the completeness counts'));
       await holderRoles.close();
       await wallets.close();
       await market.close();

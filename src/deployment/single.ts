@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { FileCompletenessStore } from '../store/files/completeness.ts';
 import { FileCursorStore } from '../store/files/cursors.ts';
 import { DeliveryJournal } from '../store/files/journal/journal.ts';
 import type { DataDirLock } from '../store/files/lock.ts';
@@ -40,6 +41,9 @@ export async function openSingle(options: SingleOptions): Promise<Deployment> {
   });
   const wallets = await FileWalletStore.open(join(dataDir, 'wallets.jsonl'));
   const holderRoles = await FileRoleStore.open(join(dataDir, 'roles.jsonl'));
+  const completeness = await FileCompletenessStore.open(join(dataDir, 'completeness.json'), {
+    onWriteError: (error) => logger.warn({ err: error }, 'could not save the completeness counts'),
+  });
   return {
     mode: 'single',
     where: dataDir,
@@ -48,6 +52,7 @@ export async function openSingle(options: SingleOptions): Promise<Deployment> {
     market,
     wallets,
     holderRoles,
+    completeness,
     sendFence: lock,
     takesOverNetworks: false,
     cursors: (onWriteError) => FileCursorStore.open(join(dataDir, 'cursors.json'), { onWriteError }),
@@ -62,6 +67,9 @@ export async function openSingle(options: SingleOptions): Promise<Deployment> {
       stop: async () => {},
     }),
     close: async () => {
+      await completeness
+        .flush()
+        .catch((error: unknown) => logger.error({ err: error }, 'could not save the completeness counts'));
       await holderRoles.close();
       await wallets.close();
       await market.close();

@@ -81,7 +81,7 @@ export class DevnetInstance implements Devnet {
       accessKey: options.accessKey ?? dataset.accessKey,
       secretToken: options.secretToken ?? dataset.secretToken,
       projectId,
-      clock: Date.now,
+      clock: options.clock ?? Date.now,
       history: {
         ...(options.historyBlocks !== undefined ? { blocks: options.historyBlocks } : {}),
         ...(options.historyLogs !== undefined ? { logs: options.historyLogs } : {}),

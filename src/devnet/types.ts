@@ -44,6 +44,11 @@ export interface DevnetOptions {
    * one that takes minutes to draw, one that takes gigabytes, one that reads /dev/zero). Default false.
    */
   hostileImages?: boolean;
+  /**
+   * The chain's clock (ms since the epoch) that block times are taken from; never goes back (a block
+   * is at least a second after its parent). Default `Date.now`: a test moves it to make blocks old.
+   */
+  clock?: () => number;
 }
 
 export interface DevnetCollectionInfo {

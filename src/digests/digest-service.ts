@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import { payloadOf } from '../core/deliveries.ts';
 import { MARKET_HISTORY_RETENTION_MS, type MarketHistoryView } from '../core/market.ts';
-import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
+import type { CompletenessStore, DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { Reply, ReplyField } from '../core/reply.ts';
 import type { ChatSettings, CollectionKey, DigestSettings, MarketSnapshot } from '../core/settings.ts';
+import { completenessLines } from '../core/status.ts';
 import type { AlertKind, Destination } from '../core/types.ts';
 import type { DeliveryQueue } from '../delivery/dispatcher.ts';
 import { encodePayload } from '../delivery/sink.ts';
@@ -44,6 +45,8 @@ export interface DigestServiceOptions {
   now?: () => number;
   /** Called after each digest is recorded for posting, with where its time went (metrics, benchmarks). */
   onTiming?: (chatKey: string, timing: DigestTiming) => void;
+  /** How complete the bot's record is per network and day: the digest shows its period's figures. */
+  completeness?: Pick<CompletenessStore, 'days'>;
 }
 
 /**
@@ -294,6 +297,8 @@ export class DigestService {
     }
 
     fields.push({ name: 'Alerts in this chat', value: await this.#alertsSummary(chatKey, start) });
+    const record = await this.#completeness(digest, days);
+    if (record) fields.push(record);
     const gathered = performance.now();
     const png = await chart;
     if (!png) notes.push('Chart: unavailable (it could not be drawn).');
@@ -509,6 +514,28 @@ export class DigestService {
       return { floor, bestOffer, listings, capped: more, error: undefined };
     } catch (error) {
       return { floor: undefined, bestOffer: undefined, listings: 0, capped: false, error: reason(error) };
+    }
+  }
+
+  /**
+   * How complete the bot's record of the digest's networks is over its UTC days (every network
+   * counted when it follows no collection): events seen, blocks read back, blocks missed.
+   */
+  async #completeness(digest: DigestSettings, days: readonly string[]): Promise<ReplyField | undefined> {
+    const store = this.#o.completeness;
+    const first = days[0];
+    const last = days.at(-1);
+    if (!store || !first || !last) return undefined;
+    const name = `Bot's record, ${daysText(days)} (UTC)`;
+    try {
+      const networks = [...new Set(digest.collections.map((c) => c.network))];
+      const counted = await store.days(first, last);
+      const shown = networks.length ? counted.filter((d) => networks.includes(d.network)) : counted;
+      const lines = completenessLines(shown, networks);
+      return { name, value: lines.length ? lines.join('\n') : 'nothing counted in these days' };
+    } catch (error) {
+      this.#o.logger.warn({ err: error }, 'could not read the completeness counts');
+      return { name, value: `unavailable (${reason(error)})` };
     }
   }
 

@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { MarketHistoryView } from '../core/market.ts';
-import type { DeliveryLog, RulesRepository } from '../core/ports.ts';
+import type { CompletenessStore, DeliveryLog, RulesRepository } from '../core/ports.ts';
 import type { Reply } from '../core/reply.ts';
 import type { DigestSettings } from '../core/settings.ts';
 import type { DeliveryQueue } from '../delivery/dispatcher.ts';
@@ -30,6 +30,8 @@ export interface DigestsDeps {
   chartWorkerUrl: URL;
   /** Whether this process posts the digests now (with a shared database, the holder of their lease). */
   posts: () => boolean;
+  /** How complete the bot's record is: each digest shows its period's figures. */
+  completeness?: Pick<CompletenessStore, 'days'>;
 }
 
 export interface Digests {
@@ -57,6 +59,7 @@ export function createDigests(deps: DigestsDeps): Digests {
     projectId: deps.projectId,
     charts,
     market: deps.market,
+    ...(deps.completeness ? { completeness: deps.completeness } : {}),
   });
   const scheduler = new DigestScheduler({
     store: deps.rules,

@@ -1,4 +1,4 @@
-import { type Inline, type Reply, type Rich, safeUrl } from '../../core/reply.ts';
+import { type Inline, type Reply, type Rich, safeUrl, timeText } from '../../core/reply.ts';
 
 /** Width of the rule under a title. */
 const RULE = 48;
@@ -14,6 +14,7 @@ function inline(piece: Inline): string {
   if ('bold' in piece) return stripControl(piece.bold);
   if ('italic' in piece) return stripControl(piece.italic);
   if ('code' in piece) return stripControl(piece.code);
+  if ('time' in piece) return stripControl(timeText(piece));
   const href = safeUrl(piece.href);
   return href ? `${stripControl(piece.link)} <${href}>` : stripControl(piece.link);
 }

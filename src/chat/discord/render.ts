@@ -6,6 +6,8 @@ import {
   type Rich,
   safeUrl,
   sliceUnits,
+  type TimeInline,
+  timeText,
   truncate,
 } from '../../core/reply.ts';
 
@@ -88,8 +90,20 @@ function inline(piece: Inline): string {
   if ('italic' in piece) return `*${escapeMarkdown(piece.italic)}*`;
   // Inside code, escapes are literal: a zero-width space keeps mentions and link syntax inert.
   if ('code' in piece) return `\`${piece.code.replace(/`/g, 'ˋ').replace(/[@<]|\](?=\()/g, '$&\u200b')}\``;
+  if ('time' in piece) return discordTime(piece);
   const href = safeUrl(piece.href);
   return href ? `[${escapeMarkdown(piece.link)}](${href.replace(/\)/g, '%29')})` : escapeMarkdown(piece.link);
+}
+
+/**
+ * A moment as Discord timestamps, which each reader's client shows in their own zone, the relative
+ * one kept current (`<t:unix:R> (<t:unix:f>)`); an unreadable time as escaped text.
+ */
+function discordTime(piece: TimeInline): string {
+  const ms = Date.parse(piece.time);
+  if (Number.isNaN(ms)) return escapeMarkdown(timeText(piece));
+  const unix = Math.floor(ms / 1000);
+  return `<t:${unix}:R> (<t:${unix}:f>)`;
 }
 
 export function richToMarkdown(text: Rich): string {

@@ -6,6 +6,7 @@ import {
   type ReplyAttachment,
   type Rich,
   safeUrl,
+  timeText,
   truncate,
 } from '../../core/reply.ts';
 
@@ -69,6 +70,7 @@ function inline(piece: Inline): string {
   if ('bold' in piece) return `<b>${escapeHtml(piece.bold)}</b>`;
   if ('italic' in piece) return `<i>${escapeHtml(piece.italic)}</i>`;
   if ('code' in piece) return `<code>${escapeHtml(piece.code)}</code>`;
+  if ('time' in piece) return escapeHtml(timeText(piece));
   const href = safeUrl(piece.href);
   return href
     ? `<a href="${escapeHtml(href).replace(/@\u2060/g, '@')}">${escapeHtml(piece.link)}</a>`
