@@ -40,6 +40,8 @@ export interface Config {
   allowlistAudience: number | undefined;
   /** How long a listing is remembered to leave out identical relists; 0 shows them all. */
   relistWindowHours: number;
+  /** How long after its alert a listing's message is edited to say sold, cancelled or expired; 0 never. */
+  listingEditHours: number;
   defaultNetwork: string | undefined;
   dataDir: string;
   logLevel: LogLevel;
@@ -407,6 +409,8 @@ const VARIABLES = {
   ...variable('FLOORWATCH_DEVNET_PORT', wholeNumber(0, 65_535)),
   ...variable('FLOORWATCH_ALLOWLIST_AUDIENCE', wholeNumber(1, Number.MAX_SAFE_INTEGER)),
   ...variable('FLOORWATCH_RELIST_WINDOW_HOURS', wholeNumber(0, 24 * 30)),
+  // Telegram documents a 48-hour edit limit for some messages; the cards are kept this long at most.
+  ...variable('FLOORWATCH_LISTING_EDIT_HOURS', wholeNumber(0, 48)),
   ...variable('FLOORWATCH_DATA_DIR', plainText),
   ...variable('FLOORWATCH_CONSOLE', flag),
   ...variable('FLOORWATCH_PUBLIC_URL', publicUrl),
@@ -623,6 +627,7 @@ function configOf(values: Values, cwd: string): Config {
     links: { token: values.FLOORWATCH_TOKEN_URL, transaction },
     allowlistAudience: values.FLOORWATCH_ALLOWLIST_AUDIENCE,
     relistWindowHours: values.FLOORWATCH_RELIST_WINDOW_HOURS ?? 24,
+    listingEditHours: values.FLOORWATCH_LISTING_EDIT_HOURS ?? 24,
     defaultNetwork: values.FLOORWATCH_DEFAULT_NETWORK,
     dataDir: resolve(cwd, values.FLOORWATCH_DATA_DIR ?? 'data'),
     logLevel: values.LOG_LEVEL ?? 'info',

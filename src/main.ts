@@ -165,6 +165,7 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       logger: logger.child({ component: 'alerts' }),
       marketplaceContracts: setup.marketplaceContracts,
       relistWindowMs: config.relistWindowHours * 60 * 60 * 1000,
+      listingEditWindowMs: config.listingEditHours * 60 * 60 * 1000,
       market: deployment.market,
       backfill: await openBackfill(config, setup, deployment, logger),
     });

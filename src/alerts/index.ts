@@ -16,6 +16,7 @@ import type { CurrencyDirectory } from '../market/currencies.ts';
 import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { Backfill } from './backfill.ts';
+import { type CardClose, ListingCards } from './cards.ts';
 import { type EnrichedEvent, Enricher } from './enrich.ts';
 import { Ingest } from './ingest.ts';
 import { MarketRecorder } from './market.ts';
@@ -82,6 +83,13 @@ export interface AlertsDeps {
   enricher?: Enricher;
   /** Floor and best-offer rules: events are gathered this long before the level is looked up. Default 1 s. */
   moveCheckDelayMs?: number;
+  /**
+   * How long after its alert a listing's message is edited to say SOLD, CANCELLED or EXPIRED
+   * (alerts/cards.ts). Default 24 h; 0 never; at most 48 h.
+   */
+  listingEditWindowMs?: number;
+  /** How often the ingesting process looks for listings that expired. Default 30 s. */
+  listingExpiryCheckMs?: number;
 }
 
 /** What /status, /readyz and the metrics read of the alert path. Plain data. */
@@ -113,10 +121,14 @@ export interface Alerts {
   settled(): Promise<void>;
 }
 
-/** An event once enriched (undefined: it alerts nobody), waiting for its turn to be recorded. */
+/**
+ * An event once enriched (undefined: it alerts nobody), waiting for its turn to be recorded; a sale or
+ * cancel with the listing cards it may close (applied after the alerts before it are recorded).
+ */
 interface Ready {
-  match: EventMatch;
+  match: EventMatch | undefined;
   enriched: EnrichedEvent | undefined;
+  close?: CardClose | undefined;
 }
 
 /** A token's previous sale as an alert shows it. */
@@ -148,6 +160,15 @@ export function createAlerts(deps: AlertsDeps): Alerts {
   const enricher =
     deps.enricher ?? new Enricher(platform, deps.currencies, logger.child({ component: 'enrich' }), deps.links);
   const enrichLimitMs = deps.enrichLimitMs ?? 10_000;
+  const cards = new ListingCards({
+    deliveries: deps.deliveries,
+    queue: deps.queue,
+    links: deps.links,
+    logger: logger.child({ component: 'listing-cards' }),
+    windowMs: deps.listingEditWindowMs,
+    checkEveryMs: deps.listingExpiryCheckMs,
+    networks: () => platform.networks.all.map((n) => n.name).filter((name) => deps.ingests?.(name) ?? true),
+  });
   const recorder = new DeliveryRecorder<ChainEvent>({
     log: deps.deliveries,
     queue: deps.queue,
@@ -220,7 +241,7 @@ export function createAlerts(deps: AlertsDeps): Alerts {
 
   /** An event's deliveries: one per destination its match reaches, its message rendered once. */
   const deliveriesOf = ({ match, enriched }: Ready): NewDelivery[] => {
-    if (!enriched) return [];
+    if (!enriched || !match) return [];
     const event = match.event;
     if (enriched.missing.length)
       logger.warn({ event: event.id, missing: enriched.missing }, 'alert without some details');
@@ -233,6 +254,7 @@ export function createAlerts(deps: AlertsDeps): Alerts {
     if (matched.length === 0) return [];
     // The block is part of the id: a transaction re-mined after a reorg is a new event.
     const eventId = `${event.id}@${event.blockHash}`;
+    const listing = cards.watchOf(enriched.details);
     return alertsFor(enriched.details, matched, (destination, reply) => ({
       eventId,
       destination,
@@ -241,6 +263,7 @@ export function createAlerts(deps: AlertsDeps): Alerts {
       blockNumber: event.blockNumber,
       kind: event.kind,
       ...(enriched.price?.usd === undefined ? {} : { usd: enriched.price.usd }),
+      ...(listing ? { listing } : {}),
       payload: reply,
     }));
   };
@@ -264,9 +287,16 @@ export function createAlerts(deps: AlertsDeps): Alerts {
         // Asked before the sale is recorded: a sale is not its own last sale.
         const lastSale = match ? lastSaleOf(event) : undefined;
         if (event.kind === 'sale') market.sale(event);
-        if (!match) continue;
+        if (!match) {
+          const close = cards.closeOf(event);
+          if (close) order.place()({ match: undefined, enriched: undefined, close });
+          continue;
+        }
         // Enrichment starts at once; recording waits its turn so alerts keep the chain's order.
-        void prepare(match, lastSale).then(order.place());
+        const place = order.place();
+        void prepare(match, lastSale).then((ready) =>
+          place({ ...ready, close: cards.closeOf(event, ready.enriched?.details) }),
+        );
       }
     },
     onReorged: (network, txnHash) => market.reorged(network, txnHash),
@@ -275,12 +305,17 @@ export function createAlerts(deps: AlertsDeps): Alerts {
       record: async (_network, batch) => {
         let items: Array<RecordingItem<ChainEvent>>;
         try {
-          items = batch.map((ready) => ({ subject: ready.match.event, deliveries: deliveriesOf(ready) }));
+          items = batch.flatMap((ready) =>
+            ready.match ? [{ subject: ready.match.event, deliveries: deliveriesOf(ready) }] : [],
+          );
         } catch (error) {
           logger.error({ events: batch.length, err: error }, 'could not render alerts');
           return;
         }
         await recorder.record(items);
+        // After the alerts before them: a listing sold in the next block is recorded by now.
+        const closes = batch.flatMap((ready) => (ready.close ? [ready.close] : []));
+        if (closes.length) await cards.closed(closes);
       },
       reorg: (network, txnHash) => recorder.reorg(network, txnHash),
       mayPass: () => !recorder.waiting,
@@ -290,8 +325,10 @@ export function createAlerts(deps: AlertsDeps): Alerts {
   return {
     async start() {
       await Promise.all([ingest.start(), startMoves()]);
+      cards.start();
     },
     async stop() {
+      await cards.stop();
       await ingest.stop();
       await moves.stop();
       await recorder.stop();
