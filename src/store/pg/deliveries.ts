@@ -233,6 +233,9 @@ export class PgDeliveryLog implements DeliveryLog {
         d.usd ?? null,
         payload,
         d.sendingAlone === true,
+        d.listing === undefined ? null : JSON.stringify(d.listing),
+        d.listing?.collection ?? null,
+        d.listing?.expiresAt ?? null,
       ]);
     }
     if (rows.length === 0) return [];
