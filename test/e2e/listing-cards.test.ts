@@ -189,6 +189,23 @@ describe('listing cards that follow the token', () => {
     expect(discordEdits(dcCard.id)).toBe(1);
   }, 90_000);
 
+  it('GIVEN a listing alert WHEN its seller sells the token through another order (an offer accepted) THEN the card says SOLD too', async () => {
+    const listing = await listed('3.38');
+    const offer = await mine([
+      { kind: 'offer', collection: cats.address, tokenId: listing.tokenId, price: '0.5', currency: 'WDEV' },
+    ]);
+    const offerId = offer.transactions[0]?.orderIds[0];
+    if (!offerId) throw new Error('no offer mined');
+    await mine([{ kind: 'sale', orderId: offerId }]);
+    const tgCard = await until(() => {
+      const m = telegramMessage(listing.needle);
+      return m && telegramText(m).includes('SOLD') ? m : undefined;
+    }, 'the Telegram card edited to SOLD');
+    // Not through its own order: the listing's price is not what was paid, and no rule priced the sale.
+    expect(telegramText(tgCard)).not.toContain('Sold for 3.38');
+    expect(telegramText(tgCard)).toMatch(/Sold to <code>0x/);
+  }, 90_000);
+
   it('GIVEN a listing alert WHEN the listing is cancelled THEN both messages say CANCELLED, once, without the Buy link', async () => {
     const listing = await listed('3.32');
     await mine([{ kind: 'cancel', collection: cats.address, orderId: listing.orderId }]);
@@ -265,6 +282,40 @@ describe('listing cards that follow the token', () => {
       return m && JSON.stringify(m.embeds).includes('Reversed') ? m : undefined;
     }, 'the reversed Discord alert');
     expect(JSON.stringify(dcCard.embeds)).not.toContain(EXPLORER);
+  }, 90_000);
+
+  it('GIVEN two listings merged into one Discord message WHEN one sells and the other is cancelled THEN each part of the message says its own state', async () => {
+    // The chat's lane is busy (its send waits out a 429): the next two alerts queue and go out merged.
+    discord.rateLimit('POST', new RegExp(`/channels/${discord.channelId}/messages$`), 1_500);
+    await mine([{ kind: 'listing', collection: cats.address, price: '3.371', currency: 'DEV' }]);
+    const both = await mine([
+      { kind: 'listing', collection: cats.address, price: '3.372', currency: 'DEV' },
+      { kind: 'listing', collection: cats.address, price: '3.373', currency: 'DEV' },
+    ]);
+    const [first, second] = both.transactions;
+    if (!first?.orderIds[0] || !second?.orderIds[0]) throw new Error('no listings mined');
+    const merged = await until(() => {
+      const m = discordMessage('for 3.372 ');
+      return m && JSON.stringify(m.embeds).includes('for 3.373 ') ? m : undefined;
+    }, 'the merged Discord message');
+    expect(merged.embeds).toHaveLength(2);
+    await mine([{ kind: 'sale', orderId: first.orderIds[0] }]);
+    await until(() => {
+      const m = discordMessage('for 3.372 ');
+      return m && JSON.stringify(m.embeds?.[0]).includes('SOLD') ? m : undefined;
+    }, 'the first part edited to SOLD');
+    const afterSale = discordMessage('for 3.372 ');
+    expect(JSON.stringify(afterSale?.embeds?.[1])).not.toMatch(/SOLD|CANCELLED/);
+    expect(JSON.stringify(afterSale?.embeds?.[1])).toContain('Buy on');
+    await mine([{ kind: 'cancel', collection: cats.address, orderId: second.orderIds[0] }]);
+    const edited = await until(() => {
+      const m = discordMessage('for 3.372 ');
+      return m && JSON.stringify(m.embeds?.[1]).includes('CANCELLED') ? m : undefined;
+    }, 'the second part edited to CANCELLED');
+    expect(JSON.stringify(edited.embeds?.[0])).toContain('SOLD');
+    expect(JSON.stringify(edited.embeds)).not.toContain('Buy on');
+    await sleep(1_500);
+    expect(discordEdits(edited.id)).toBe(2);
   }, 90_000);
 
   it('GIVEN a sold listing whose edit Telegram refused (429) WHEN the bot restarts THEN the edit is made after the restart, once', async () => {
