@@ -55,6 +55,7 @@ export class ListingCards {
   readonly #now: () => number;
   #timer: NodeJS.Timeout | undefined;
   #expiring: Promise<void> | undefined;
+  #closing: Promise<void> = Promise.resolve();
 
   constructor(options: ListingCardsOptions) {
     this.#o = options;
@@ -130,8 +131,22 @@ export class ListingCards {
     };
   }
 
-  /** Gives the cards these sales and cancels close their fate, in order, and hands the edits to the queue. */
-  async closed(closes: readonly CardClose[]): Promise<void> {
+  /**
+   * Gives the cards these sales and cancels close their fate, in order, and hands the edits to the
+   * queue. Called once the alerts before them are recorded; it does not hold up the alerts after them
+   * (with a shared database each close is a statement of its own): closes run one after the other.
+   */
+  closed(closes: readonly CardClose[]): void {
+    if (closes.length === 0) return;
+    this.#closing = this.#closing.then(() => this.#close(closes));
+  }
+
+  /** Resolves once every close handed over so far is applied (tests, shutdown). */
+  settled(): Promise<void> {
+    return this.#closing;
+  }
+
+  async #close(closes: readonly CardClose[]): Promise<void> {
     const since = new Date(this.#now() - this.#windowMs);
     for (const close of closes) {
       try {
@@ -157,6 +172,7 @@ export class ListingCards {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#expiring;
+    await this.#closing;
   }
 
   /** Marks the cards of the networks this process ingests whose listing expired, and queues their edits. */

@@ -314,8 +314,7 @@ export function createAlerts(deps: AlertsDeps): Alerts {
         }
         await recorder.record(items);
         // After the alerts before them: a listing sold in the next block is recorded by now.
-        const closes = batch.flatMap((ready) => (ready.close ? [ready.close] : []));
-        if (closes.length) await cards.closed(closes);
+        cards.closed(batch.flatMap((ready) => (ready.close ? [ready.close] : [])));
       },
       reorg: (network, txnHash) => recorder.reorg(network, txnHash),
       mayPass: () => !recorder.waiting,
@@ -328,8 +327,8 @@ export function createAlerts(deps: AlertsDeps): Alerts {
       cards.start();
     },
     async stop() {
-      await cards.stop();
       await ingest.stop();
+      await cards.stop();
       await moves.stop();
       await recorder.stop();
       await market.close();
@@ -350,6 +349,7 @@ export function createAlerts(deps: AlertsDeps): Alerts {
     }),
     async settled() {
       await ingest.settled();
+      await cards.settled();
       await moves.settled();
       await market.flush();
     },
