@@ -316,7 +316,11 @@ export function createAlerts(deps: AlertsDeps): Alerts {
         // After the alerts before them: a listing sold in the next block is recorded by now.
         cards.closed(batch.flatMap((ready) => (ready.close ? [ready.close] : [])));
       },
-      reorg: (network, txnHash) => recorder.reorg(network, txnHash),
+      reorg: async (network, txnHash) => {
+        // The closes before it first: a sale reorganised away must open the card it closed.
+        await cards.settled();
+        await recorder.reorg(network, txnHash);
+      },
       mayPass: () => !recorder.waiting,
     },
   });
