@@ -37,7 +37,7 @@ import { LeaseLostError } from '../../core/lease.ts';
 import type { DeliveryLog, ListingClose, OutstandingDeliveries, ReorgOutcome } from '../../core/ports.ts';
 import type { JournalWriteFailure } from '../../core/status.ts';
 import { type AlertKind, type Destination, destinationKey } from '../../core/types.ts';
-import { readFate, readListing } from '../listing-records.ts';
+import { readFate, readListing } from '../schema.ts';
 import type { Database } from './database.ts';
 import { DIGESTS_LEASE_KEY, fenceClause, leaseName } from './leases.ts';
 

@@ -10,7 +10,7 @@ import { type FileHandle, open } from 'node:fs/promises';
 import type { DeliveryRecord, NewDelivery } from '../../../core/deliveries.ts';
 import { StoreFileError } from '../../../core/store-errors.ts';
 import { ALERT_KINDS, type Destination } from '../../../core/types.ts';
-import { readFate, readFateBody, readListing } from '../../listing-records.ts';
+import { readFate, readFateBody, readListing } from '../../schema.ts';
 import { apply, freeze, type Op, Overlay, Records } from './records.ts';
 
 const FORMAT_VERSION = 1;
