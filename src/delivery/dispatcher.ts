@@ -487,7 +487,8 @@ export class Dispatcher implements DeliveryQueue {
     );
     const replies = siblings.map(currentReply);
     await this.#options.fence?.assertMaySend(lane.destination);
-    await sink.edit(lane.destination.chatId, record.messageId, replies);
+    const changed = siblings.flatMap((s, index) => (needsEdit(s) ? [index] : []));
+    await sink.edit(lane.destination.chatId, record.messageId, replies, changed);
     const marked = await Promise.all(
       siblings
         .filter(needsEdit)
