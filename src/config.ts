@@ -42,6 +42,10 @@ export interface Config {
   relistWindowHours: number;
   /** Sales worth at least this many US dollars are marked as a whale's in their alert; 0 marks none. */
   whaleUsd: number;
+  /** How long after its alert a listing's message is edited to say sold, cancelled or expired; 0 never. */
+  listingEditHours: number;
+  /** How often the ingesting process looks for listings that expired (their messages say EXPIRED). */
+  listingExpiryCheckSeconds: number;
   defaultNetwork: string | undefined;
   dataDir: string;
   logLevel: LogLevel;
@@ -419,6 +423,9 @@ const VARIABLES = {
   ...variable('FLOORWATCH_ALLOWLIST_AUDIENCE', wholeNumber(1, Number.MAX_SAFE_INTEGER)),
   ...variable('FLOORWATCH_RELIST_WINDOW_HOURS', wholeNumber(0, 24 * 30)),
   ...variable('FLOORWATCH_WHALE_USD', usdAmount),
+  // Telegram documents a 48-hour edit limit for some messages; the cards are kept this long at most.
+  ...variable('FLOORWATCH_LISTING_EDIT_HOURS', wholeNumber(0, 48)),
+  ...variable('FLOORWATCH_LISTING_EXPIRY_CHECK_SECONDS', wholeNumber(1, 3_600)),
   ...variable('FLOORWATCH_DATA_DIR', plainText),
   ...variable('FLOORWATCH_CONSOLE', flag),
   ...variable('FLOORWATCH_PUBLIC_URL', publicUrl),
@@ -636,6 +643,8 @@ function configOf(values: Values, cwd: string): Config {
     allowlistAudience: values.FLOORWATCH_ALLOWLIST_AUDIENCE,
     relistWindowHours: values.FLOORWATCH_RELIST_WINDOW_HOURS ?? 24,
     whaleUsd: values.FLOORWATCH_WHALE_USD ?? 10_000,
+    listingEditHours: values.FLOORWATCH_LISTING_EDIT_HOURS ?? 24,
+    listingExpiryCheckSeconds: values.FLOORWATCH_LISTING_EXPIRY_CHECK_SECONDS ?? 30,
     defaultNetwork: values.FLOORWATCH_DEFAULT_NETWORK,
     dataDir: resolve(cwd, values.FLOORWATCH_DATA_DIR ?? 'data'),
     logLevel: values.LOG_LEVEL ?? 'info',

@@ -169,6 +169,8 @@ export async function startBot(options: StartOptions = {}): Promise<RunningBot> 
       marketplaceContracts: setup.marketplaceContracts,
       relistWindowMs: config.relistWindowHours * 60 * 60 * 1000,
       whaleUsd: config.whaleUsd,
+      listingEditWindowMs: config.listingEditHours * 60 * 60 * 1000,
+      listingExpiryCheckMs: config.listingExpiryCheckSeconds * 1000,
       market: deployment.market,
       backfill: await openBackfill(config, setup, deployment, logger),
       completeness: deployment.completeness,

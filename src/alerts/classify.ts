@@ -32,6 +32,9 @@ export const CANONICAL_SIGNATURES: Readonly<Record<EventName, string>> = {
 
 export const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000';
 
+/** The latest date a JavaScript Date holds: an expiry beyond it (uint256 max) means never. */
+const MAX_DATE_MS = 8.64e15;
+
 /** What the classifier needs to know beyond the logs. */
 export interface ClassifyContext {
   /** Network name, part of every event id. */
@@ -241,6 +244,8 @@ interface CreatedLog extends RequestLog {
   isListing: boolean;
   currency: string;
   pricePerToken: string;
+  /** Seconds since the epoch; absent when unreadable or beyond any date (never expires). */
+  expiry?: number;
 }
 
 interface AcceptedLog extends RequestLog {
@@ -305,6 +310,8 @@ interface Group {
   accounts: string[];
   orderIds: string[];
   price?: { perToken: string; currency: string } | null;
+  /** Expiries (seconds) of its requests, one per request. */
+  expiries?: Array<number | undefined>;
 }
 
 function groupOf(groups: Group[], collection: string, kind: AlertKind, at: number): Group {
@@ -415,6 +422,9 @@ export function classifyTransaction(logs: readonly EventLog[], context: Classify
         currency: r.address(6),
         pricePerToken: r.uint(7),
       };
+      // Optional to the alert: a listing whose expiry does not read is still a listing.
+      const expiry = Number(parseUint(values[8]) ?? Number.NaN);
+      if (expiry > 0 && expiry * 1000 <= MAX_DATE_MS) item.expiry = expiry;
       if (r.problem) skipped.push({ at, uid: log.uid, reason: r.problem });
       else created.push(item);
     } else if (def.name === 'RequestAccepted') {
@@ -482,6 +492,8 @@ export function classifyTransaction(logs: readonly EventLog[], context: Classify
     if (!g.orderIds.includes(c.requestId)) g.orderIds.push(c.requestId);
     pushUnique(g.froms, c.creator);
     pushUnique(g.accounts, c.creator);
+    if (g.expiries) g.expiries.push(c.expiry);
+    else g.expiries = [c.expiry];
     if (g.price === undefined) g.price = { perToken: c.pricePerToken, currency: c.currency };
     else if (g.price && (g.price.perToken !== c.pricePerToken || g.price.currency !== c.currency)) g.price = null;
   }
@@ -525,6 +537,8 @@ export function classifyTransaction(logs: readonly EventLog[], context: Classify
     if (from) event.from = from;
     if (to) event.to = to;
     if (g.price) event.price = g.price;
+    const expiry = g.expiries?.length === 1 ? g.expiries[0] : undefined;
+    if (expiry !== undefined) event.expiresAt = new Date(expiry * 1000).toISOString();
     events.push(event);
   }
   if (skipped.length > 1) skipped.sort((x, y) => x.at - y.at);

@@ -16,6 +16,7 @@ import type { CurrencyDirectory } from '../market/currencies.ts';
 import type { Links } from '../market/links.ts';
 import type { PlatformClient } from '../platform/client.ts';
 import type { Backfill } from './backfill.ts';
+import { type CardClose, ListingCards } from './cards.ts';
 import { type EnrichedEvent, Enricher } from './enrich.ts';
 import { Ingest } from './ingest.ts';
 import { MarketRecorder } from './market.ts';
@@ -87,6 +88,13 @@ export interface AlertsDeps {
   whaleUsd?: number | undefined;
   /** Where the record's completeness is counted: events seen, blocks read back, blocks missed. */
   completeness?: CompletenessStore | undefined;
+  /**
+   * How long after its alert a listing's message is edited to say SOLD, CANCELLED or EXPIRED
+   * (alerts/cards.ts). Default 24 h; 0 never; at most 48 h.
+   */
+  listingEditWindowMs?: number;
+  /** How often the ingesting process looks for listings that expired. Default 30 s. */
+  listingExpiryCheckMs?: number;
 }
 
 /**
@@ -124,10 +132,14 @@ export interface Alerts {
   settled(): Promise<void>;
 }
 
-/** An event once enriched (undefined: it alerts nobody), waiting for its turn to be recorded. */
+/**
+ * An event once enriched (undefined: it alerts nobody), waiting for its turn to be recorded; a sale or
+ * cancel with the listing cards it may close (applied after the alerts before it are recorded).
+ */
 interface Ready {
-  match: EventMatch;
+  match: EventMatch | undefined;
   enriched: EnrichedEvent | undefined;
+  close?: CardClose | undefined;
 }
 
 /** What a sale alert learns besides its enrichment: the token's previous sale and its buyer's holdings. */
@@ -165,6 +177,15 @@ export function createAlerts(deps: AlertsDeps): Alerts {
   const holdings = new BuyerHoldings(platform, { logger: logger.child({ component: 'sale-context' }) });
   const buyerLimitMs = Math.min(enrichLimitMs, BUYER_LIMIT_MS);
   const whaleUsd = deps.whaleUsd ?? DEFAULT_WHALE_USD;
+  const cards = new ListingCards({
+    deliveries: deps.deliveries,
+    queue: deps.queue,
+    links: deps.links,
+    logger: logger.child({ component: 'listing-cards' }),
+    windowMs: deps.listingEditWindowMs,
+    checkEveryMs: deps.listingExpiryCheckMs,
+    networks: () => platform.networks.all.map((n) => n.name).filter((name) => deps.ingests?.(name) ?? true),
+  });
   const recorder = new DeliveryRecorder<ChainEvent>({
     log: deps.deliveries,
     queue: deps.queue,
@@ -248,7 +269,7 @@ export function createAlerts(deps: AlertsDeps): Alerts {
 
   /** An event's deliveries: one per destination its match reaches, its message rendered once. */
   const deliveriesOf = ({ match, enriched }: Ready): NewDelivery[] => {
-    if (!enriched) return [];
+    if (!enriched || !match) return [];
     const event = match.event;
     if (enriched.missing.length)
       logger.warn({ event: event.id, missing: enriched.missing }, 'alert without some details');
@@ -261,6 +282,7 @@ export function createAlerts(deps: AlertsDeps): Alerts {
     if (matched.length === 0) return [];
     // The block is part of the id: a transaction re-mined after a reorg is a new event.
     const eventId = `${event.id}@${event.blockHash}`;
+    const listing = cards.watchOf(enriched.details);
     return alertsFor(enriched.details, matched, (destination, reply) => ({
       eventId,
       destination,
@@ -269,6 +291,7 @@ export function createAlerts(deps: AlertsDeps): Alerts {
       blockNumber: event.blockNumber,
       kind: event.kind,
       ...(enriched.price?.usd === undefined ? {} : { usd: enriched.price.usd }),
+      ...(listing ? { listing } : {}),
       payload: reply,
     }));
   };
@@ -302,9 +325,16 @@ export function createAlerts(deps: AlertsDeps): Alerts {
           buyer: match && event.kind === 'sale' ? holdings.buyerOf(event) : undefined,
         };
         if (event.kind === 'sale') market.sale(event);
-        if (!match) continue;
+        if (!match) {
+          const close = cards.closeOf(event);
+          if (close) order.place()({ match: undefined, enriched: undefined, close });
+          continue;
+        }
         // Enrichment starts at once; recording waits its turn so alerts keep the chain's order.
-        void prepare(match, lookups).then(order.place());
+        const place = order.place();
+        void prepare(match, lookups).then((ready) =>
+          place({ ...ready, close: cards.closeOf(event, ready.enriched?.details) }),
+        );
       }
     },
     onReorged: (network, txnHash) => market.reorged(network, txnHash),
@@ -313,14 +343,22 @@ export function createAlerts(deps: AlertsDeps): Alerts {
       record: async (_network, batch) => {
         let items: Array<RecordingItem<ChainEvent>>;
         try {
-          items = batch.map((ready) => ({ subject: ready.match.event, deliveries: deliveriesOf(ready) }));
+          items = batch.flatMap((ready) =>
+            ready.match ? [{ subject: ready.match.event, deliveries: deliveriesOf(ready) }] : [],
+          );
         } catch (error) {
           logger.error({ events: batch.length, err: error }, 'could not render alerts');
           return;
         }
         await recorder.record(items);
+        // After the alerts before them: a listing sold in the next block is recorded by now.
+        cards.closed(batch.flatMap((ready) => (ready.close ? [ready.close] : [])));
       },
-      reorg: (network, txnHash) => recorder.reorg(network, txnHash),
+      reorg: async (network, txnHash) => {
+        // The closes before it first: a sale reorganised away must open the card it closed.
+        await cards.settled();
+        await recorder.reorg(network, txnHash);
+      },
       mayPass: () => !recorder.waiting,
     },
   });
@@ -328,9 +366,11 @@ export function createAlerts(deps: AlertsDeps): Alerts {
   return {
     async start() {
       await Promise.all([ingest.start(), startMoves()]);
+      cards.start();
     },
     async stop() {
       await ingest.stop();
+      await cards.stop();
       await moves.stop();
       await recorder.stop();
       await market.close();
@@ -351,6 +391,7 @@ export function createAlerts(deps: AlertsDeps): Alerts {
     }),
     async settled() {
       await ingest.settled();
+      await cards.settled();
       await moves.settled();
       await market.flush();
     },

@@ -43,6 +43,8 @@ export interface ChainEvent {
    * RequestCreated). Sales get theirs from the orders during enrichment.
    */
   price?: { perToken: string; currency: string };
+  /** A listing of one request: when it expires (ISO 8601), from RequestCreated's `expiry`; absent when it never does. */
+  expiresAt?: string;
   /** Uids of the logs the event was built from. */
   logUids: string[];
   /** Read back from the chain's JSON-RPC (after a restart, or a broken stream), not live from the streams. */

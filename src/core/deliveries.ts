@@ -33,7 +33,60 @@ export interface NewDelivery {
    * that send. Only for a delivery that will not be merged with others into one message.
    */
   sendingAlone?: boolean;
+  /** A listing alert: the listing its message shows, so that the message can follow it (see {@link ListingFate}). */
+  listing?: ListingWatch;
 }
+
+/**
+ * The listing a listing alert shows: what tells that it sold (one of its orders filled, or one of its
+ * tokens sold by its seller through another order), was cancelled (one of its orders) or expired.
+ */
+export interface ListingWatch {
+  /** Token contract, lower-case. */
+  collection: string;
+  /** The marketplace orders (request ids) of the listing. */
+  orderIds: readonly string[];
+  tokenIds: readonly string[];
+  /** The seller, lower-case, when known. */
+  seller?: string;
+  /** When the listing expires (ISO 8601), as its RequestCreated log says. */
+  expiresAt?: string;
+  /** Where the message says the listing can be bought: removed once it cannot be any more. */
+  buyUrl?: string;
+  /** The listing's price as its message shows it: what a sale through its own order paid. */
+  price?: string;
+}
+
+/**
+ * What became of a listing after its alert was recorded, as its message is edited to say. `listed`:
+ * the sale or cancel that closed it was reorganised away (`reversed`: that transaction), so the
+ * listing stands again. `rev` counts the changes: the message shows the fate once its
+ * {@link DeliveryRecord.fateShown} reaches it.
+ */
+export type ListingFate = ListingFateBody & {
+  /** ISO 8601: when it was seen. */
+  at: string;
+  rev: number;
+};
+
+/** The kinds of {@link ListingFate}, before the log dates and numbers one. */
+export type ListingFateBody =
+  | {
+      state: 'sold';
+      txnHash: string;
+      blockNumber: number;
+      /** The buyer, lower-case, when known. */
+      buyer?: string;
+      /** The sale's orders: through one of the listing's own, it paid the listing's price. */
+      orderIds?: readonly string[];
+      /** The sale's price as the message shows it, when known (a sale of this token alone). */
+      price?: string;
+      /** The sale's transaction page. */
+      transaction?: string;
+    }
+  | { state: 'cancelled'; txnHash: string; blockNumber: number; transaction?: string }
+  | { state: 'expired' }
+  | { state: 'listed'; reversed: string };
 
 /** One delivery as the journal holds it. Records are immutable snapshots (frozen). */
 export interface DeliveryRecord {
@@ -66,6 +119,12 @@ export interface DeliveryRecord {
   readonly editedAt?: string;
   /** The transaction's receipt is final. */
   readonly final: boolean;
+  /** {@link NewDelivery.listing}; absent on other deliveries and on those recorded before it was kept. */
+  readonly listing?: ListingWatch;
+  /** What became of the listing, once something did. */
+  readonly fate?: ListingFate;
+  /** The {@link ListingFate.rev} the sent message was last edited to show (0 or absent: none). */
+  readonly fateShown?: number;
   /** ISO 8601. */
   readonly createdAt: string;
   /** ISO 8601, the last change. */
@@ -123,4 +182,27 @@ export function deliveryId(eventId: string, destination: Destination): string {
 function errorCode(error: unknown): string | undefined {
   if (error instanceof Error && 'code' in error && typeof error.code === 'string') return error.code;
   return undefined;
+}
+
+/**
+ * A sent message that must still be edited: its transaction was reorganised away (and the message
+ * does not say so yet), or its listing's fate changed since the message last showed it.
+ */
+export function needsEdit(r: DeliveryRecord): boolean {
+  if (r.state !== 'sent') return false;
+  if (r.reorged) return r.editedAt === undefined;
+  return r.fate !== undefined && r.fate.rev !== (r.fateShown ?? 0);
+}
+
+/** The longest a listing alert's message is followed (edited to say sold, cancelled, expired). */
+export const MAX_LISTING_EDIT_WINDOW_MS = 48 * 60 * 60 * 1000;
+
+/** A listing card still followed: it must not be forgotten, even when final, until the longest edit window has passed. */
+export function followsListing(r: DeliveryRecord, now: number): boolean {
+  return (
+    r.listing !== undefined &&
+    !r.reorged &&
+    (r.state === 'sent' || r.state === 'pending' || r.state === 'sending') &&
+    now - Date.parse(r.createdAt) < MAX_LISTING_EDIT_WINDOW_MS
+  );
 }

@@ -4,7 +4,7 @@
  * the embedded default) and a PostgreSQL one (store/pg/), which lets several processes share them;
  * both honour them alike. Everything above store/ depends on these, never on an adapter.
  */
-import type { DeliveryRecord, JournalStats, NewDelivery } from './deliveries.ts';
+import type { DeliveryRecord, JournalStats, ListingFateBody, NewDelivery } from './deliveries.ts';
 import type { ChatSettings, DigestSettings, StoredButton } from './settings.ts';
 import type { JournalWriteFailure } from './status.ts';
 import type { Destination, WatchRule } from './types.ts';
@@ -60,15 +60,35 @@ export interface ReorgOutcome {
   deliveries: number;
   /** Deliveries not sent yet, dropped now: they are never to be sent. */
   dropped: DeliveryRecord[];
-  /** Sent deliveries whose messages must still be edited (again on a repeated call until each is marked edited). */
+  /**
+   * Sent deliveries whose messages must still be edited (again on a repeated call until each is marked
+   * edited): the transaction's own, and listing cards it had closed (sold, cancelled), open again.
+   */
   edits: DeliveryRecord[];
+}
+
+/**
+ * A sale or cancel, as it closes the listings whose alerts were recorded: a listing card is closed
+ * when one of its orders is among `orderIds`, or (a sale) when one of its tokens is among `tokenIds`
+ * and its seller is `seller`. Only cards of `collection` recorded since `since`, in a block up to
+ * `blockNumber`, not reorganised away and not closed already are.
+ */
+export interface ListingClose {
+  network: string;
+  collection: string;
+  orderIds: readonly string[];
+  tokenIds: readonly string[];
+  seller?: string | undefined;
+  blockNumber: number;
+  since: Date;
+  fate: Extract<ListingFateBody, { state: 'sold' | 'cancelled' }>;
 }
 
 /** What must still be done after a restart, in recording order. */
 export interface OutstandingDeliveries {
   /** Pending, and sending (possibly sent before a crash): to send, under their keys. */
   sends: DeliveryRecord[];
-  /** Sent messages of reorganised transactions not edited yet. */
+  /** Sent messages to edit: of reorganised transactions, or of listings whose fate they do not show yet. */
   edits: DeliveryRecord[];
 }
 
@@ -84,9 +104,26 @@ export interface DeliveryLog {
   markSending(id: string, key?: string): Promise<DeliveryRecord>;
   markSent(id: string, messageId: string): Promise<DeliveryRecord>;
   markFailed(id: string, error: string, options?: { final?: boolean }): Promise<DeliveryRecord>;
-  markEdited(id: string): Promise<DeliveryRecord>;
-  /** Drops the unsent deliveries of a reorganised transaction; the sent ones come back to be edited. */
+  /**
+   * The sent message was edited: to say its transaction was reorganised away, and (`fateRev`) to show
+   * its listing's fate of that revision.
+   */
+  markEdited(id: string, fateRev?: number): Promise<DeliveryRecord>;
+  /**
+   * Drops the unsent deliveries of a reorganised transaction; the sent ones come back to be edited, and
+   * so do listing cards it had closed (their fate becomes `listed`).
+   */
   markReorged(network: string, txnHash: string): Promise<ReorgOutcome>;
+  /**
+   * Gives the listing cards a sale or cancel closes their fate (see {@link ListingClose}); resolves
+   * with those whose sent messages must now be edited. The ones not sent yet are edited once sent.
+   */
+  markListingsClosed(close: ListingClose): Promise<DeliveryRecord[]>;
+  /**
+   * Listing cards of `network` recorded since `since` whose listing expired by `now` and that nothing
+   * closed: their fate becomes `expired`. Resolves with those whose messages must now be edited.
+   */
+  markListingsExpired(network: string, now: Date, since: Date): Promise<DeliveryRecord[]>;
   /** The transaction is final: its deliveries may be forgotten sooner. Advisory. */
   markFinal(network: string, txnHash: string): Promise<void>;
   /** The deliveries of a transaction, in recording order. */

@@ -11,7 +11,7 @@
  * A claim idle for `releaseAfterIdleMs` is given back, so that chats spread over the processes.
  */
 import type { Logger } from 'pino';
-import type { DeliveryRecord } from '../core/deliveries.ts';
+import { type DeliveryRecord, needsEdit } from '../core/deliveries.ts';
 import { byDestination, type Destination, destinationKey } from '../core/types.ts';
 import type { DeliveryQueue } from './dispatcher.ts';
 
@@ -100,9 +100,12 @@ export class ChatClaims implements DeliveryQueue {
     if (others.length) this.noticed(others);
   }
 
-  /** The chats with messages to edit are read again (their claims' holders edit them); unsent ones were dropped. */
+  /**
+   * The chats with messages to edit (reorganised, or listing cards to show a fate) are read again
+   * (their claims' holders edit them); unsent ones were dropped.
+   */
   reorged(records: readonly DeliveryRecord[]): void {
-    const edits = records.filter((r) => r.state === 'sent' && r.editedAt === undefined);
+    const edits = records.filter(needsEdit);
     this.noticed([...new Set(edits.map((r) => destinationKey(r.destination)))]);
   }
 
@@ -186,11 +189,12 @@ export class ChatClaims implements DeliveryQueue {
       for (const key of claim.handed) if (!stillOpen.has(key)) claim.handed.delete(key);
     }
     for (const { seq, record } of open) {
-      if (seq > claim.seq && !record.reorged) claim.seq = seq;
+      const edit = needsEdit(record);
+      if (seq > claim.seq && !edit) claim.seq = seq;
       const key = handedKey(record);
       if (claim.handed.has(key)) continue;
       claim.handed.add(key);
-      if (record.reorged) edits.push(record);
+      if (edit) edits.push(record);
       else sends.push(record);
     }
     if (sends.length) this.#o.dispatcher.enqueue(sends);
@@ -224,9 +228,13 @@ export class ChatClaims implements DeliveryQueue {
   }
 }
 
-/** A delivery to send and the edit of the same delivery (once reorganised) are two pieces of work. */
+/**
+ * A delivery to send and each edit of the same delivery (once reorganised, and each fate of its
+ * listing) are pieces of work of their own.
+ */
 function handedKey(record: DeliveryRecord): string {
-  return `${record.reorged ? 'edit' : 'send'}:${record.id}`;
+  if (!needsEdit(record)) return `send:${record.id}`;
+  return record.reorged ? `edit:${record.id}` : `fate:${record.fate?.rev ?? 0}:${record.id}`;
 }
 
 function destinationOf(chatKey: string): Destination {

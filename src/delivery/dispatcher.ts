@@ -1,11 +1,13 @@
 import type { Logger } from 'pino';
-import { type DeliveryRecord, JournalWriteError, type NewDelivery, payloadOf } from '../core/deliveries.ts';
+import { type DeliveryRecord, JournalWriteError, type NewDelivery, needsEdit, payloadOf } from '../core/deliveries.ts';
 import { LeaseLostError, type SendFence } from '../core/lease.ts';
 import type { DeliveryLog } from '../core/ports.ts';
-import type { Reply } from '../core/reply.ts';
 import { type Destination, destinationKey } from '../core/types.ts';
+import { currentReply } from './edits.ts';
 import { withLateness } from './lateness.ts';
 import { type AlertSink, DeliveryError, decodePayload } from './sink.ts';
+
+export { renderReorged } from './edits.ts';
 
 /**
  * Where recorded deliveries go to be sent: this process's {@link Dispatcher}, or, with a shared
@@ -15,7 +17,8 @@ export interface DeliveryQueue {
   enqueue(records: readonly DeliveryRecord[]): void;
   /**
    * Deliveries of reorganised transactions, as the log marked them: unsent ones (dropped) are not
-   * sent, sent ones are edited to say the transaction did not happen.
+   * sent, sent ones are edited to say the transaction did not happen. Also sent listing cards whose
+   * listing's fate changed: they are edited to show it.
    */
   reorged(records: readonly DeliveryRecord[]): void;
   /** See {@link Dispatcher.sendsAlone}. */
@@ -55,6 +58,10 @@ interface Lane {
   /** The deliveries of the send under way (or that just failed). */
   sending: string[];
   edits: string[];
+  /** The work under way (or that just failed) is an edit. */
+  editing: boolean;
+  /** The last work done was an edit: with sends waiting, a send goes next (edits never starve new alerts). */
+  editedLast: boolean;
   running: boolean;
   nextAt: number;
   failures: number;
@@ -216,7 +223,18 @@ export class Dispatcher implements DeliveryQueue {
     const key = destinationKey(destination);
     let lane = this.#lanes.get(key);
     if (!lane) {
-      lane = { destination, queue: [], sending: [], edits: [], running: false, nextAt: 0, failures: 0, marking: 0 };
+      lane = {
+        destination,
+        queue: [],
+        sending: [],
+        edits: [],
+        editing: false,
+        editedLast: false,
+        running: false,
+        nextAt: 0,
+        failures: 0,
+        marking: 0,
+      };
       this.#lanes.set(key, lane);
     }
     return lane;
@@ -256,7 +274,10 @@ export class Dispatcher implements DeliveryQueue {
       if (wait > 0) await sleepUnless(wait, this.#stop.signal);
       if (this.#stopping) return;
       try {
-        if (lane.edits.length) await this.#edit(lane, sink);
+        // Edits and new alerts take turns: a burst of edits (listings sold) never holds up new alerts.
+        lane.editing = lane.edits.length > 0 && (lane.queue.length === 0 || !lane.editedLast);
+        lane.editedLast = lane.editing;
+        if (lane.editing) await this.#edit(lane, sink);
         else await this.#send(lane, sink);
         lane.failures = 0;
         lane.nextAt = Date.now() + sink.minIntervalMs;
@@ -346,7 +367,7 @@ export class Dispatcher implements DeliveryQueue {
       error instanceof DeliveryError
         ? error
         : new DeliveryError(String((error as Error)?.message ?? error), { permanent: false, cause: error });
-    const editing = lane.edits.length > 0;
+    const editing = lane.editing && lane.edits.length > 0;
     const ids = editing ? lane.edits.slice(0, 1) : lane.sending;
     // An edit's record counts sends, not edits: an edit is tried as often as the lane failed in a row.
     const attempts = editing ? lane.failures : Math.max(...ids.map((id) => this.#records.get(id)?.attempts ?? 0));
@@ -432,7 +453,7 @@ export class Dispatcher implements DeliveryQueue {
     const marking = this.#markSent(records, messageId).then(
       (marked) => {
         // The transaction was reorganised away while this message was on its way: edit it now.
-        const edits = marked.filter((r) => r.reorged && !r.editedAt && !lane.edits.includes(r.id));
+        const edits = marked.filter((r) => needsEdit(r) && !lane.edits.includes(r.id));
         this.#forget(
           lane,
           marked.filter((r) => !edits.includes(r)).map((r) => r.id),
@@ -483,39 +504,31 @@ export class Dispatcher implements DeliveryQueue {
     const { journal } = this.#options;
     const id = lane.edits[0] as string;
     const record = this.#records.get(id);
-    if (!record?.messageId || record.editedAt) {
+    if (!record?.messageId || !needsEdit(record)) {
       this.#forget(lane, lane.edits.splice(0, 1));
       return;
     }
-    // A merged message is rewritten whole: the reversed alert is marked, the others stay as they were.
+    // A merged message is rewritten whole: each delivery's part says its own state (reversed, its
+    // listing's fate, or as it was sent).
     const siblings = (await journal.sentTogether(record.destination, record.messageId)).sort((a, b) =>
       a.createdAt.localeCompare(b.createdAt),
     );
-    const replies = siblings.map((r) =>
-      r.reorged ? renderReorged(decodePayload(payloadOf(r))) : decodePayload(payloadOf(r)),
-    );
+    const replies = siblings.map(currentReply);
     await this.#options.fence?.assertMaySend(lane.destination);
-    await sink.edit(lane.destination.chatId, record.messageId, replies);
-    await Promise.all(siblings.filter((s) => s.reorged).map((s) => journal.markEdited(s.id)));
-    const edited = lane.edits.filter((e) => siblings.some((s) => s.id === e));
+    const changed = siblings.flatMap((s, index) => (needsEdit(s) ? [index] : []));
+    await sink.edit(lane.destination.chatId, record.messageId, replies, changed);
+    const marked = await Promise.all(
+      siblings
+        .filter(needsEdit)
+        .map((s) => (s.reorged ? journal.markEdited(s.id) : journal.markEdited(s.id, s.fate?.rev))),
+    );
+    // A fate that changed again while the message was edited needs one more edit.
+    const again = new Set(marked.filter(needsEdit).map((r) => r.id));
+    for (const r of marked) if (again.has(r.id)) this.#records.set(r.id, r);
+    const edited = lane.edits.filter((e) => siblings.some((s) => s.id === e) && !again.has(e));
     lane.edits = lane.edits.filter((e) => !edited.includes(e));
+    for (const e of again) if (!lane.edits.includes(e)) lane.edits.push(e);
     this.#forget(lane, edited);
     this.#options.onOutcome?.('edited', lane.destination.platform, 1);
   }
-}
-
-/** The edit of an alert whose transaction was reorganised away: it did not happen. */
-export function renderReorged(original: Reply): Reply {
-  return {
-    ...original,
-    title: `Reversed: ${original.title ?? 'event'}`,
-    tone: 'warning',
-    lines: ['This transaction was dropped by a chain reorganisation: it did not happen.', ...(original.lines ?? [])],
-    mentionRoles: [],
-  };
-}
-
-/** A sent message of a reorganised transaction, not edited yet. */
-function needsEdit(record: DeliveryRecord): boolean {
-  return record.state === 'sent' && record.reorged && record.editedAt === undefined;
 }

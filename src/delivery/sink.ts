@@ -16,7 +16,11 @@ export interface AlertSink {
    * for the same deliveries (Discord uses it as the message nonce).
    */
   send(chatId: string, replies: readonly Reply[], idempotencyKey: string): Promise<string>;
-  edit(chatId: string, messageId: string, replies: readonly Reply[]): Promise<void>;
+  /**
+   * Rewrites a sent message whole (`replies`: every part, as it is now). `changed`: the indexes of the
+   * parts whose state changed, for a chat that cannot rewrite and shows only those (the terminal).
+   */
+  edit(chatId: string, messageId: string, replies: readonly Reply[], changed?: readonly number[]): Promise<void>;
 }
 
 /** A Reply as journal payload: JSON, with attachment bytes as base64. */

@@ -34,6 +34,8 @@ export interface ActivitySpec {
   orderId?: string;
   /** Sale: buy the `count` cheapest listings of the collection in one transaction. Mint: that many new tokens. */
   count?: number;
+  /** Listing or offer: seconds from its block until it expires (default 30 days). */
+  expiresIn?: number;
 }
 
 /** What one mined transaction did. */
@@ -88,6 +90,8 @@ export function parseActivity(value: unknown, path: string): ActivitySpec {
   if (orderId) spec.orderId = orderId;
   const count = input.optInt('count', { min: 1, max: 100 });
   if (count !== undefined) spec.count = count;
+  const expiresIn = input.optInt('expiresIn', { min: 1, max: 365 * 86_400 });
+  if (expiresIn !== undefined) spec.expiresIn = expiresIn;
   return spec;
 }
 
@@ -222,7 +226,7 @@ export class ActivityRunner {
       feeBps: 200,
       royaltyBps: 500,
       validFrom: this.#now,
-      validUntil: this.#now + 30 * DAY_MS,
+      validUntil: this.#now + (spec.expiresIn === undefined ? 30 * DAY_MS : spec.expiresIn * 1000),
       blockNumber: this.#blockNumber,
       createdAt: this.#now,
       updatedAt: this.#now,

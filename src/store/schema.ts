@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import type { ListingFate, ListingFateBody, ListingWatch } from '../core/deliveries.ts';
 import type { ChatSettings } from '../core/settings.ts';
 import { ALERT_KINDS, MOVE_SUBJECTS, NATIVE_COIN_ADDRESS, type WatchRule } from '../core/types.ts';
 import { type Dict, dict } from '../records.ts';
@@ -382,3 +383,65 @@ export const recheckProgressSchema = v.object({
   after: v.exactOptional(keySchema),
   people: int(0, Number.MAX_SAFE_INTEGER),
 });
+
+// ---------------------------------------------------------------------------------------------
+// Listing cards (core/deliveries.ts: ListingWatch, ListingFate), as both delivery logs read them back.
+
+const boundedText = (max: number) => v.pipe(v.string(), v.maxLength(max));
+const listingIds = v.pipe(v.array(boundedText(80)), v.maxLength(1_000));
+
+const ListingWatchSchema = v.object({
+  collection: boundedText(80),
+  orderIds: listingIds,
+  tokenIds: listingIds,
+  seller: v.optional(boundedText(80)),
+  expiresAt: v.optional(boundedText(40)),
+  buyUrl: v.optional(boundedText(2_048)),
+  price: v.optional(boundedText(200)),
+});
+
+const blockNumber = v.pipe(v.number(), v.integer(), v.minValue(0));
+
+const FateBodySchema = v.variant('state', [
+  v.object({
+    state: v.literal('sold'),
+    txnHash: boundedText(100),
+    blockNumber,
+    buyer: v.optional(boundedText(80)),
+    orderIds: v.optional(listingIds),
+    price: v.optional(boundedText(200)),
+    transaction: v.optional(boundedText(2_048)),
+  }),
+  v.object({
+    state: v.literal('cancelled'),
+    txnHash: boundedText(100),
+    blockNumber,
+    transaction: v.optional(boundedText(2_048)),
+  }),
+  v.object({ state: v.literal('expired') }),
+  v.object({ state: v.literal('listed'), reversed: boundedText(100) }),
+]);
+
+const FateSchema = v.intersect([
+  FateBodySchema,
+  v.object({ at: boundedText(40), rev: v.pipe(v.number(), v.integer(), v.minValue(1)) }),
+]);
+
+/** The listing of a stored record, or undefined when it is not one. */
+export function readListing(value: unknown): ListingWatch | undefined {
+  const result = v.safeParse(ListingWatchSchema, value);
+  // Absent optional keys stay absent in valibot's output.
+  return result.success ? (result.output as ListingWatch) : undefined;
+}
+
+/** A stored fate (with its date and revision), or undefined when it is not one. */
+export function readFate(value: unknown): ListingFate | undefined {
+  const result = v.safeParse(FateSchema, value);
+  return result.success ? (result.output as ListingFate) : undefined;
+}
+
+/** A fate as a journal line holds it (without date and revision), or undefined when it is not one. */
+export function readFateBody(value: unknown): ListingFateBody | undefined {
+  const result = v.safeParse(FateBodySchema, value);
+  return result.success ? (result.output as ListingFateBody) : undefined;
+}

@@ -267,3 +267,111 @@ describe.each([
     expect(await log.counts()).toMatchObject({ records: 3, pending: 1, sent: 1, dropped: 1 });
   });
 });
+
+function listingDelivery(n: number, orderId: string, tokenId: string, expiresAt?: string): NewDelivery {
+  return {
+    eventId: `devnet:${hash(n)}:${C}:listing@0xb${n}`,
+    destination: CHAT,
+    network: 'devnet',
+    txnHash: hash(n),
+    blockNumber: n,
+    kind: 'listing',
+    payload: { title: `listing ${n}` },
+    listing: {
+      collection: C,
+      orderIds: [orderId],
+      tokenIds: [tokenId],
+      seller: '0x00000000000000000000000000000000000000a1',
+      ...(expiresAt ? { expiresAt } : {}),
+      buyUrl: `https://market.example/${tokenId}`,
+    },
+  };
+}
+
+describe.each([
+  ['files', fileLog],
+  ['PostgreSQL', pgLog],
+])('listing cards in the delivery log (%s)', (_name, open) => {
+  it('GIVEN sent listing cards WHEN one sells (through its order), one through another order of its seller, one is cancelled, one expires THEN each gets its fate once, its edit is outstanding until made, and a reorg of the sale opens its card again', async () => {
+    const log = await open();
+    const since = new Date(NOW - DAY);
+    const past = new Date(NOW - 1_000).toISOString();
+    const cards = await log.record([
+      listingDelivery(11, '101', '1'),
+      listingDelivery(12, '102', '2'),
+      listingDelivery(13, '103', '3'),
+      listingDelivery(14, '104', '4', past),
+      listingDelivery(15, '105', '5'),
+    ]);
+    for (const [i, card] of cards.entries()) {
+      await log.markSending(card.id, card.id);
+      await log.markSent(card.id, `m${i}`);
+    }
+    const [sold, soldElsewhere, cancelled, expired, untouched] = cards.map((c) => c.id);
+    const sale = (txn: number, orderIds: string[], tokenIds: string[], seller?: string) =>
+      log.markListingsClosed({
+        network: 'devnet',
+        collection: C,
+        orderIds,
+        tokenIds,
+        seller,
+        blockNumber: 20 + txn,
+        since,
+        fate: { state: 'sold', txnHash: hash(txn), blockNumber: 20 + txn, orderIds, buyer: '0xb0' },
+      });
+    expect((await sale(21, ['101'], ['1'])).map((r) => [r.id, r.fate?.state, r.fate?.rev])).toEqual([
+      [sold, 'sold', 1],
+    ]);
+    // The same sale again closes nothing more; another seller's sale of a card's token closes nothing.
+    expect(await sale(21, ['101'], ['1'])).toEqual([]);
+    expect(await sale(22, ['900'], ['2'], '0x00000000000000000000000000000000000000ff')).toEqual([]);
+    expect((await sale(23, ['901'], ['2'], '0x00000000000000000000000000000000000000a1')).map((r) => r.id)).toEqual([
+      soldElsewhere,
+    ]);
+    const cancel = await log.markListingsClosed({
+      network: 'devnet',
+      collection: C,
+      orderIds: ['103'],
+      tokenIds: [],
+      blockNumber: 30,
+      since,
+      fate: { state: 'cancelled', txnHash: hash(30), blockNumber: 30 },
+    });
+    expect(cancel.map((r) => [r.id, r.fate?.state])).toEqual([[cancelled, 'cancelled']]);
+    const expiries = await log.markListingsExpired('devnet', new Date(NOW), since);
+    expect(expiries.map((r) => [r.id, r.fate?.state])).toEqual([[expired, 'expired']]);
+    expect(await log.markListingsExpired('devnet', new Date(NOW), since)).toEqual([]);
+    // Cards recorded before the window are left as they were.
+    expect(
+      await log.markListingsClosed({
+        network: 'devnet',
+        collection: C,
+        orderIds: ['105'],
+        tokenIds: [],
+        blockNumber: 40,
+        since: new Date(Date.now() + DAY),
+        fate: { state: 'cancelled', txnHash: hash(40), blockNumber: 40 },
+      }),
+    ).toEqual([]);
+
+    expect((await log.outstanding()).edits.map((r) => r.id).sort()).toEqual(
+      [sold, soldElsewhere, cancelled, expired].sort(),
+    );
+    for (const id of [sold, soldElsewhere, cancelled, expired]) {
+      const record = (await log.outstanding()).edits.find((r) => r.id === id);
+      const edited = await log.markEdited(id as string, record?.fate?.rev);
+      expect(edited.fateShown).toBe(record?.fate?.rev);
+    }
+    expect((await log.outstanding()).edits).toEqual([]);
+
+    // The sale is reorganised away: its card stands again, and must be edited again.
+    const reorg = await log.markReorged('devnet', hash(21));
+    expect(reorg.edits.map((r) => [r.id, r.fate?.state, r.fate?.rev])).toEqual([[sold, 'listed', 2]]);
+    expect((await log.outstanding()).edits.map((r) => r.id)).toEqual([sold]);
+    await log.markEdited(sold as string, 2);
+    expect((await log.outstanding()).edits).toEqual([]);
+    // Open again, it can be sold again.
+    expect((await sale(50, ['101'], ['1'])).map((r) => [r.id, r.fate?.rev])).toEqual([[sold, 3]]);
+    expect(untouched).toBeDefined();
+  });
+});

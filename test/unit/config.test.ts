@@ -32,6 +32,13 @@ describe('loadConfig', () => {
     expect(config.relistWindowHours).toBe(24);
     expect(loadConfig({ FLOORWATCH_RELIST_WINDOW_HOURS: '0' }, '/srv/bot').relistWindowHours).toBe(0);
     expect(config.whaleUsd).toBe(10_000);
+    expect(config.listingEditHours).toBe(24);
+    expect(config.listingExpiryCheckSeconds).toBe(30);
+    expect(loadConfig({ FLOORWATCH_LISTING_EDIT_HOURS: '0' }, '/srv/bot').listingEditHours).toBe(0);
+    // Telegram limits the editing of some messages to 48 hours.
+    expect(() => loadConfig({ FLOORWATCH_LISTING_EDIT_HOURS: '72' }, '/srv/bot')).toThrow(
+      /FLOORWATCH_LISTING_EDIT_HOURS/,
+    );
   });
 
   it('GIVEN a whale size in US dollars THEN it is read with or without its $, and anything else is refused by name', () => {

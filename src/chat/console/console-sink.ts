@@ -2,7 +2,11 @@ import type { Reply } from '../../core/reply.ts';
 import type { AlertSink } from '../../delivery/sink.ts';
 import type { ConsoleChat } from './console-chat.ts';
 
-/** Alerts and digests for the terminal chat: printed as they come, edits printed as a new note. */
+/**
+ * Alerts and digests for the terminal chat: printed as they come, edits printed as a new note. A
+ * terminal cannot change what it printed: an edit of a merged message prints only the parts that
+ * changed.
+ */
 export class ConsoleSink implements AlertSink {
   readonly platform = 'console' as const;
   readonly maxBatch = 10;
@@ -20,8 +24,15 @@ export class ConsoleSink implements AlertSink {
     return id;
   }
 
-  async edit(_chatId: string, messageId: string, replies: readonly Reply[]): Promise<void> {
-    for (const reply of replies)
+  async edit(
+    _chatId: string,
+    messageId: string,
+    replies: readonly Reply[],
+    changed?: readonly number[],
+  ): Promise<void> {
+    for (const [index, reply] of replies.entries()) {
+      if (changed && !changed.includes(index)) continue;
       await this.#chat.post({ ...reply, footer: `${reply.footer ?? ''} · update of alert ${messageId}` });
+    }
   }
 }

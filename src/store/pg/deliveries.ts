@@ -25,19 +25,29 @@ import {
   type DeliveryRecord,
   type DeliveryState,
   deliveryId,
+  followsListing,
   JournalError,
   type JournalStats,
   JournalWriteError,
+  MAX_LISTING_EDIT_WINDOW_MS,
   type NewDelivery,
+  needsEdit,
 } from '../../core/deliveries.ts';
 import { LeaseLostError } from '../../core/lease.ts';
-import type { DeliveryLog, OutstandingDeliveries, ReorgOutcome } from '../../core/ports.ts';
+import type { DeliveryLog, ListingClose, OutstandingDeliveries, ReorgOutcome } from '../../core/ports.ts';
 import type { JournalWriteFailure } from '../../core/status.ts';
 import { type AlertKind, type Destination, destinationKey } from '../../core/types.ts';
+import { readFate, readListing } from '../schema.ts';
 import type { Database } from './database.ts';
 import { DIGESTS_LEASE_KEY, fenceClause, leaseName } from './leases.ts';
 
 export const DELIVERIES_CHANNEL = 'floorwatch_deliveries';
+
+/** A sent message to edit: of a reorganised transaction, or to show its listing's fate (core's `needsEdit`). */
+const NEEDS_EDIT = `(d.state = 'sent' AND ((d.reorged AND d.edited_at IS NULL) OR (NOT d.reorged AND d.fate_rev <> d.fate_shown)))`;
+/** What a chat still needs: sends and edits (the partial index deliveries_open). */
+const OPEN = `((d.state IN ('pending', 'sending') AND NOT d.reorged) OR (d.state = 'sent' AND d.reorged AND d.edited_at IS NULL)
+     OR (d.state = 'sent' AND NOT d.reorged AND d.fate_rev <> d.fate_shown))`;
 
 /** How long closed deliveries stay (recording them again is still ignored meanwhile). */
 const RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -65,6 +75,9 @@ interface Row {
   created_at: Date;
   updated_at: Date;
   payload: string;
+  listing: unknown;
+  fate: unknown;
+  fate_shown: number;
 }
 
 /** A notification: the chats with new deliveries or edits to make, and the process that wrote them. */
@@ -220,6 +233,9 @@ export class PgDeliveryLog implements DeliveryLog {
         d.usd ?? null,
         payload,
         d.sendingAlone === true,
+        d.listing === undefined ? null : JSON.stringify(d.listing),
+        d.listing?.collection ?? null,
+        d.listing?.expiresAt ?? null,
       ]);
     }
     if (rows.length === 0) return [];
@@ -262,13 +278,16 @@ export class PgDeliveryLog implements DeliveryLog {
       `WITH ${fenceClause(13, 14)},
        inserted AS (
          INSERT INTO deliveries (id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload,
-                                 state, attempts, send_key, created_at, updated_at)
+                                 state, attempts, send_key, created_at, updated_at,
+                                 listing, listing_collection, listing_expires_at)
          SELECT id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload,
                 CASE WHEN sending THEN 'sending' ELSE 'pending' END, CASE WHEN sending THEN 1 ELSE 0 END,
-                CASE WHEN sending THEN id END, now(), now()
+                CASE WHEN sending THEN id END, now(), now(),
+                listing::jsonb, listing_collection, listing_expires_at
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[],
-                     $8::float8[], $9::text[], $12::boolean[])
-              WITH ORDINALITY AS t(id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload, sending, n)
+                     $8::float8[], $9::text[], $12::boolean[], $16::text[], $17::text[], $18::timestamptz[])
+              WITH ORDINALITY AS t(id, event_id, chat_key, network, txn_hash, block_number, kind, usd, payload, sending,
+                                   listing, listing_collection, listing_expires_at, n)
          WHERE (SELECT count(*) FROM fence) = $15
          ORDER BY n
          ON CONFLICT (id) DO NOTHING
@@ -286,6 +305,9 @@ export class PgDeliveryLog implements DeliveryLog {
         [...leases.keys()],
         [...leases.values()],
         leases.size,
+        column(10),
+        column(11),
+        column(12),
       ],
     );
   }
@@ -417,17 +439,92 @@ export class PgDeliveryLog implements DeliveryLog {
     );
   }
 
-  async markEdited(id: string): Promise<DeliveryRecord> {
+  async markEdited(id: string, fateRev?: number): Promise<DeliveryRecord> {
     const { name, token } = await this.#chatFence(id);
     return this.#change(
       id,
       `WITH ${fenceClause(2, 3)}
-       UPDATE deliveries SET edited_at = now(), updated_at = now()
-       WHERE id = $1 AND state = 'sent' AND reorged AND EXISTS (SELECT 1 FROM fence) RETURNING *`,
-      [id, [name], [token]],
-      'is not a sent message of a reorganised transaction',
+       UPDATE deliveries SET edited_at = CASE WHEN reorged THEN COALESCE(edited_at, now()) ELSE edited_at END,
+              fate_shown = COALESCE($4::integer, fate_shown), updated_at = now()
+       WHERE id = $1 AND state = 'sent' AND (reorged OR $4::integer IS NOT NULL) AND EXISTS (SELECT 1 FROM fence)
+       RETURNING *`,
+      [id, [name], [token], fateRev ?? null],
+      'is not a sent message to edit',
       name,
     );
+  }
+
+  async markListingsClosed(close: ListingClose): Promise<DeliveryRecord[]> {
+    return this.#fate(
+      close.network,
+      `d.network = $1 AND d.listing_collection = $8 AND d.created_at >= $9 AND d.block_number <= $10
+       AND (d.listing->'orderIds' ?| $11::text[]
+            OR ($12::text IS NOT NULL AND d.listing->>'seller' = $12 AND d.listing->'tokenIds' ?| $13::text[]))`,
+      close.fate,
+      [
+        close.collection,
+        close.since,
+        close.blockNumber,
+        [...close.orderIds],
+        close.fate.state === 'sold' ? (close.seller ?? null) : null,
+        [...close.tokenIds],
+      ],
+    );
+  }
+
+  async markListingsExpired(network: string, now: Date, since: Date): Promise<DeliveryRecord[]> {
+    return this.#fate(
+      network,
+      `d.network = $1 AND d.listing_expires_at IS NOT NULL AND d.listing_expires_at <= $8 AND d.created_at >= $9`,
+      { state: 'expired' },
+      [now, since],
+    );
+  }
+
+  /**
+   * Gives the open listing cards that `where` selects ($1 the network; $8 on: `values`) the fate
+   * `body`, under the network's ingest lease; resolves with the sent ones to edit (their chats are
+   * told).
+   */
+  async #fate(network: string, where: string, body: object, values: unknown[]): Promise<DeliveryRecord[]> {
+    const lease = leaseName('ingest', network);
+    const attempt = async () => {
+      const rows = await this.#run<Row & { notified: unknown; fence_held: string }>(
+        `WITH ${fenceClause(5, 6)},
+         changed AS (
+           UPDATE deliveries d SET fate = $2::jsonb || jsonb_build_object('at', $3::text, 'rev', d.fate_rev + 1),
+                  fate_rev = d.fate_rev + 1, updated_at = now()
+           WHERE ${where} AND d.listing IS NOT NULL AND NOT d.reorged AND d.state IN ('pending', 'sending', 'sent')
+             AND (d.fate IS NULL OR d.fate->>'state' = 'listed') AND EXISTS (SELECT 1 FROM fence)
+           RETURNING d.*)
+         SELECT (SELECT count(*) FROM fence) AS fence_held, c.*,
+                CASE WHEN c.state = 'sent'
+                  THEN pg_notify($4, json_build_object('chats', json_build_array(c.chat_key), 'origin', $7::text)::text)
+                END AS notified
+         FROM (SELECT 1) AS one LEFT JOIN changed c ON true`,
+        [
+          network,
+          JSON.stringify(body),
+          new Date().toISOString(),
+          DELIVERIES_CHANNEL,
+          [lease],
+          [await this.#fences.token(lease)],
+          this.origin,
+          ...values,
+        ],
+      );
+      return Number(rows[0]?.fence_held ?? 0) === 1 ? rows : undefined;
+    };
+    let rows = await attempt();
+    if (!rows) {
+      await this.#confirm([lease]);
+      rows = (await attempt()) ?? (await this.#refusedUnder([lease]));
+    }
+    return rows
+      .filter((row) => row.id !== null)
+      .sort((a, b) => Number(a.seq) - Number(b.seq))
+      .map((row) => this.#keep(row))
+      .filter(needsEdit);
   }
 
   async markReorged(network: string, txnHash: string): Promise<ReorgOutcome> {
@@ -441,17 +538,33 @@ export class PgDeliveryLog implements DeliveryLog {
            UPDATE deliveries SET reorged = true, updated_at = now(),
                   state = CASE WHEN state = 'pending' THEN 'dropped' ELSE state END
            WHERE network = $1 AND txn_hash = $2 AND NOT reorged AND EXISTS (SELECT 1 FROM fence) RETURNING *),
+         reopened AS (
+           UPDATE deliveries d SET fate = jsonb_build_object('state', 'listed', 'reversed', $2::text, 'at', $7::text,
+                                                             'rev', d.fate_rev + 1),
+                  fate_rev = d.fate_rev + 1, updated_at = now()
+           WHERE d.fate->>'txnHash' = $2 AND d.network = $1 AND d.fate->>'state' IN ('sold', 'cancelled')
+             AND EXISTS (SELECT 1 FROM fence) RETURNING d.*),
          every AS (
            SELECT c.*, true AS changed FROM changed c
+           UNION ALL
+           SELECT r.*, true AS changed FROM reopened r
            UNION ALL
            SELECT d.*, false AS changed FROM deliveries d
            WHERE d.network = $1 AND d.txn_hash = $2 AND d.id NOT IN (SELECT id FROM changed))
          SELECT (SELECT count(*) FROM fence) AS fence_held, e.*,
-                CASE WHEN e.changed AND e.state = 'sent' AND e.edited_at IS NULL
+                CASE WHEN e.changed AND e.state = 'sent' AND (e.reorged OR e.fate_rev <> e.fate_shown) AND e.edited_at IS NULL
                   THEN pg_notify($3, json_build_object('chats', json_build_array(e.chat_key), 'origin', $4::text)::text)
                 END AS notified
          FROM (SELECT 1) AS one LEFT JOIN every e ON true`,
-        [network, txnHash, DELIVERIES_CHANNEL, this.origin, [lease], [await this.#fences.token(lease)]],
+        [
+          network,
+          txnHash,
+          DELIVERIES_CHANNEL,
+          this.origin,
+          [lease],
+          [await this.#fences.token(lease)],
+          new Date().toISOString(),
+        ],
       );
       return Number(rows[0]?.fence_held ?? 0) === 1 ? rows : undefined;
     };
@@ -466,7 +579,7 @@ export class PgDeliveryLog implements DeliveryLog {
     return {
       deliveries: records.length,
       dropped: records.filter((r) => r.changed && r.record.state === 'dropped').map((r) => r.record),
-      edits: records.map((r) => r.record).filter((r) => r.reorged && r.state === 'sent' && r.editedAt === undefined),
+      edits: records.map((r) => r.record).filter(needsEdit),
     };
   }
 
@@ -523,8 +636,7 @@ export class PgDeliveryLog implements DeliveryLog {
   readonly #open = new GroupCommit<number, Array<{ seq: number; record: DeliveryRecord }>>(async (calls) => {
     const { rows } = await this.#db.pool.query<Row>(
       `SELECT d.* FROM deliveries d JOIN unnest($1::text[], $2::bigint[]) AS t(chat_key, after) ON d.chat_key = t.chat_key
-       WHERE (d.seq > t.after AND d.state IN ('pending', 'sending') AND NOT d.reorged)
-          OR (d.state = 'sent' AND d.reorged AND d.edited_at IS NULL)
+       WHERE (d.seq > t.after AND d.state IN ('pending', 'sending') AND NOT d.reorged) OR ${NEEDS_EDIT}
        ORDER BY d.seq`,
       [calls.map((c) => c.key), calls.map((c) => c.arg)],
     );
@@ -536,8 +648,7 @@ export class PgDeliveryLog implements DeliveryLog {
   /** Chats with deliveries to send or edits to make (for claims that start or look around). */
   async chatsWithWork(): Promise<string[]> {
     const { rows } = await this.#db.pool.query<{ chat_key: string }>(
-      `SELECT DISTINCT chat_key FROM deliveries
-       WHERE (state IN ('pending', 'sending') AND NOT reorged) OR (state = 'sent' AND reorged AND edited_at IS NULL)`,
+      `SELECT DISTINCT chat_key FROM deliveries d WHERE ${OPEN}`,
     );
     return rows.map((r) => r.chat_key);
   }
@@ -547,13 +658,9 @@ export class PgDeliveryLog implements DeliveryLog {
    * by chat instead, as their claims say (see {@link PgDeliveryLog.openFor}).
    */
   async outstanding(): Promise<OutstandingDeliveries> {
-    const { rows } = await this.#db.pool.query<Row>(
-      `SELECT * FROM deliveries
-       WHERE (state IN ('pending', 'sending') AND NOT reorged) OR (state = 'sent' AND reorged AND edited_at IS NULL)
-       ORDER BY seq`,
-    );
+    const { rows } = await this.#db.pool.query<Row>(`SELECT * FROM deliveries d WHERE ${OPEN} ORDER BY seq`);
     const records = rows.map((row) => this.#keep(row));
-    return { sends: records.filter((r) => !r.reorged), edits: records.filter((r) => r.reorged) };
+    return { sends: records.filter((r) => !needsEdit(r) && r.state !== 'sent'), edits: records.filter(needsEdit) };
   }
 
   writeFailure(): JournalWriteFailure | undefined {
@@ -636,8 +743,10 @@ export class PgDeliveryLog implements DeliveryLog {
     try {
       await this.#db.pool.query(
         `DELETE FROM deliveries WHERE updated_at < $1
-           AND (state IN ('failed', 'dropped') OR (state = 'sent' AND (final OR (reorged AND edited_at IS NOT NULL))))`,
-        [new Date(now - RETENTION_MS)],
+           AND (state IN ('failed', 'dropped') OR (state = 'sent' AND (final OR (reorged AND edited_at IS NOT NULL))))
+           AND NOT (listing IS NOT NULL AND NOT reorged AND state = 'sent' AND created_at > $2)
+           AND NOT (state = 'sent' AND NOT reorged AND fate_rev <> fate_shown)`,
+        [new Date(now - RETENTION_MS), new Date(now - MAX_LISTING_EDIT_WINDOW_MS)],
       );
     } catch (error) {
       this.#logger.warn({ err: error }, 'could not delete old deliveries');
@@ -646,6 +755,7 @@ export class PgDeliveryLog implements DeliveryLog {
 }
 
 function isClosed(r: DeliveryRecord): boolean {
+  if (needsEdit(r) || followsListing(r, Date.now())) return false;
   if (r.state === 'failed' || r.state === 'dropped') return true;
   if (r.state === 'sent') return r.reorged ? r.editedAt !== undefined : r.final;
   return r.reorged;
@@ -677,5 +787,17 @@ function toRecord(row: Row): DeliveryRecord {
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
     payloadJson: row.payload,
+    ...listingOf(row),
   });
+}
+
+/** A row's listing card parts; parts that do not read as such are left out (and the card is not followed). */
+function listingOf(row: Row): Pick<DeliveryRecord, 'listing' | 'fate' | 'fateShown'> {
+  const listing = row.listing === null || row.listing === undefined ? undefined : readListing(row.listing);
+  const fate = row.fate === null || row.fate === undefined ? undefined : readFate(row.fate);
+  return {
+    ...(listing ? { listing } : {}),
+    ...(fate ? { fate } : {}),
+    ...(row.fate_shown ? { fateShown: row.fate_shown } : {}),
+  };
 }

@@ -82,8 +82,10 @@ export async function migrateData(dataDir: string, databaseUrl: string): Promise
       for (const r of records) {
         await client.query(
           `INSERT INTO deliveries (id, event_id, chat_key, network, txn_hash, block_number, kind, usd, state, attempts,
-                                   send_key, message_id, last_error, reorged, edited_at, final, created_at, updated_at, payload)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+                                   send_key, message_id, last_error, reorged, edited_at, final, created_at, updated_at, payload,
+                                   listing, listing_collection, listing_expires_at, fate, fate_rev, fate_shown)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+                   $20::jsonb, $21, $22, $23::jsonb, $24, $25)`,
           [
             r.id,
             r.eventId,
@@ -104,6 +106,12 @@ export async function migrateData(dataDir: string, databaseUrl: string): Promise
             r.createdAt,
             r.updatedAt,
             r.payloadJson,
+            r.listing === undefined ? null : JSON.stringify(r.listing),
+            r.listing?.collection ?? null,
+            r.listing?.expiresAt ?? null,
+            r.fate === undefined ? null : JSON.stringify(r.fate),
+            r.fate?.rev ?? 0,
+            r.fateShown ?? 0,
           ],
         );
       }

@@ -108,6 +108,57 @@ describe('DeliveryJournal: recording and replay', () => {
     await expect(again.record([{ ...delivery(3), usd: Number.NaN }])).rejects.toThrow(/invalid usd/);
   });
 
+  it('GIVEN a journal written before listing cards (no listing, "edited" without a revision) WHEN opened THEN it reads as before; a card and its fate written now read back after a reopen and compaction, and a line with a bad fate is refused naming it', async () => {
+    const old = [
+      '{"op":"journal","v":1}',
+      `{"op":"add","r":{"id":"a>discord:111","eventId":"a","destination":{"platform":"discord","chatId":"111"},"network":"devnet","txnHash":"0x1","blockNumber":101,"state":"pending","attempts":0,"reorged":false,"final":false,"createdAt":"${clock.toISOString()}","updatedAt":"${clock.toISOString()}","payload":{"title":"Sale 1"}}}`,
+      '{"op":"sending","id":"a>discord:111","k":"a>discord:111","t":"2025-06-01T12:00:00.000Z"}',
+      '{"op":"sent","id":"a>discord:111","m":"m1","t":"2025-06-01T12:00:00.000Z"}',
+      '{"op":"reorged","n":"devnet","h":"0x1","t":"2025-06-01T12:00:00.000Z"}',
+      '{"op":"edited","id":"a>discord:111","t":"2025-06-01T12:00:01.000Z"}',
+    ];
+    await writeFile(file, `${old.join('\n')}\n`);
+    const journal = await tracked();
+    expect(journal.get('a>discord:111')).toMatchObject({ reorged: true, editedAt: '2025-06-01T12:00:01.000Z' });
+    expect(journal.get('a>discord:111')?.fate).toBeUndefined();
+    expect((await journal.outstanding()).edits).toEqual([]);
+
+    const listing = { collection: '0xc0', orderIds: ['7'], tokenIds: ['9'], seller: '0xa1', buyUrl: 'https://m/9' };
+    const [card] = await journal.record([{ ...delivery(2), kind: 'listing', listing }]);
+    if (!card) throw new Error('not recorded');
+    await journal.markSending(card.id, card.id);
+    await journal.markSent(card.id, 'm2');
+    const since = new Date(clock.getTime() - HOUR);
+    const fate = { state: 'cancelled', txnHash: '0x5', blockNumber: 105 } as const;
+    const closed = {
+      network: 'devnet',
+      collection: '0xc0',
+      orderIds: ['7'],
+      tokenIds: [],
+      blockNumber: 105,
+      since,
+      fate,
+    };
+    expect((await journal.markListingsClosed(closed)).map((r) => r.fate)).toEqual([
+      { ...fate, at: clock.toISOString(), rev: 1 },
+    ]);
+    await journal.markEdited(card.id, 1);
+    await journal.compact();
+    await journal.close();
+    const again = await tracked();
+    expect(again.get(card.id)).toMatchObject({ listing, fate: { state: 'cancelled', rev: 1 }, fateShown: 1 });
+    expect((await again.outstanding()).edits).toEqual([]);
+    await again.close();
+
+    const text = await readFile(file, 'utf8');
+    await writeFile(
+      file,
+      `${text}{"op":"fate","ids":["${card.id}"],"f":{"state":"burnt"},"t":"x"}\n{"op":"final","n":"devnet","h":"0x9","t":"x"}\n`,
+    );
+    const count = text.split('\n').filter((l) => l !== '').length;
+    await expect(open()).rejects.toThrow(new RegExp(`line ${count + 1} has an invalid "fate"`));
+  });
+
   it('GIVEN an id already recorded WHEN recorded again (same call, later call, after reopen) THEN it is skipped', async () => {
     const journal = await open();
     const d = delivery(7);

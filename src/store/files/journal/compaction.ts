@@ -8,7 +8,7 @@
 
 import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { type DeliveryRecord, JournalWriteError } from '../../../core/deliveries.ts';
+import { type DeliveryRecord, followsListing, JournalWriteError } from '../../../core/deliveries.ts';
 import { LeaseLostError } from '../../../core/lease.ts';
 import { addLine, HEADER_LINE, message, syncDirectory, writeAll } from './format.ts';
 import type { GroupCommit } from './group-commit.ts';
@@ -117,7 +117,8 @@ export class Compactor {
   start(): { phase1: Promise<void> } {
     const { writer, fsync } = this.#o;
     // The snapshot is taken in the same turn as the tracking of later writes starts: none can fall between.
-    const cutoff = this.#o.now().getTime() - this.#o.retentionMs;
+    const now = this.#o.now().getTime();
+    const cutoff = now - this.#o.retentionMs;
     const snapshot = [...this.#o.records.byId.values()];
     let resolvePhase1!: () => void;
     let rejectPhase1!: (error: unknown) => void;
@@ -149,7 +150,7 @@ export class Compactor {
         const sliceEnd = performance.now() + SLICE_MS;
         do {
           const r = snapshot[at++] as DeliveryRecord;
-          if (isClosed(r) && Date.parse(r.updatedAt) <= cutoff) {
+          if (isClosed(r) && Date.parse(r.updatedAt) <= cutoff && !followsListing(r, now)) {
             compaction.removed.set(r.id, r);
             continue;
           }

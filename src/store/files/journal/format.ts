@@ -10,6 +10,7 @@ import { type FileHandle, open } from 'node:fs/promises';
 import type { DeliveryRecord, NewDelivery } from '../../../core/deliveries.ts';
 import { StoreFileError } from '../../../core/store-errors.ts';
 import { ALERT_KINDS, type Destination } from '../../../core/types.ts';
+import { readFate, readFateBody, readListing } from '../../schema.ts';
 import { apply, freeze, type Op, Overlay, Records } from './records.ts';
 
 const FORMAT_VERSION = 1;
@@ -40,6 +41,7 @@ export function newRecord(id: string, d: NewDelivery, payloadJson: string, t: st
     blockNumber: d.blockNumber,
     ...(d.kind === undefined ? {} : { kind: d.kind }),
     ...(d.usd === undefined ? {} : { usd: d.usd }),
+    ...(d.listing === undefined ? {} : { listing: d.listing }),
     state: 'pending',
     attempts: 0,
     reorged: false,
@@ -166,6 +168,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 const isString = (value: unknown): value is string => typeof value === 'string';
+const isRevision = (value: unknown): value is number =>
+  typeof value === 'number' && Number.isInteger(value) && value >= 0;
 
 /** The operation, or what is wrong with it. */
 function parseOp(value: unknown): Op | string {
@@ -182,7 +186,15 @@ function parseOp(value: unknown): Op | string {
       }
       return isString(value.k) ? { op, id: value.id, k: value.k, t: value.t } : { op, id: value.id, t: value.t };
     case 'edited':
-      return isString(value.id) && isString(value.t) ? { op, id: value.id, t: value.t } : `has an invalid "${op}"`;
+      if (!isString(value.id) || !isString(value.t)) return 'has an invalid "edited"';
+      if (value.r === undefined) return { op, id: value.id, t: value.t };
+      return isRevision(value.r) ? { op, id: value.id, t: value.t, r: value.r } : 'has an invalid "edited"';
+    case 'fate': {
+      const fate = readFateBody(value.f);
+      return Array.isArray(value.ids) && value.ids.every(isString) && fate && isString(value.t)
+        ? { op, ids: value.ids, f: fate, t: value.t }
+        : 'has an invalid "fate"';
+    }
     case 'sent':
       return isString(value.id) && isString(value.m) && isString(value.t)
         ? { op, id: value.id, m: value.m, t: value.t }
@@ -235,5 +247,8 @@ export function recordProblem(value: Record<string, unknown>): string | undefine
   if (typeof value.attempts !== 'number' || !Number.isInteger(value.attempts) || value.attempts < 0) return 'attempts';
   if (typeof value.reorged !== 'boolean') return 'reorged';
   if (typeof value.final !== 'boolean') return 'final';
+  if (value.listing !== undefined && !readListing(value.listing)) return 'listing';
+  if (value.fate !== undefined && !readFate(value.fate)) return 'fate';
+  if (value.fateShown !== undefined && !isRevision(value.fateShown)) return 'fateShown';
   return undefined;
 }

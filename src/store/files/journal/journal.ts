@@ -69,14 +69,24 @@ import {
   type NewDelivery,
 } from '../../../core/deliveries.ts';
 import type { WriteFence } from '../../../core/lease.ts';
-import type { DeliveryLog, OutstandingDeliveries, ReorgOutcome } from '../../../core/ports.ts';
+import type { DeliveryLog, ListingClose, OutstandingDeliveries, ReorgOutcome } from '../../../core/ports.ts';
 import type { JournalWriteFailure } from '../../../core/status.ts';
 import { StoreFileError } from '../../../core/store-errors.ts';
 import { type Destination, destinationKey } from '../../../core/types.ts';
 import { Compactor } from './compaction.ts';
 import { message, newRecord, readJournalFile, recordProblem, replay, syncDirectory } from './format.ts';
 import { GroupCommit, type Planned } from './group-commit.ts';
-import { freeze, isDefined, messageKey, needsEdit, type Op, type Overlay, type Records, txnKey } from './records.ts';
+import {
+  freeze,
+  isDefined,
+  listingKey,
+  messageKey,
+  needsEdit,
+  type Op,
+  type Overlay,
+  type Records,
+  txnKey,
+} from './records.ts';
 
 export interface DeliveryJournalOptions {
   /** Clock for the records' timestamps and the retention. */
@@ -308,11 +318,62 @@ export class DeliveryJournal implements DeliveryLog {
     });
   }
 
-  /** The sent message was edited after a reorg. */
-  markEdited(id: string): Promise<DeliveryRecord> {
+  /** The sent message was edited after a reorg, or (`fateRev`) to show its listing's fate of that revision. */
+  markEdited(id: string, fateRev?: number): Promise<DeliveryRecord> {
     return this.#change(id, (r, t) => {
       if (r.state !== 'sent') throw this.#refuse(id, `it is ${r.state}, there is no message to edit`);
-      return r.editedAt === undefined ? [{ op: 'edited', id, t }] : [];
+      if (fateRev === undefined) return r.editedAt === undefined ? [{ op: 'edited', id, t }] : [];
+      const shown = r.fateShown === fateRev && (!r.reorged || r.editedAt !== undefined);
+      return shown ? [] : [{ op: 'edited', id, t, r: fateRev }];
+    });
+  }
+
+  /** {@link DeliveryLog.markListingsClosed}. */
+  markListingsClosed(close: ListingClose): Promise<DeliveryRecord[]> {
+    const keys = [
+      ...close.orderIds.map((id) => listingKey(close.network, close.collection, 'o', id)),
+      ...(close.fate.state === 'sold' && close.seller !== undefined
+        ? close.tokenIds.map((id) => listingKey(close.network, close.collection, 't', id))
+        : []),
+    ];
+    const candidates = [...new Set(keys.flatMap((key) => this.#records.byListing.get(key) ?? []))];
+    if (candidates.length === 0) return Promise.resolve([]);
+    const since = close.since.getTime();
+    return this.#submit((overlay, t) => {
+      const ids = candidates.filter((id) => {
+        const r = overlay.get(id);
+        return r !== undefined && closes(close, r, since);
+      });
+      return {
+        ops: ids.length ? [{ op: 'fate', ids, f: close.fate, t }] : [],
+        result: (after) =>
+          ids
+            .map((id) => after.get(id))
+            .filter(isDefined)
+            .filter(needsEdit),
+      };
+    });
+  }
+
+  /** {@link DeliveryLog.markListingsExpired}. */
+  markListingsExpired(network: string, now: Date, since: Date): Promise<DeliveryRecord[]> {
+    const expired = (r: DeliveryRecord | undefined): r is DeliveryRecord =>
+      r !== undefined &&
+      r.network === network &&
+      r.listing?.expiresAt !== undefined &&
+      Date.parse(r.listing.expiresAt) <= now.getTime() &&
+      mayClose(r, since.getTime());
+    if (![...this.#records.listings].some((id) => expired(this.#records.byId.get(id)))) return Promise.resolve([]);
+    return this.#submit((overlay, t) => {
+      const ids = [...this.#records.listings].filter((id) => expired(overlay.get(id)));
+      return {
+        ops: ids.length ? [{ op: 'fate', ids, f: { state: 'expired' }, t }] : [],
+        result: (after) =>
+          ids
+            .map((id) => after.get(id))
+            .filter(isDefined)
+            .filter(needsEdit),
+      };
     });
   }
 
@@ -323,22 +384,33 @@ export class DeliveryJournal implements DeliveryLog {
    */
   markReorged(network: string, txnHash: string): Promise<ReorgOutcome> {
     // Nothing recorded for it (most transactions): no write to wait for.
-    if (!this.#records.byTxn.has(txnKey(network, txnHash)) && !this.#writer.busy) {
+    const closedCards = [...this.#records.listings].some((id) => {
+      const fate = this.#records.byId.get(id)?.fate;
+      return (fate?.state === 'sold' || fate?.state === 'cancelled') && fate.txnHash === txnHash;
+    });
+    if (!this.#records.byTxn.has(txnKey(network, txnHash)) && !closedCards && !this.#writer.busy) {
       return Promise.resolve({ deliveries: 0, dropped: [], edits: [] });
     }
     return this.#submit((overlay, t) => {
       const ids = overlay.idsOf(network, txnHash);
       const before = ids.map((id) => overlay.get(id)).filter(isDefined);
       const changes = before.some((r) => !r.reorged);
+      // Listing cards this transaction closed (sold, cancelled) stand again.
+      const reopened = [...this.#records.listings].filter((id) => {
+        const fate = overlay.get(id)?.fate;
+        return (fate?.state === 'sold' || fate?.state === 'cancelled') && fate.txnHash === txnHash;
+      });
+      const ops: Op[] = changes ? [{ op: 'reorged', n: network, h: txnHash, t }] : [];
+      if (reopened.length) ops.push({ op: 'fate', ids: reopened, f: { state: 'listed', reversed: txnHash }, t });
       return {
-        ops: changes ? [{ op: 'reorged', n: network, h: txnHash, t }] : [],
+        ops,
         result: (after) => {
           const now = ids.map((id) => after.get(id)).filter(isDefined);
           const wasUnsent = new Set(before.filter((r) => !r.reorged && r.state === 'pending').map((r) => r.id));
           return {
-            deliveries: now.length,
+            deliveries: now.length + reopened.length,
             dropped: now.filter((r) => wasUnsent.has(r.id) && r.state === 'dropped'),
-            edits: now.filter(needsEdit),
+            edits: [...now, ...reopened.map((id) => after.get(id)).filter(isDefined)].filter(needsEdit),
           };
         },
       };
@@ -504,4 +576,31 @@ export class DeliveryJournal implements DeliveryLog {
   #submit<T>(plan: (overlay: Overlay, t: string) => Planned<T>): Promise<T> {
     return this.#writer.submit(plan);
   }
+}
+
+/** A listing card that something may still close: not reorganised, not closed already, recorded since `since`. */
+export function mayClose(r: DeliveryRecord, since: number): boolean {
+  return (
+    r.listing !== undefined &&
+    !r.reorged &&
+    (r.state === 'pending' || r.state === 'sending' || r.state === 'sent') &&
+    (r.fate === undefined || r.fate.state === 'listed') &&
+    Date.parse(r.createdAt) >= since
+  );
+}
+
+/** Whether a sale or cancel closes this listing card (see {@link ListingClose}). */
+export function closes(close: ListingClose, r: DeliveryRecord, since: number): boolean {
+  const listing = r.listing;
+  if (!listing || !mayClose(r, since) || r.network !== close.network || listing.collection !== close.collection) {
+    return false;
+  }
+  if (r.blockNumber > close.blockNumber) return false;
+  if (listing.orderIds.some((id) => close.orderIds.includes(id))) return true;
+  return (
+    close.fate.state === 'sold' &&
+    close.seller !== undefined &&
+    listing.seller === close.seller &&
+    listing.tokenIds.some((id) => close.tokenIds.includes(id))
+  );
 }

@@ -3,7 +3,7 @@
  * and by sent message; the overlay that stages a batch's changes until its write succeeds; and the
  * one function that applies an operation, used both to replay the file and to change the live state.
  */
-import type { DeliveryRecord } from '../../../core/deliveries.ts';
+import { type DeliveryRecord, type ListingFateBody, needsEdit as needsEditOf } from '../../../core/deliveries.ts';
 import { type Destination, destinationKey } from '../../../core/types.ts';
 
 /** One operation, as a line of the file holds it. */
@@ -12,7 +12,8 @@ export type Op =
   | { op: 'sending'; id: string; t: string; k?: string }
   | { op: 'sent'; id: string; m: string; t: string }
   | { op: 'failed'; id: string; e: string; p: boolean; t: string }
-  | { op: 'edited'; id: string; t: string }
+  | { op: 'edited'; id: string; t: string; r?: number }
+  | { op: 'fate'; ids: string[]; f: ListingFateBody; t: string }
   | { op: 'reorged'; n: string; h: string; t: string }
   | { op: 'final'; n: string; h: string; t: string };
 
@@ -25,6 +26,18 @@ export function freeze(record: DeliveryRecord): DeliveryRecord {
 export const txnKey = (network: string, txnHash: string): string => `${network}\n${txnHash}`;
 export const messageKey = (destination: Destination, messageId: string): string =>
   `${destinationKey(destination)}\n${messageId}`;
+/** A listing card's index key of one of its orders (`o`) or tokens (`t`). */
+export const listingKey = (network: string, collection: string, what: 'o' | 't', id: string): string =>
+  `${network}\n${collection}\n${what}${id}`;
+
+function listingKeys(record: DeliveryRecord): string[] {
+  const listing = record.listing;
+  if (!listing) return [];
+  return [
+    ...listing.orderIds.map((id) => listingKey(record.network, listing.collection, 'o', id)),
+    ...listing.tokenIds.map((id) => listingKey(record.network, listing.collection, 't', id)),
+  ];
+}
 
 function pushTo(index: Map<string, string[]>, key: string, id: string): void {
   const ids = index.get(key);
@@ -37,12 +50,20 @@ export class Records {
   readonly byId = new Map<string, DeliveryRecord>();
   readonly byTxn = new Map<string, string[]>();
   readonly byMessage = new Map<string, string[]>();
+  /** Listing cards by {@link listingKey}. */
+  readonly byListing = new Map<string, string[]>();
+  /** The ids of listing cards, in recording order (expiries and reorgs look through them). */
+  readonly listings = new Set<string>();
 
   /** Inserts a new record or replaces the record of the same id. */
   put(record: DeliveryRecord): void {
     const previous = this.byId.get(record.id);
     this.byId.set(record.id, record);
     if (!previous) pushTo(this.byTxn, txnKey(record.network, record.txnHash), record.id);
+    if (!previous && record.listing) {
+      this.listings.add(record.id);
+      for (const key of listingKeys(record)) pushTo(this.byListing, key, record.id);
+    }
     if (record.messageId !== undefined && record.messageId !== previous?.messageId) {
       pushTo(this.byMessage, messageKey(record.destination, record.messageId), record.id);
     }
@@ -54,6 +75,8 @@ export class Records {
     if (!record) return;
     this.byId.delete(id);
     removeFrom(this.byTxn, txnKey(record.network, record.txnHash), id);
+    this.listings.delete(id);
+    for (const key of listingKeys(record)) removeFrom(this.byListing, key, id);
     if (record.messageId !== undefined)
       removeFrom(this.byMessage, messageKey(record.destination, record.messageId), id);
   }
@@ -111,6 +134,14 @@ export class Overlay {
 /** Applies one operation; the same code replays the file and changes the live state. Returns a problem, if any. */
 export function apply(overlay: Overlay, op: Op): string | undefined {
   if (op.op === 'add') return overlay.add(op.r) ? undefined : `adds delivery ${JSON.stringify(op.r.id)} twice`;
+  if (op.op === 'fate') {
+    for (const id of op.ids) {
+      const r = overlay.get(id);
+      if (!r) return `gives a fate to delivery ${JSON.stringify(id)}, which was never added`;
+      overlay.replace(freeze({ ...r, fate: { ...op.f, at: op.t, rev: (r.fate?.rev ?? 0) + 1 }, updatedAt: op.t }));
+    }
+    return undefined;
+  }
   if (op.op === 'reorged' || op.op === 'final') {
     for (const id of overlay.idsOf(op.n, op.h)) {
       const r = overlay.get(id);
@@ -147,7 +178,15 @@ export function apply(overlay: Overlay, op: Op): string | undefined {
       break;
     }
     case 'edited':
-      overlay.replace(freeze({ ...r, editedAt: op.t, updatedAt: op.t }));
+      // Without `r` (the lines before listing cards were followed) it is the edit of a reorg.
+      overlay.replace(
+        freeze({
+          ...r,
+          ...(op.r === undefined || r.reorged ? { editedAt: op.t } : {}),
+          ...(op.r === undefined ? {} : { fateShown: op.r }),
+          updatedAt: op.t,
+        }),
+      );
       break;
   }
   return undefined;
@@ -166,10 +205,8 @@ export function isClosed(r: DeliveryRecord): boolean {
   }
 }
 
-/** A sent message of a reorganised transaction, not edited yet. */
-export function needsEdit(r: DeliveryRecord): boolean {
-  return r.state === 'sent' && r.reorged && r.editedAt === undefined;
-}
+/** A sent message to edit (see core/deliveries.ts). */
+export const needsEdit = needsEditOf;
 
 export function isDefined<T>(value: T | undefined): value is T {
   return value !== undefined;
