@@ -128,18 +128,26 @@ describe('DeliveryJournal: recording and replay', () => {
         ...delivery(7, i % 2 ? DISCORD : TELEGRAM),
         destination: { platform: i % 2 ? 'discord' : 'telegram', chatId: String(1_000 + i) },
         payload,
+        // Telegram's go out alone: recorded as sending, under their own id as key.
+        sendingAlone: i % 2 === 0,
       }),
     );
     const recorded = await journal.record(chats);
     expect(recorded).toHaveLength(50);
     const written = await lines();
     expect(written).toHaveLength(2);
-    expect(written[1]?.startsWith('{"op":"adds","r":[')).toBe(true);
+    expect(written[1]?.startsWith('{"op":"adds","c":{')).toBe(true);
+    // What the 50 deliveries share (the event, the state, the time) is written once too.
+    expect(written[1]?.split('"eventId"').length).toBe(2);
+    expect((written[1]?.length ?? 0) - 2_000).toBeLessThan(50 * 120);
     expect((await readFile(file, 'utf8')).split('x'.repeat(2_000)).length - 1).toBe(1);
     await journal.markSent(recorded[3]?.id ?? '', '42');
     await journal.close();
     const again = await tracked();
     expect(recorded.map((r) => again.get(r.id)?.payloadJson)).toEqual(recorded.map(() => JSON.stringify(payload)));
+    expect(recorded.map((r) => [again.get(r.id)?.state, again.get(r.id)?.sendKey])).toEqual(
+      recorded.map((r, i) => (i === 3 ? ['sent', undefined] : i % 2 ? ['pending', undefined] : ['sending', r.id])),
+    );
     expect(again.get(recorded[3]?.id ?? '')?.state).toBe('sent');
     expect(again.unfinished()).toHaveLength(49);
     await again.compact();
@@ -173,7 +181,7 @@ describe('DeliveryJournal: recording and replay', () => {
     await old.close();
     await writeFile(
       file,
-      `{"op":"journal","v":2}\n${JSON.stringify({ op: 'adds', r: [record(2), { ...record(3), state: 'lost' }], payload: { title: 'b' } })}\n{}\n`,
+      `{"op":"journal","v":2}\n${JSON.stringify({ op: 'adds', c: {}, r: [record(2), { ...record(3), state: 'lost' }], payload: { title: 'b' } })}\n{}\n`,
     );
     await expect(open()).rejects.toThrow(/line 2 has an invalid record 2: state/);
   });

@@ -7,7 +7,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { type FileHandle, open } from 'node:fs/promises';
-import type { DeliveryRecord, NewDelivery } from '../../../core/deliveries.ts';
+import { type DeliveryRecord, deliveryId, type NewDelivery } from '../../../core/deliveries.ts';
 import { StoreFileError } from '../../../core/store-errors.ts';
 import { ALERT_KINDS, type Destination } from '../../../core/types.ts';
 import { apply, freeze, type Op, Overlay, Records } from './records.ts';
@@ -41,13 +41,34 @@ export function opLines(ops: readonly Op[]): string[] {
   return lines;
 }
 
-/** `{"op":"adds","r":[…],"payload":…}`: records that share one payload text, spliced in once. */
+/**
+ * `{"op":"adds","c":{…},"r":[…],"payload":…}`: records that share one payload text, spliced in once.
+ * `c` holds the fields every record has alike (the event, the time, the state), each of `r` the rest:
+ * its destination, and its id and send key only when they are not the ones its event and
+ * destination give (`"keyed":true` for a send key that is its id).
+ */
 function addsLine(adds: ReadonlyArray<Extract<Op, { op: 'add' }>>): string {
-  const rests = adds.map(({ r }) => {
+  const rests = adds.map(({ r }): Record<string, unknown> => {
     const { payloadJson: _payloadJson, ...rest } = r;
     return rest;
   });
-  const head = JSON.stringify({ op: 'adds', r: rests });
+  const first = rests[0] as Record<string, unknown>;
+  const common: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(first)) {
+    if (key === 'id' || key === 'destination' || key === 'sendKey') continue;
+    if (rests.every((rest) => rest[key] === value)) common[key] = value;
+  }
+  const own = rests.map((rest) => {
+    const mine: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(rest)) {
+      if (key in common) continue;
+      if (key === 'id' && value === deliveryId(rest.eventId as string, rest.destination as Destination)) continue;
+      if (key === 'sendKey' && value === rest.id) mine.keyed = true;
+      else mine[key] = value;
+    }
+    return mine;
+  });
+  const head = JSON.stringify({ op: 'adds', c: common, r: own });
   return `${head.slice(0, -1)},"payload":${(adds[0] as Extract<Op, { op: 'add' }>).r.payloadJson}}`;
 }
 
@@ -200,12 +221,15 @@ const isString = (value: unknown): value is string => typeof value === 'string';
 /** The operations of a line (several for `adds`), or what is wrong with it. */
 function parseOps(value: unknown): Op[] | string {
   if (isObject(value) && value.op === 'adds') {
-    if (!Array.isArray(value.r) || value.r.length === 0 || value.payload === undefined) return 'has an invalid "adds"';
+    const { c: common, r: own, payload } = value;
+    if (!isObject(common) || !Array.isArray(own) || own.length === 0 || payload === undefined) {
+      return 'has an invalid "adds"';
+    }
     // One text for all: the records share it in memory, as they did when written.
-    const payloadJson = JSON.stringify(value.payload);
+    const payloadJson = JSON.stringify(payload);
     const ops: Op[] = [];
-    for (const [i, r] of value.r.entries()) {
-      const record = isObject(r) ? parseRecord({ ...r, payload: value.payload }, payloadJson) : 'not an object';
+    for (const [i, r] of own.entries()) {
+      const record = isObject(r) ? parseRecord(ownRecord(common, r, payload), payloadJson) : 'not an object';
       if (typeof record === 'string') return `has an invalid record ${i + 1}: ${record}`;
       ops.push({ op: 'add', r: record });
     }
@@ -213,6 +237,18 @@ function parseOps(value: unknown): Op[] | string {
   }
   const op = parseOp(value);
   return typeof op === 'string' ? op : [op];
+}
+
+/** A record of an `adds` line as a whole (see addsLine); parseRecord checks what it holds. */
+function ownRecord(common: Record<string, unknown>, own: Record<string, unknown>, payload: unknown) {
+  const { keyed, ...rest } = own;
+  const record: Record<string, unknown> = { ...common, ...rest, payload };
+  const { eventId, destination } = record;
+  if (record.id === undefined && isString(eventId) && isObject(destination) && isString(destination.chatId)) {
+    record.id = deliveryId(eventId, destination as unknown as Destination);
+  }
+  if (keyed === true) record.sendKey = record.id;
+  return record;
 }
 
 /** The operation, or what is wrong with it. */
