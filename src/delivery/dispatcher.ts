@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { type DeliveryRecord, JournalWriteError, type NewDelivery, payloadOf } from '../core/deliveries.ts';
 import { LeaseLostError, type SendFence } from '../core/lease.ts';
@@ -95,6 +96,12 @@ export class Dispatcher implements DeliveryQueue {
   readonly #blocked = new Set<Lane>();
   /** Aborted by stop(): cuts short the lanes' waits. */
   readonly #stop = new AbortController();
+  /**
+   * The Reply of each payload text lately sent, read once for all its chats: an event's deliveries
+   * share one text, and handing every lane the same object lets a sink render it once per platform
+   * (see DiscordSink, TelegramOutbox), not once per chat. Sinks must not change it.
+   */
+  readonly #replies = new LRUCache<string, Reply>({ max: 512 });
   #stopping = false;
 
   constructor(options: DispatcherOptions) {
@@ -390,7 +397,7 @@ export class Dispatcher implements DeliveryQueue {
     await this.#options.fence?.assertMaySend(lane.destination);
     const messageId = await sink.send(
       lane.destination.chatId,
-      records.map((r) => decodePayload(payloadOf(r))),
+      records.map((r) => this.#reply(r)),
       key,
     );
     const sent = lane.sending;
@@ -433,6 +440,16 @@ export class Dispatcher implements DeliveryQueue {
       for (const resolve of this.#idle) resolve();
       this.#idle.clear();
     });
+  }
+
+  /** The delivery's alert, shared with the other deliveries of its payload. */
+  #reply(record: DeliveryRecord): Reply {
+    let reply = this.#replies.get(record.payloadJson);
+    if (!reply) {
+      reply = decodePayload(payloadOf(record));
+      this.#replies.set(record.payloadJson, reply);
+    }
+    return reply;
   }
 
   /**

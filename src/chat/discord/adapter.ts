@@ -720,6 +720,12 @@ export function deliveryErrorOf(error: unknown): DeliveryError {
   return new DeliveryError(`Discord could not be reached: ${reason}`, { permanent: false, cause: error });
 }
 
+/** A message as the REST client posts it: its JSON body and its uploads. */
+interface RestMessage {
+  body: Record<string, unknown>;
+  files: Array<{ name: string; data: Buffer }>;
+}
+
 /**
  * Alerts to Discord channels through the client's REST queue, which keeps Discord's per-route and
  * global rate limits and retries 429s itself. A burst is one message of up to 10 embeds; the
@@ -736,6 +742,8 @@ export class DiscordSink implements AlertSink {
   readonly #logger: Logger | undefined;
   /** Per announcement channel: when its last crossposts went, and until when Discord refuses more. */
   readonly #crossposts = new Map<string, { times: number[]; refusedUntil: number }>();
+  /** The body of each alert lately sent alone (see #sendBody); gone with the alert. */
+  readonly #rendered = new WeakMap<Reply, Promise<RestMessage>>();
 
   /**
    * `images` defaults to showing every image by its address (no SVG drawn); `crosspostIn` says
@@ -755,7 +763,7 @@ export class DiscordSink implements AlertSink {
   }
 
   async send(chatId: string, replies: readonly Reply[], idempotencyKey: string): Promise<string> {
-    const { body, files } = await this.#body(replies);
+    const { body, files } = await this.#sendBody(replies);
     const message = (await this.#inThread(chatId, () =>
       this.#rest.post(Routes.channelMessages(chatId), {
         body: { ...body, nonce: nonceOf(idempotencyKey), enforce_nonce: true },
@@ -832,10 +840,27 @@ export class DiscordSink implements AlertSink {
   }
 
   /**
+   * The body of a message of one alert, made once for all the chats it goes to: the dispatcher hands
+   * every chat of an event the same Reply, and nothing in the body depends on the chat (the nonce is
+   * added per send). Images are drawn and buttons stored once, not once per chat.
+   */
+  #sendBody(replies: readonly Reply[]): Promise<RestMessage> {
+    const only = replies.length === 1 ? replies[0] : undefined;
+    if (!only) return this.#body(replies);
+    let made = this.#rendered.get(only);
+    if (!made) {
+      made = this.#body(replies);
+      this.#rendered.set(only, made);
+      made.catch(() => this.#rendered.delete(only));
+    }
+    return made;
+  }
+
+  /**
    * The message as REST data. `attachments` lists exactly the uploads: on an edit, Discord keeps
    * the former files otherwise, and an image that the new embed no longer shows would hang below it.
    */
-  async #body(replies: readonly Reply[]) {
+  async #body(replies: readonly Reply[]): Promise<RestMessage> {
     const payload = await payloadOf(replies, this.#codec, this.#images);
     const mentions = payload.allowedMentions;
     return {
