@@ -161,11 +161,15 @@ const goalText = (goal: { p50?: number; p99: number }): string =>
 // ---------------------------------------------------------------------------------------------
 // Instrumented parts (in the benches only, not in src)
 
-/** A chat adapter that notes when it is asked to send, then converts the alert as the real ones will. */
+/**
+ * A chat adapter that notes when it is asked to send, then converts the alert as the real ones do:
+ * once per alert (the dispatcher hands each chat of an event the same Reply), not once per chat.
+ */
 export class TimingSink implements AlertSink {
   readonly platform: 'discord' | 'telegram';
   readonly maxBatch = 1;
   readonly minIntervalMs = 0;
+  readonly #rendered = new WeakSet<Reply>();
   #next = 1;
 
   constructor(platform: 'discord' | 'telegram') {
@@ -174,6 +178,9 @@ export class TimingSink implements AlertSink {
 
   async send(_chatId: string, replies: readonly Reply[], key: string): Promise<string> {
     timesOf(txnOf(key)).sends.push(now());
+    const only = replies.length === 1 ? replies[0] : undefined;
+    if (only && this.#rendered.has(only)) return String(this.#next++);
+    if (only) this.#rendered.add(only);
     if (this.platform === 'telegram') for (const reply of replies) renderTelegram(reply);
     else renderDiscord(replies);
     return String(this.#next++);
