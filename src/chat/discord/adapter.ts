@@ -69,6 +69,11 @@ export interface DiscordConfig {
    * (one) when undefined.
    */
   shards?: { ids: number[]; count: number } | undefined;
+  /**
+   * Requests a second to Discord across the bot (50 when undefined, Discord's global limit): discord.js's
+   * REST queue keeps it for every lane and command. Raise it only for a bot whose limit Discord raised.
+   */
+  requestsPerSecond?: number | undefined;
 }
 
 /** What a member sees when a button's action cannot be found (an old stored action, a foreign id). */
@@ -152,10 +157,20 @@ export interface DiscordAdapter {
  * once instead of waiting: its limit is 10 an hour per channel, and a wait of up to an hour would
  * hold that channel's alerts behind it.
  */
+/** Discord's global limit of a bot: requests a second across all routes (interactions exempt). */
+export const DISCORD_GLOBAL_REQUESTS_PER_SECOND = 50;
+
+/**
+ * discord.js's REST queue paces every request under the global limit (a window of a second plus its
+ * 50 ms offset, shared by all routes) and each route under the bucket Discord's headers describe,
+ * and retries a 429 after its retry_after (a global one holds all routes back): no other pacer is put
+ * in front of it.
+ */
 export function restOptions(config: DiscordConfig): Partial<RESTOptions> {
   return {
     makeRequest: requestWithEncodedForm,
     rejectOnRateLimit: (limited) => limited.route.endsWith('/crosspost'),
+    globalRequestsPerSecond: config.requestsPerSecond ?? DISCORD_GLOBAL_REQUESTS_PER_SECOND,
     ...(config.apiRoot ? { api: config.apiRoot } : {}),
   };
 }
