@@ -1,15 +1,17 @@
 /**
  * A platform's global pace, shared by every chat's lane: at most `perSecond` requests start in any
- * window of a second plus a margin. Telegram allows a bot about 30 messages a second across all
- * its chats and answers more with 429; without one pace for all lanes, 2,000 chats of one sale
- * would each send at once and most would be refused and retried. A sliding window, not a bucket
- * that starts full and refills: a full bucket lets twice the limit through in the first second.
- * The margin (default 50 ms) keeps requests that arrive a little late or early inside the
- * platform's own window.
+ * window of a second plus a margin, spaced evenly (one every window / perSecond). Telegram allows a
+ * bot about 30 messages a second across all its chats and answers more with 429; without one pace
+ * for all lanes, 2,000 chats of one sale would each send at once and most would be refused and
+ * retried. Not a bucket that starts full and refills (it lets twice the limit through in the first
+ * second), and not bursts of the whole limit: requests of a burst reach the platform spread out by
+ * the network and its load, and the next burst then finds the last one still in its window. The
+ * margin (default 50 ms) keeps requests that arrive a little late or early inside that window.
  */
 export class RatePacer {
   readonly perSecond: number;
   readonly #windowMs: number;
+  readonly #spacingMs: number;
   /** When the requests of the last window started, oldest first. */
   readonly #starts: number[] = [];
   #queue: Promise<void> = Promise.resolve();
@@ -18,6 +20,7 @@ export class RatePacer {
     if (!Number.isFinite(perSecond) || perSecond < 1) throw new RangeError(`a pace of ${perSecond} a second`);
     this.perSecond = Math.floor(perSecond);
     this.#windowMs = 1_000 + (options.marginMs ?? 50);
+    this.#spacingMs = this.#windowMs / this.perSecond;
   }
 
   /** Resolves when a request may start; requests start in the order they asked. */
@@ -26,11 +29,15 @@ export class RatePacer {
       for (;;) {
         const now = Date.now();
         while (this.#starts.length > 0 && (this.#starts[0] as number) <= now - this.#windowMs) this.#starts.shift();
-        if (this.#starts.length < this.perSecond) {
+        const last = this.#starts.at(-1);
+        const spaced = last === undefined || now >= last + this.#spacingMs;
+        if (spaced && this.#starts.length < this.perSecond) {
           this.#starts.push(now);
           return;
         }
-        const wait = (this.#starts[0] as number) + this.#windowMs - now + 1;
+        const wait = spaced
+          ? (this.#starts[0] as number) + this.#windowMs - now + 1
+          : (last as number) + this.#spacingMs - now;
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
     });
