@@ -6,12 +6,14 @@
  * retried. Not a bucket that starts full and refills (it lets twice the limit through in the first
  * second), and not bursts of the whole limit: requests of a burst reach the platform spread out by
  * the network and its load, and the next burst then finds the last one still in its window. The
- * margin (default 50 ms) keeps requests that arrive a little late or early inside that window.
+ * margin (default 25 ms) keeps requests that arrive a little late or early inside that window.
  */
 export class RatePacer {
   readonly perSecond: number;
   readonly #windowMs: number;
   readonly #spacingMs: number;
+  /** When the next request may start, by the even spacing. */
+  #nextSlot = 0;
   /** When the requests of the last window started, oldest first. */
   readonly #starts: number[] = [];
   #queue: Promise<void> = Promise.resolve();
@@ -19,7 +21,7 @@ export class RatePacer {
   constructor(perSecond: number, options: { marginMs?: number } = {}) {
     if (!Number.isFinite(perSecond) || perSecond < 1) throw new RangeError(`a pace of ${perSecond} a second`);
     this.perSecond = Math.floor(perSecond);
-    this.#windowMs = 1_000 + (options.marginMs ?? 50);
+    this.#windowMs = 1_000 + (options.marginMs ?? 25);
     this.#spacingMs = this.#windowMs / this.perSecond;
   }
 
@@ -29,15 +31,15 @@ export class RatePacer {
       for (;;) {
         const now = Date.now();
         while (this.#starts.length > 0 && (this.#starts[0] as number) <= now - this.#windowMs) this.#starts.shift();
-        const last = this.#starts.at(-1);
-        const spaced = last === undefined || now >= last + this.#spacingMs;
+        const spaced = now >= this.#nextSlot;
         if (spaced && this.#starts.length < this.perSecond) {
           this.#starts.push(now);
+          // From the slot, not from now: a timer that fired late does not slow every later request
+          // (the window above still caps them); after an idle spell, at most one slot is caught up.
+          this.#nextSlot = Math.max(this.#nextSlot, now - this.#spacingMs) + this.#spacingMs;
           return;
         }
-        const wait = spaced
-          ? (this.#starts[0] as number) + this.#windowMs - now + 1
-          : (last as number) + this.#spacingMs - now;
+        const wait = spaced ? (this.#starts[0] as number) + this.#windowMs - now + 1 : this.#nextSlot - now;
         await new Promise((resolve) => setTimeout(resolve, wait));
       }
     });

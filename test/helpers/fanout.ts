@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { REST } from 'discord.js';
 import pino from 'pino';
 import { ButtonCodec } from '../../src/bot/buttons.ts';
-import { DiscordSink, restOptions } from '../../src/chat/discord/adapter.ts';
+import { DISCORD_GLOBAL_REQUESTS_PER_SECOND, DiscordSink, restOptions } from '../../src/chat/discord/adapter.ts';
 import { DISCORD_LIMITS } from '../../src/chat/discord/render.ts';
 import { IMAGES_BY_URL, type ImageSource } from '../../src/chat/images/images.ts';
 import { createBot } from '../../src/chat/telegram/bot.ts';
@@ -23,6 +23,7 @@ import type { NewDelivery } from '../../src/core/deliveries.ts';
 import type { Reply } from '../../src/core/reply.ts';
 import type { Destination } from '../../src/core/types.ts';
 import { Dispatcher } from '../../src/delivery/dispatcher.ts';
+import { RatePacer } from '../../src/delivery/pacer.ts';
 import { DeliveryRecorder } from '../../src/delivery/recording.ts';
 import { type AlertSink, encodePayload } from '../../src/delivery/sink.ts';
 import { DeliveryJournal } from '../../src/store/files/journal/journal.ts';
@@ -53,7 +54,11 @@ export interface PlatformFigures {
   delivered: number;
   /** From the first message to the last, in seconds. */
   seconds: number;
-  /** Messages a second between the first and the last. */
+  /**
+   * Messages a second in steady state: those that started before the run's last second, over the
+   * time from the first to that point. (messages - 1) / seconds would count the last burst of a
+   * client that sends a second's worth at once (discord.js) as if it took no time.
+   */
   perSecond: number;
   /** The platform's global limit, in messages (requests) a second. */
   ceiling: number;
@@ -66,6 +71,8 @@ export interface PlatformFigures {
   /** Chats whose sales did not arrive in order, or arrived twice. */
   outOfOrder: number;
   duplicated: number;
+  /** Time between two messages in a row, ms: p50, p99 and the longest. */
+  gapMs: { p50: number; p99: number; max: number };
   /** Calls to the image source: once per alert and platform (twice on Telegram: private chats and groups). */
   imageLookups: number;
 }
@@ -100,6 +107,25 @@ function countingImages(): ImageSource & { calls: number } {
   return source;
 }
 
+/** See {@link PlatformFigures.gapMs}; times sorted, in ms. */
+function gapsOf(times: readonly number[]): PlatformFigures['gapMs'] {
+  const gaps = times
+    .slice(1)
+    .map((t, i) => t - (times[i] as number))
+    .sort((a, b) => a - b);
+  const at = (p: number) => gaps[Math.min(gaps.length - 1, Math.ceil(p * gaps.length) - 1)] ?? 0;
+  return { p50: at(0.5), p99: at(0.99), max: gaps.at(-1) ?? 0 };
+}
+
+/** See {@link PlatformFigures.perSecond}; times sorted, in ms. */
+function steadyRate(times: readonly number[]): number {
+  const first = times[0];
+  const last = times.at(-1);
+  if (first === undefined || last === undefined || last - first <= 2_000) return 0;
+  const until = last - 1_000;
+  return (times.filter((t) => t < until).length / (until - first)) * 1_000;
+}
+
 /** Sales in the order each chat got them, and the time of each message. */
 function figures(
   platform: Destination['platform'],
@@ -124,7 +150,8 @@ function figures(
     messages: messages.length,
     delivered: lists.reduce((n, l) => n + new Set(l).size, 0),
     seconds,
-    perSecond: seconds > 0 ? (messages.length - 1) / seconds : 0,
+    perSecond: steadyRate(times),
+    gapMs: gapsOf(times),
     ceiling,
     refusals: refused.length,
     chatsRefusedTwice: [...perChat.values()].filter((n) => n > 1).length,
@@ -173,7 +200,13 @@ export async function runFanout(options: FanoutOptions): Promise<PlatformFigures
   const journal = await DeliveryJournal.open(join(dir, 'deliveries.jsonl'), { fsync: options.fsync ?? true });
   const sinks = new Map<Destination['platform'], AlertSink>([
     ['telegram', new TelegramSink(new TelegramOutbox(bot.api, new ButtonCodec(store, 64), logger, telegramImages))],
-    ['discord', new DiscordSink(rest, new ButtonCodec(store, DISCORD_LIMITS.customId - 3), discordImages)],
+    [
+      'discord',
+      // As startDiscord makes it: alert requests paced under the bot's global limit.
+      new DiscordSink(rest, new ButtonCodec(store, DISCORD_LIMITS.customId - 3), discordImages, {
+        pacer: new RatePacer(DISCORD_GLOBAL_REQUESTS_PER_SECOND),
+      }),
+    ],
   ]);
   const dispatcher = new Dispatcher({ journal, sinks, logger });
   const recorder = new DeliveryRecorder<number>({ log: journal, queue: dispatcher, logger });

@@ -46,6 +46,7 @@ import type {
 import type { CommandEngine, Invocation } from '../../bot/engine.ts';
 import { type ArgError, tokenize } from '../../bot/options.ts';
 import type { Reply } from '../../core/reply.ts';
+import { RatePacer } from '../../delivery/pacer.ts';
 import { type AlertSink, DeliveryError } from '../../delivery/sink.ts';
 import { ChatImages, IMAGES_BY_URL, type ImageSource } from '../images/images.ts';
 import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
@@ -161,10 +162,11 @@ export interface DiscordAdapter {
 export const DISCORD_GLOBAL_REQUESTS_PER_SECOND = 50;
 
 /**
- * discord.js's REST queue paces every request under the global limit (a window of a second plus its
- * 50 ms offset, shared by all routes) and each route under the bucket Discord's headers describe,
- * and retries a 429 after its retry_after (a global one holds all routes back): no other pacer is put
- * in front of it.
+ * discord.js's REST queue keeps the global limit for every request of the bot (commands, roles and
+ * alerts alike) and each route under the bucket Discord's headers describe, and retries a 429 after
+ * its retry_after (a global one holds all routes back). It lets a whole second's worth go at once;
+ * alert sends and edits are also spaced evenly by the sink's pacer (see DiscordSink), a little
+ * under the same limit, so that discord.js's window never has to hold them back.
  */
 export function restOptions(config: DiscordConfig): Partial<RESTOptions> {
   return {
@@ -280,6 +282,7 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
     client,
     sink: new DiscordSink(client.rest, codec, images, {
       logger,
+      pacer: new RatePacer(config.requestsPerSecond ?? DISCORD_GLOBAL_REQUESTS_PER_SECOND),
       ...(options.crosspostIn ? { crosspostIn: options.crosspostIn } : {}),
     }),
     membership: new DiscordMembership(client.rest, () => client.user?.id),
@@ -743,7 +746,10 @@ interface RestMessage {
 
 /**
  * Alerts to Discord channels through the client's REST queue, which keeps Discord's per-route and
- * global rate limits and retries 429s itself. A burst is one message of up to 10 embeds; the
+ * global rate limits and retries 429s itself. With a `pacer` (the adapter gives one at the bot's
+ * global limit), sends and edits of all channels are spaced evenly under it: thousands of channels
+ * of one sale would otherwise reach Discord in bursts of a second's worth, which arrive spread out
+ * and overlap the next second (global 429s). A burst is one message of up to 10 embeds; the
  * enforced nonce makes a resend after a crash return the message already posted.
  */
 export class DiscordSink implements AlertSink {
@@ -755,6 +761,7 @@ export class DiscordSink implements AlertSink {
   readonly #images: ImageSource;
   readonly #crosspostIn: (channelId: string) => boolean;
   readonly #logger: Logger | undefined;
+  readonly #pacer: RatePacer | undefined;
   /** Per announcement channel: when its last crossposts went, and until when Discord refuses more. */
   readonly #crossposts = new Map<string, { times: number[]; refusedUntil: number }>();
   /** The body of each alert lately sent alone (see #sendBody); gone with the alert. */
@@ -768,17 +775,19 @@ export class DiscordSink implements AlertSink {
     rest: REST,
     codec: ButtonCodec,
     images: ImageSource = IMAGES_BY_URL,
-    options: { crosspostIn?: (channelId: string) => boolean; logger?: Logger } = {},
+    options: { crosspostIn?: (channelId: string) => boolean; logger?: Logger; pacer?: RatePacer } = {},
   ) {
     this.#rest = rest;
     this.#codec = codec;
     this.#images = images;
     this.#crosspostIn = options.crosspostIn ?? (() => false);
     this.#logger = options.logger;
+    this.#pacer = options.pacer;
   }
 
   async send(chatId: string, replies: readonly Reply[], idempotencyKey: string): Promise<string> {
     const { body, files } = await this.#sendBody(replies);
+    await this.#pacer?.take();
     const message = (await this.#inThread(chatId, () =>
       this.#rest.post(Routes.channelMessages(chatId), {
         body: { ...body, nonce: nonceOf(idempotencyKey), enforce_nonce: true },
@@ -791,6 +800,7 @@ export class DiscordSink implements AlertSink {
 
   async edit(chatId: string, messageId: string, replies: readonly Reply[]): Promise<void> {
     const { body, files } = await this.#body(replies);
+    await this.#pacer?.take();
     await this.#inThread(chatId, () =>
       this.#rest.patch(Routes.channelMessage(chatId, messageId), { body, ...(files.length ? { files } : {}) }),
     );
