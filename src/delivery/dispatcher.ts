@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { type DeliveryRecord, JournalWriteError, type NewDelivery, payloadOf } from '../core/deliveries.ts';
@@ -106,6 +107,8 @@ export class Dispatcher implements DeliveryQueue {
 
   constructor(options: DispatcherOptions) {
     this.#options = options;
+    // Every waiting lane listens for stop: thousands of chats of one sale are no leak.
+    setMaxListeners(0, this.#stop.signal);
   }
 
   /**
