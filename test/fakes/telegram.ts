@@ -225,6 +225,8 @@ export class FakeTelegram {
   #failures: Array<Failure & { methods: readonly string[] }> = [];
   /** The flood limits in force (none unless {@link enforceFloodLimits} was called). */
   #flood: { limits: typeof TELEGRAM_FLOOD_LIMITS; bot: number[]; chats: Map<string, number[]> } | undefined;
+  /** When each request arrived. */
+  readonly #arrivals = new WeakMap<IncomingMessage, number>();
   /** Every 429 answered under the flood limits, in order. */
   readonly floodRefusals: FloodRefusal[] = [];
   #updates: Array<{ update_id: number } & Record<string, unknown>> = [];
@@ -257,10 +259,9 @@ export class FakeTelegram {
   }
 
   /** A 429 for a message past a flood limit, or undefined when it may go (and is counted). */
-  #floodCheck(method: string, chatId: string | undefined): Answer | undefined {
+  #floodCheck(method: string, chatId: string | undefined, now: number): Answer | undefined {
     const flood = this.#flood;
     if (!flood || !chatId || !MESSAGE_METHOD.test(method) || method === 'sendChatAction') return undefined;
-    const now = Date.now();
     const group = chatId.startsWith('-');
     const windows = [
       { scope: 'bot' as const, times: flood.bot, limit: flood.limits.perBotPerSecond, windowMs: 1_000 },
@@ -290,8 +291,11 @@ export class FakeTelegram {
         };
       }
     }
-    flood.bot.push(now);
-    times.push(now);
+    // Kept in order of arrival, which a request whose body took longer to read may precede.
+    for (const list of [flood.bot, times]) {
+      list.push(now);
+      if (list.length > 1 && (list.at(-2) as number) > now) list.sort((a, b) => a - b);
+    }
     return undefined;
   }
 
@@ -591,6 +595,8 @@ export class FakeTelegram {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // The flood limits count a message when it arrives, not when its body has been read.
+    this.#arrivals.set(req, Date.now());
     const match = /^\/bot([^/]+)\/(\w+)$/.exec(req.url?.split('?')[0] ?? '');
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -624,7 +630,7 @@ export class FakeTelegram {
     );
     const f = failure >= 0 ? this.#failures.splice(failure, 1)[0] : undefined;
     if (f) return error(f.code, f.description, f.retryAfter ? { retry_after: f.retryAfter } : undefined);
-    const flooded = this.#floodCheck(method, chatId);
+    const flooded = this.#floodCheck(method, chatId, this.#arrivals.get(req) ?? Date.now());
     if (flooded) return flooded;
     if (chatId && this.blocked.has(chatId) && SEND_METHODS.has(method))
       return error(403, 'Forbidden: bot was blocked by the user');
