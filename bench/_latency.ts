@@ -44,14 +44,16 @@ export interface Scenario {
   rounds: number;
   /** A diagnostic run, to locate the time (not the production set-up, or not the target's rate). */
   diagnostic?: string;
+  /** This scenario's goal over all samples, in ms, when it is not the bench's. */
+  goal?: { p50?: number; p99: number };
 }
 
 /** What a latency bench says differently; the rest of its output is this module's. */
 export interface LatencyBench<S extends Scenario> {
   /** Opens the line of a scenario's pooled figures. */
   name: string;
-  /** The goal at 1,000 events/s, over all samples, in ms. */
-  goal: { p50: number; p99: number };
+  /** The goal over all samples, in ms, of a scenario that names none. */
+  goal: { p50?: number; p99: number };
   /** Said of the set-up in the opening line, before how latency is measured (ends with `; `). */
   setUp: string;
   /** Said of a scenario after its fan-out, in its heading and in its pooled figures. */
@@ -141,16 +143,33 @@ function seg(values: number[]): string {
 }
 
 /** The pooled figures of the production scenarios, for the closing verdict. */
-const verdicts: Array<{ fanOut: number; p50: number; p99: number; met: boolean; rounds: number; samples: number }> = [];
+const verdicts: Array<{
+  fanOut: number;
+  eventsPerSecond: number;
+  goal: { p50?: number; p99: number };
+  p50: number;
+  p99: number;
+  met: boolean;
+  rounds: number;
+  samples: number;
+}> = [];
+
+/** `p50 < 5 ms and p99 < 50 ms`, or `p99 < 100 ms`. */
+const goalText = (goal: { p50?: number; p99: number }): string =>
+  `${goal.p50 === undefined ? '' : `p50 < ${goal.p50} ms and `}p99 < ${goal.p99} ms`;
 
 // ---------------------------------------------------------------------------------------------
 // Instrumented parts (in the benches only, not in src)
 
-/** A chat adapter that notes when it is asked to send, then converts the alert as the real ones will. */
+/**
+ * A chat adapter that notes when it is asked to send, then converts the alert as the real ones do:
+ * once per alert (the dispatcher hands each chat of an event the same Reply), not once per chat.
+ */
 export class TimingSink implements AlertSink {
   readonly platform: 'discord' | 'telegram';
   readonly maxBatch = 1;
   readonly minIntervalMs = 0;
+  readonly #rendered = new WeakSet<Reply>();
   #next = 1;
 
   constructor(platform: 'discord' | 'telegram') {
@@ -159,6 +178,9 @@ export class TimingSink implements AlertSink {
 
   async send(_chatId: string, replies: readonly Reply[], key: string): Promise<string> {
     timesOf(txnOf(key)).sends.push(now());
+    const only = replies.length === 1 ? replies[0] : undefined;
+    if (only && this.#rendered.has(only)) return String(this.#next++);
+    if (only) this.#rendered.add(only);
     if (this.platform === 'telegram') for (const reply of replies) renderTelegram(reply);
     else renderDiscord(replies);
     return String(this.#next++);
@@ -529,12 +551,24 @@ export async function measureRounds<S extends Scenario>(
       ),
     );
   const range = (values: number[]) => `${ms(Math.min(...values))}-${ms(Math.max(...values))}`;
-  const { goal } = bench;
-  const met = p50 < goal.p50 && p99 < goal.p99;
-  if (!sc.diagnostic) verdicts.push({ fanOut: sc.fanOut, p50, p99, met, rounds: results.length, samples: all.length });
+  const goal = sc.goal ?? bench.goal;
+  const p50Met = goal.p50 === undefined || p50 < goal.p50;
+  const met = p50Met && p99 < goal.p99;
+  if (!sc.diagnostic) {
+    verdicts.push({
+      fanOut: sc.fanOut,
+      eventsPerSecond: sc.eventsPerSecond,
+      goal,
+      p50,
+      p99,
+      met,
+      rounds: results.length,
+      samples: all.length,
+    });
+  }
   const targets = sc.diagnostic
     ? `diagnostic: ${sc.diagnostic}`
-    : `goal p50 < ${goal.p50} ms: ${p50 < goal.p50 ? 'met' : 'NOT met'}, p99 < ${goal.p99} ms: ${p99 < goal.p99 ? 'met' : 'NOT met'}`;
+    : `goal ${goal.p50 === undefined ? '' : `p50 < ${goal.p50} ms: ${p50Met ? 'met' : 'NOT met'}, `}p99 < ${goal.p99} ms: ${p99 < goal.p99 ? 'met' : 'NOT met'}`;
   console.log(
     `${bench.name} at ${sc.eventsPerSecond} events/s, fan-out ${sc.fanOut}${bench.pooled?.(sc) ?? ''}, all ${all.length} samples of ${results.length} round(s) pooled: p50 ${ms(p50)} ms, p95 ${ms(percentile(all, 95))} ms, p99 ${ms(p99)} ms, max ${ms(all.at(-1) ?? Number.NaN)} ms (${Math.round(events / seconds)} events/s and ${Math.round(all.length / seconds)} alerts/s achieved${results.length > 1 ? `; per round p50 ${range(perRound(50))} ms, p99 ${range(perRound(99))} ms` : ''}; ${targets})`,
   );
@@ -577,10 +611,10 @@ export async function runLatencyBench<S extends Scenario>(
       await scenario(sc, devnet, platform, tokens);
       console.log(`  machine load average (1 min) after the scenario: ${loadAverage()}`);
     }
-    console.log(`goal at 1,000 events/s: p50 < ${bench.goal.p50} ms and p99 < ${bench.goal.p99} ms over all samples`);
+    console.log(`goals over all samples (machine load average now ${loadAverage()}):`);
     for (const v of verdicts) {
       console.log(
-        `  ${v.fanOut} chat${v.fanOut === 1 ? '' : 's'} per event: p50 ${ms(v.p50)} ms, p99 ${ms(v.p99)} ms over all ${v.samples} samples of ${v.rounds} rounds: ${v.met ? 'MET' : 'NOT met'}`,
+        `  ${v.fanOut} chat${v.fanOut === 1 ? '' : 's'} per event at ${v.eventsPerSecond} events/s: p50 ${ms(v.p50)} ms, p99 ${ms(v.p99)} ms over all ${v.samples} samples of ${v.rounds} rounds; goal ${goalText(v.goal)}: ${v.met ? 'MET' : 'NOT met'}`,
       );
     }
   } finally {

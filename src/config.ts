@@ -64,6 +64,8 @@ export interface Config {
          * shards of discord.js's default (one) when undefined.
          */
         shards?: DiscordShards | undefined;
+        /** DISCORD_REQUESTS_PER_SECOND: the bot's global limit (Discord's 50 when unset). */
+        requestsPerSecond: number | undefined;
       }
     | undefined;
   telegram:
@@ -76,6 +78,8 @@ export interface Config {
         webhookSecret: string | undefined;
         /** Local port of the webhook listener (0: any free port, for tests). */
         webhookPort: number;
+        /** TELEGRAM_MESSAGES_PER_SECOND: the bot's messages a second across chats (Telegram's 30 when unset). */
+        messagesPerSecond: number | undefined;
       }
     | undefined;
   /** The platform's marketplace contracts per network (their Request* logs are the listings, offers and sales). */
@@ -397,8 +401,10 @@ const VARIABLES = {
   ...variable('DISCORD_MANAGE_PERMISSION', managePermission),
   ...variable('DISCORD_SHARD_IDS', listOf(shardRange, true)),
   ...variable('DISCORD_SHARD_COUNT', wholeNumber(1, MAX_SHARD_COUNT)),
+  ...variable('DISCORD_REQUESTS_PER_SECOND', wholeNumber(1, 10_000)),
   ...variable('TELEGRAM_BOT_TOKEN', telegramToken),
   ...variable('TELEGRAM_API_ROOT', plainText),
+  ...variable('TELEGRAM_MESSAGES_PER_SECOND', wholeNumber(1, 10_000)),
   // The FLOORWATCH_ names are preferred; the shorter TELEGRAM_ names came first and still work.
   ...variable('FLOORWATCH_TELEGRAM_WEBHOOK_URL', webhookUrl),
   ...variable('TELEGRAM_WEBHOOK_URL', webhookUrl),
@@ -660,6 +666,7 @@ function configOf(values: Values, cwd: string): Config {
               values.DISCORD_SHARD_COUNT === undefined
                 ? undefined
                 : { ids: [...shardIds].sort((a, b) => a - b), count: values.DISCORD_SHARD_COUNT },
+            requestsPerSecond: values.DISCORD_REQUESTS_PER_SECOND,
           }
         : undefined,
     telegram: telegramToken
@@ -669,6 +676,7 @@ function configOf(values: Values, cwd: string): Config {
           webhookUrl: values.FLOORWATCH_TELEGRAM_WEBHOOK_URL ?? values.TELEGRAM_WEBHOOK_URL,
           webhookSecret: values.FLOORWATCH_TELEGRAM_WEBHOOK_SECRET ?? values.TELEGRAM_WEBHOOK_SECRET,
           webhookPort: values.FLOORWATCH_TELEGRAM_WEBHOOK_PORT ?? values.TELEGRAM_WEBHOOK_PORT ?? 8443,
+          messagesPerSecond: values.TELEGRAM_MESSAGES_PER_SECOND,
         }
       : undefined,
     console: values.FLOORWATCH_CONSOLE ?? false,

@@ -1,7 +1,10 @@
+import { setMaxListeners } from 'node:events';
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { type DeliveryRecord, JournalWriteError, type NewDelivery, needsEdit, payloadOf } from '../core/deliveries.ts';
 import { LeaseLostError, type SendFence } from '../core/lease.ts';
 import type { DeliveryLog } from '../core/ports.ts';
+import type { Reply } from '../core/reply.ts';
 import { type Destination, destinationKey } from '../core/types.ts';
 import { currentReply } from './edits.ts';
 import { withLateness } from './lateness.ts';
@@ -112,10 +115,18 @@ export class Dispatcher implements DeliveryQueue {
   readonly #startedAt = Date.now();
   /** When each delivery held was queued here: one that waited in its lane since says so when late. */
   readonly #queuedAt = new Map<string, number>();
+  /**
+   * The Reply of each payload text lately sent, read once for all its chats: an event's deliveries
+   * share one text, and handing every lane the same object lets a sink render it once per platform
+   * (see DiscordSink, TelegramOutbox), not once per chat. Sinks must not change it.
+   */
+  readonly #replies = new LRUCache<string, Reply>({ max: 512 });
   #stopping = false;
 
   constructor(options: DispatcherOptions) {
     this.#options = options;
+    // Every waiting lane listens for stop: thousands of chats of one sale are no leak.
+    setMaxListeners(0, this.#stop.signal);
   }
 
   /**
@@ -432,8 +443,9 @@ export class Dispatcher implements DeliveryQueue {
     const timeZone = this.#options.timeZoneOf?.(lane.destination);
     const messageId = await sink.send(
       lane.destination.chatId,
+      // A late alert gets a copy with its note; one on time is the shared Reply, rendered once.
       records.map((r) =>
-        withLateness(decodePayload(payloadOf(r)), r, {
+        withLateness(this.#reply(r), r, {
           now,
           startedAt: this.#startedAt,
           queuedAt: this.#queuedAt.get(r.id),
@@ -482,6 +494,16 @@ export class Dispatcher implements DeliveryQueue {
       for (const resolve of this.#idle) resolve();
       this.#idle.clear();
     });
+  }
+
+  /** The delivery's alert, shared with the other deliveries of its payload. */
+  #reply(record: DeliveryRecord): Reply {
+    let reply = this.#replies.get(record.payloadJson);
+    if (!reply) {
+      reply = decodePayload(payloadOf(record));
+      this.#replies.set(record.payloadJson, reply);
+    }
+    return reply;
   }
 
   /**

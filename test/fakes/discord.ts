@@ -71,6 +71,29 @@ export const CHANNEL_TYPE = {
   forum: 15,
 } as const;
 
+/**
+ * Discord's rate limits (docs: Topics > Rate Limits): 50 requests a second per bot across the API
+ * (interaction callbacks and webhooks with a token are exempt), and per-route buckets, of which the
+ * stand-in keeps the one alerts meet: 5 messages per 5 s per channel. Discord publishes no
+ * algorithm for the global limit; the stand-in keeps it as a bucket of 50 refilled at 50 a second.
+ * Past a limit it answers 429 with `retry_after` (seconds) and the `X-RateLimit-*` headers; the global
+ * one says `global: true`, `X-RateLimit-Global: true` and `X-RateLimit-Scope: global`.
+ */
+export const DISCORD_RATE_LIMITS = {
+  globalPerSecond: 50,
+  messagesPerChannel: 5,
+  channelWindowMs: 5_000,
+} as const;
+
+/** A 429 the stand-in answered under its rate limits. */
+export interface RateLimitRefusal {
+  method: string;
+  path: string;
+  global: boolean;
+  retryAfter: number;
+  at: number;
+}
+
 /** Crossposts Discord allows per announcement channel in an hour. */
 export const CROSSPOSTS_PER_HOUR = 10;
 /** A message's flag once published to the following servers. */
@@ -308,6 +331,17 @@ export class FakeDiscord {
   readonly #sessionShards = new Map<string, ShardPair>();
   readonly #recommendedShards: number;
   readonly #injected: Injected[] = [];
+  /** The rate limits in force (none unless {@link enforceRateLimits} was called). */
+  #limits:
+    | {
+        limits: typeof DISCORD_RATE_LIMITS;
+        tokens: number;
+        refilledAt: number;
+        channels: Map<string, { count: number; resetAt: number }>;
+      }
+    | undefined;
+  /** Every 429 answered under the rate limits, in order. */
+  readonly rateLimitRefusals: RateLimitRefusal[] = [];
   readonly #originals = new Map<string, FakeMessage>();
   readonly #gatewayUrl: string | undefined;
   readonly #waiters = new Set<() => void>();
@@ -409,6 +443,70 @@ export class FakeDiscord {
   nextId(at = Date.now()): string {
     this.#id++;
     return String(((BigInt(Math.floor(at)) - DISCORD_EPOCH) << 22n) | (this.#id & 0xfffn));
+  }
+
+  /**
+   * From now on, keeps Discord's global and per-channel message limits (see
+   * {@link DISCORD_RATE_LIMITS}), answering past them with 429; each is listed in
+   * {@link rateLimitRefusals}. Off by default: most tests are not about pace.
+   */
+  enforceRateLimits(limits: typeof DISCORD_RATE_LIMITS = DISCORD_RATE_LIMITS): void {
+    this.#limits = { limits, tokens: limits.globalPerSecond, refilledAt: Date.now(), channels: new Map() };
+  }
+
+  /**
+   * The 429 of a request past a limit, or the bucket headers of a request that may go (counted);
+   * undefined when no limit applies.
+   */
+  #rateLimit(method: string, route: string): { refused?: Answered; headers: Record<string, string> } | undefined {
+    const state = this.#limits;
+    if (!state) return undefined;
+    const now = Date.now();
+    const { limits } = state;
+    state.tokens = Math.min(
+      limits.globalPerSecond,
+      state.tokens + ((now - state.refilledAt) / 1_000) * limits.globalPerSecond,
+    );
+    state.refilledAt = now;
+    const refuse = (global: boolean, retryAfter: number, headers: Record<string, string>) => {
+      this.rateLimitRefusals.push({ method, path: route, global, retryAfter, at: now });
+      return {
+        headers: {},
+        refused: [
+          429,
+          { message: 'You are being rate limited.', retry_after: retryAfter, global, code: 0 },
+          { 'retry-after': String(Math.ceil(retryAfter)), ...headers },
+        ] as Answered,
+      };
+    };
+    if (state.tokens < 1) {
+      const retryAfter = Number(((1 - state.tokens) / limits.globalPerSecond).toFixed(3));
+      return refuse(true, retryAfter, { 'x-ratelimit-global': 'true', 'x-ratelimit-scope': 'global' });
+    }
+    const channel = method === 'POST' ? /^\/channels\/(\d+)\/messages$/.exec(route)?.[1] : undefined;
+    let headers: Record<string, string> = {};
+    if (channel) {
+      let bucket = state.channels.get(channel);
+      if (!bucket || bucket.resetAt <= now) {
+        bucket = { count: 0, resetAt: now + limits.channelWindowMs };
+        state.channels.set(channel, bucket);
+      }
+      const resetAfter = ((bucket.resetAt - now) / 1_000).toFixed(3);
+      const bucketHeaders = (remaining: number) => ({
+        'x-ratelimit-limit': String(limits.messagesPerChannel),
+        'x-ratelimit-remaining': String(remaining),
+        'x-ratelimit-reset': (bucket.resetAt / 1_000).toFixed(3),
+        'x-ratelimit-reset-after': resetAfter,
+        'x-ratelimit-bucket': 'channel-messages',
+      });
+      if (bucket.count >= limits.messagesPerChannel) {
+        return refuse(false, Number(resetAfter), { ...bucketHeaders(0), 'x-ratelimit-scope': 'user' });
+      }
+      bucket.count++;
+      headers = bucketHeaders(limits.messagesPerChannel - bucket.count);
+    }
+    state.tokens -= 1;
+    return { headers };
   }
 
   /** The next `count` requests matching answer 429 with `retry_after` and rate-limit headers. */
@@ -847,7 +945,9 @@ export class FakeDiscord {
       files,
       status: 0,
     };
-    const answer = (status: number, payload?: unknown, headers: Record<string, string> = {}) => {
+    let limitHeaders: Record<string, string> = {};
+    const answer = (status: number, payload?: unknown, answerHeaders: Record<string, string> = {}) => {
+      const headers = { ...limitHeaders, ...answerHeaders };
       call.status = status;
       this.calls.push(call);
       res.writeHead(status, payload === undefined ? headers : { 'content-type': 'application/json', ...headers });
@@ -878,6 +978,9 @@ export class FakeDiscord {
     }
     const interactionRoute = /^\/interactions\/\d+\/[^/]+\/callback$/.test(route) || route.startsWith('/webhooks/');
     if (!interactionRoute && !call.authorized) return answer(401, { message: '401: Unauthorized', code: 0 });
+    const limited = interactionRoute ? undefined : this.#rateLimit(method, route);
+    if (limited?.refused) return answer(...limited.refused);
+    limitHeaders = limited?.headers ?? {};
     if (method === 'POST' || method === 'PATCH') {
       // An interaction callback carries its message in `data`.
       const isCallback = /^\/interactions\/\d+\/[^/]+\/callback$/.test(route);

@@ -58,6 +58,31 @@ export interface Failure {
 
 type Answer = { status: number; body: unknown };
 
+/**
+ * The Bot API's flood limits (core.telegram.org/bots/faq, "My bot is hitting limits"): about 30
+ * messages a second per bot across chats, about one a second per chat, at most 20 a minute per
+ * group. Telegram publishes no algorithm; the stand-in counts each in a sliding window, which is
+ * stricter than bursts the real API tolerates, and answers past one with 429 and
+ * `parameters.retry_after` (whole seconds), as the real API does.
+ */
+export const TELEGRAM_FLOOD_LIMITS = {
+  perBotPerSecond: 30,
+  perChatPerSecond: 1,
+  perGroupPerMinute: 20,
+} as const;
+
+/** A 429 the stand-in answered under its flood limits. */
+export interface FloodRefusal {
+  method: string;
+  chatId: string;
+  scope: 'bot' | 'chat' | 'group';
+  retryAfter: number;
+  at: number;
+}
+
+/** Methods that post or change a message: what the flood limits count. */
+const MESSAGE_METHOD = /^(send|edit|copy|forward)/;
+
 /** Header that carries a webhook's secret token. */
 export const SECRET_HEADER = 'X-Telegram-Bot-Api-Secret-Token';
 
@@ -198,6 +223,12 @@ export class FakeTelegram {
   #closed = false;
   commands: unknown[] = [];
   #failures: Array<Failure & { methods: readonly string[] }> = [];
+  /** The flood limits in force (none unless {@link enforceFloodLimits} was called). */
+  #flood: { limits: typeof TELEGRAM_FLOOD_LIMITS; bot: number[]; chats: Map<string, number[]> } | undefined;
+  /** When each request arrived. */
+  readonly #arrivals = new WeakMap<IncomingMessage, number>();
+  /** Every 429 answered under the flood limits, in order. */
+  readonly floodRefusals: FloodRefusal[] = [];
   #updates: Array<{ update_id: number } & Record<string, unknown>> = [];
   #nextUpdate = 1;
   #nextMessage = 1;
@@ -217,6 +248,55 @@ export class FakeTelegram {
     await new Promise<void>((resolve) => fake.#server.listen(0, '127.0.0.1', resolve));
     fake.url = `http://127.0.0.1:${(fake.#server.address() as AddressInfo).port}`;
     return fake;
+  }
+
+  /**
+   * From now on, answers messages past Telegram's flood limits (see {@link TELEGRAM_FLOOD_LIMITS})
+   * with 429; each is listed in {@link floodRefusals}. Off by default: most tests are not about pace.
+   */
+  enforceFloodLimits(limits: typeof TELEGRAM_FLOOD_LIMITS = TELEGRAM_FLOOD_LIMITS): void {
+    this.#flood = { limits, bot: [], chats: new Map() };
+  }
+
+  /** A 429 for a message past a flood limit, or undefined when it may go (and is counted). */
+  #floodCheck(method: string, chatId: string | undefined, now: number): Answer | undefined {
+    const flood = this.#flood;
+    if (!flood || !chatId || !MESSAGE_METHOD.test(method) || method === 'sendChatAction') return undefined;
+    const group = chatId.startsWith('-');
+    const windows = [
+      { scope: 'bot' as const, times: flood.bot, limit: flood.limits.perBotPerSecond, windowMs: 1_000 },
+      group
+        ? { scope: 'group' as const, limit: flood.limits.perGroupPerMinute, windowMs: 60_000 }
+        : { scope: 'chat' as const, limit: flood.limits.perChatPerSecond, windowMs: 1_000 },
+    ];
+    let times = flood.chats.get(chatId);
+    if (!times) {
+      times = [];
+      flood.chats.set(chatId, times);
+    }
+    for (const window of windows) {
+      const list = window.scope === 'bot' ? flood.bot : times;
+      while (list.length > 0 && (list[0] as number) <= now - window.windowMs) list.shift();
+      if (list.length >= window.limit) {
+        const retryAfter = Math.max(1, Math.ceil(((list[0] as number) + window.windowMs - now) / 1_000));
+        this.floodRefusals.push({ method, chatId, scope: window.scope, retryAfter, at: now });
+        return {
+          status: 429,
+          body: {
+            ok: false,
+            error_code: 429,
+            description: `Too Many Requests: retry after ${retryAfter}`,
+            parameters: { retry_after: retryAfter },
+          },
+        };
+      }
+    }
+    // Kept in order of arrival, which a request whose body took longer to read may precede.
+    for (const list of [flood.bot, times]) {
+      list.push(now);
+      if (list.length > 1 && (list.at(-2) as number) > now) list.sort((a, b) => a - b);
+    }
+    return undefined;
   }
 
   async close(): Promise<void> {
@@ -515,6 +595,8 @@ export class FakeTelegram {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // The flood limits count a message when it arrives, not when its body has been read.
+    this.#arrivals.set(req, Date.now());
     const match = /^\/bot([^/]+)\/(\w+)$/.exec(req.url?.split('?')[0] ?? '');
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
@@ -548,6 +630,8 @@ export class FakeTelegram {
     );
     const f = failure >= 0 ? this.#failures.splice(failure, 1)[0] : undefined;
     if (f) return error(f.code, f.description, f.retryAfter ? { retry_after: f.retryAfter } : undefined);
+    const flooded = this.#floodCheck(method, chatId, this.#arrivals.get(req) ?? Date.now());
+    if (flooded) return flooded;
     if (chatId && this.blocked.has(chatId) && SEND_METHODS.has(method))
       return error(403, 'Forbidden: bot was blocked by the user');
     const key = `${chatId}:${p.message_id}`;

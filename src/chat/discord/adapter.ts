@@ -46,6 +46,7 @@ import type {
 import type { CommandEngine, Invocation } from '../../bot/engine.ts';
 import { type ArgError, tokenize } from '../../bot/options.ts';
 import type { Reply } from '../../core/reply.ts';
+import { RatePacer } from '../../delivery/pacer.ts';
 import { type AlertSink, DeliveryError } from '../../delivery/sink.ts';
 import { ChatImages, IMAGES_BY_URL, type ImageSource } from '../images/images.ts';
 import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
@@ -69,6 +70,11 @@ export interface DiscordConfig {
    * (one) when undefined.
    */
   shards?: { ids: number[]; count: number } | undefined;
+  /**
+   * Requests a second to Discord across the bot (50 when undefined, Discord's global limit): discord.js's
+   * REST queue keeps it for every lane and command. Raise it only for a bot whose limit Discord raised.
+   */
+  requestsPerSecond?: number | undefined;
 }
 
 /** What a member sees when a button's action cannot be found (an old stored action, a foreign id). */
@@ -152,10 +158,21 @@ export interface DiscordAdapter {
  * once instead of waiting: its limit is 10 an hour per channel, and a wait of up to an hour would
  * hold that channel's alerts behind it.
  */
+/** Discord's global limit of a bot: requests a second across all routes (interactions exempt). */
+export const DISCORD_GLOBAL_REQUESTS_PER_SECOND = 50;
+
+/**
+ * discord.js's REST queue keeps the global limit for every request of the bot (commands, roles and
+ * alerts alike) and each route under the bucket Discord's headers describe, and retries a 429 after
+ * its retry_after (a global one holds all routes back). It lets a whole second's worth go at once;
+ * alert sends and edits are also spaced evenly by the sink's pacer (see DiscordSink), a little
+ * under the same limit, so that discord.js's window never has to hold them back.
+ */
 export function restOptions(config: DiscordConfig): Partial<RESTOptions> {
   return {
     makeRequest: requestWithEncodedForm,
     rejectOnRateLimit: (limited) => limited.route.endsWith('/crosspost'),
+    globalRequestsPerSecond: config.requestsPerSecond ?? DISCORD_GLOBAL_REQUESTS_PER_SECOND,
     ...(config.apiRoot ? { api: config.apiRoot } : {}),
   };
 }
@@ -265,6 +282,7 @@ export async function startDiscord(options: DiscordAdapterOptions): Promise<Disc
     client,
     sink: new DiscordSink(client.rest, codec, images, {
       logger,
+      pacer: new RatePacer(config.requestsPerSecond ?? DISCORD_GLOBAL_REQUESTS_PER_SECOND),
       ...(options.crosspostIn ? { crosspostIn: options.crosspostIn } : {}),
     }),
     membership: new DiscordMembership(client.rest, () => client.user?.id),
@@ -720,9 +738,18 @@ export function deliveryErrorOf(error: unknown): DeliveryError {
   return new DeliveryError(`Discord could not be reached: ${reason}`, { permanent: false, cause: error });
 }
 
+/** A message as the REST client posts it: its JSON body and its uploads. */
+interface RestMessage {
+  body: Record<string, unknown>;
+  files: Array<{ name: string; data: Buffer }>;
+}
+
 /**
  * Alerts to Discord channels through the client's REST queue, which keeps Discord's per-route and
- * global rate limits and retries 429s itself. A burst is one message of up to 10 embeds; the
+ * global rate limits and retries 429s itself. With a `pacer` (the adapter gives one at the bot's
+ * global limit), sends and edits of all channels are spaced evenly under it: thousands of channels
+ * of one sale would otherwise reach Discord in bursts of a second's worth, which arrive spread out
+ * and overlap the next second (global 429s). A burst is one message of up to 10 embeds; the
  * enforced nonce makes a resend after a crash return the message already posted.
  */
 export class DiscordSink implements AlertSink {
@@ -734,8 +761,11 @@ export class DiscordSink implements AlertSink {
   readonly #images: ImageSource;
   readonly #crosspostIn: (channelId: string) => boolean;
   readonly #logger: Logger | undefined;
+  readonly #pacer: RatePacer | undefined;
   /** Per announcement channel: when its last crossposts went, and until when Discord refuses more. */
   readonly #crossposts = new Map<string, { times: number[]; refusedUntil: number }>();
+  /** The body of each alert lately sent alone (see #sendBody); gone with the alert. */
+  readonly #rendered = new WeakMap<Reply, Promise<RestMessage>>();
 
   /**
    * `images` defaults to showing every image by its address (no SVG drawn); `crosspostIn` says
@@ -745,17 +775,19 @@ export class DiscordSink implements AlertSink {
     rest: REST,
     codec: ButtonCodec,
     images: ImageSource = IMAGES_BY_URL,
-    options: { crosspostIn?: (channelId: string) => boolean; logger?: Logger } = {},
+    options: { crosspostIn?: (channelId: string) => boolean; logger?: Logger; pacer?: RatePacer } = {},
   ) {
     this.#rest = rest;
     this.#codec = codec;
     this.#images = images;
     this.#crosspostIn = options.crosspostIn ?? (() => false);
     this.#logger = options.logger;
+    this.#pacer = options.pacer;
   }
 
   async send(chatId: string, replies: readonly Reply[], idempotencyKey: string): Promise<string> {
-    const { body, files } = await this.#body(replies);
+    const { body, files } = await this.#sendBody(replies);
+    await this.#pacer?.take();
     const message = (await this.#inThread(chatId, () =>
       this.#rest.post(Routes.channelMessages(chatId), {
         body: { ...body, nonce: nonceOf(idempotencyKey), enforce_nonce: true },
@@ -768,6 +800,7 @@ export class DiscordSink implements AlertSink {
 
   async edit(chatId: string, messageId: string, replies: readonly Reply[]): Promise<void> {
     const { body, files } = await this.#body(replies);
+    await this.#pacer?.take();
     await this.#inThread(chatId, () =>
       this.#rest.patch(Routes.channelMessage(chatId, messageId), { body, ...(files.length ? { files } : {}) }),
     );
@@ -832,10 +865,27 @@ export class DiscordSink implements AlertSink {
   }
 
   /**
+   * The body of a message of one alert, made once for all the chats it goes to: the dispatcher hands
+   * every chat of an event the same Reply, and nothing in the body depends on the chat (the nonce is
+   * added per send). Images are drawn and buttons stored once, not once per chat.
+   */
+  #sendBody(replies: readonly Reply[]): Promise<RestMessage> {
+    const only = replies.length === 1 ? replies[0] : undefined;
+    if (!only) return this.#body(replies);
+    let made = this.#rendered.get(only);
+    if (!made) {
+      made = this.#body(replies);
+      this.#rendered.set(only, made);
+      made.catch(() => this.#rendered.delete(only));
+    }
+    return made;
+  }
+
+  /**
    * The message as REST data. `attachments` lists exactly the uploads: on an edit, Discord keeps
    * the former files otherwise, and an image that the new embed no longer shows would hang below it.
    */
-  async #body(replies: readonly Reply[]) {
+  async #body(replies: readonly Reply[]): Promise<RestMessage> {
     const payload = await payloadOf(replies, this.#codec, this.#images);
     const mentions = payload.allowedMentions;
     return {

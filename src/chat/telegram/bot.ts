@@ -4,6 +4,7 @@
  */
 import { Bot, GrammyError, HttpError } from 'grammy';
 import type { UserFromGetMe } from 'grammy/types';
+import { RatePacer } from '../../delivery/pacer.ts';
 import { ChatStartError, networkFailureOf, shownAddress } from '../start-error.ts';
 import { TELEGRAM_PACE } from './sink.ts';
 
@@ -18,46 +19,23 @@ export interface TelegramConfig {
   webhookSecret: string | undefined;
   /** Local port of the webhook listener (0: any free port, for tests). */
   webhookPort: number;
+  /**
+   * Messages a second the bot sends across all its chats ({@link TELEGRAM_PACE}.globalPerSecond when
+   * undefined): raise it only for a bot whose limit Telegram raised (paid broadcasts).
+   */
+  messagesPerSecond?: number | undefined;
 }
 
 /** Methods that post or change a message and count against Telegram's global limit. */
 const THROTTLED = /^(send|edit|copy|forward)/;
 const DEFAULT_API_ROOT = 'https://api.telegram.org';
 
-/** A simple token bucket: `take` resolves when a token is free. */
-class TokenBucket {
-  #tokens: number;
-  #last = Date.now();
-  #queue: Promise<void> = Promise.resolve();
-  constructor(
-    readonly perSecond: number,
-    readonly capacity = perSecond,
-  ) {
-    this.#tokens = capacity;
-  }
-  take(): Promise<void> {
-    const turn = this.#queue.then(async () => {
-      for (;;) {
-        const now = Date.now();
-        this.#tokens = Math.min(this.capacity, this.#tokens + ((now - this.#last) / 1_000) * this.perSecond);
-        this.#last = now;
-        if (this.#tokens >= 1) {
-          this.#tokens -= 1;
-          return;
-        }
-        await new Promise((resolve) => setTimeout(resolve, ((1 - this.#tokens) / this.perSecond) * 1_000));
-      }
-    });
-    this.#queue = turn;
-    return turn;
-  }
-}
-
 /** Removes the bot's token from a text (request URLs carry it). */
 export type Scrub = (text: string) => string;
 
 /**
- * The bot of a configuration, its sends paced at {@link TELEGRAM_PACE}.globalPerSecond, and the
+ * The bot of a configuration, its messages (sends and edits, of alerts and of answers alike) paced
+ * for all chats at once at `messagesPerSecond` ({@link TELEGRAM_PACE}.globalPerSecond), and the
  * scrub that keeps its token out of anything logged or thrown.
  */
 export function createBot(config: TelegramConfig, botInfo?: UserFromGetMe): { bot: Bot; scrub: Scrub } {
@@ -66,9 +44,11 @@ export function createBot(config: TelegramConfig, botInfo?: UserFromGetMe): { bo
     ...(config.apiRoot ? { client: { apiRoot: config.apiRoot.replace(/\/+$/, '') } } : {}),
     ...(botInfo ? { botInfo } : {}),
   });
-  const bucket = new TokenBucket(TELEGRAM_PACE.globalPerSecond);
+  // The one global pace: grammy itself does not throttle (no throttler plugin is installed), and
+  // the dispatcher keeps only each chat's pace, so nothing else holds these back.
+  const pacer = new RatePacer(config.messagesPerSecond ?? TELEGRAM_PACE.globalPerSecond);
   bot.api.config.use(async (prev, method, payload, signal) => {
-    if (THROTTLED.test(method)) await bucket.take();
+    if (THROTTLED.test(method)) await pacer.take();
     try {
       return await prev(method, payload, signal);
     } catch (error) {

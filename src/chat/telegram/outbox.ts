@@ -26,6 +26,13 @@ function withoutImage(reply: Reply): Reply {
   return rest;
 }
 
+/** A reply made into a Telegram message, before it is sent to a chat. */
+interface Prepared {
+  text: ReturnType<typeof renderTelegram>;
+  image: ChatImage | undefined;
+  reply_markup: InlineKeyboardMarkup | undefined;
+}
+
 /** Prefix of callback data whose answer edits the message in place. */
 export const REPLACES_MARK = '~';
 
@@ -42,6 +49,8 @@ export class TelegramOutbox {
   readonly #logger: Logger;
   readonly #images: ImageSource;
   readonly #botUsername: () => string | undefined;
+  /** Messages made for replies lately sent, per kind of chat (see #prepare); gone with the reply. */
+  readonly #prepared = new WeakMap<Reply, Map<'private' | 'group', Promise<Prepared>>>();
 
   /** `botUsername`: the bot's, for deep links into its private chats (known once it has started). */
   constructor(
@@ -77,9 +86,7 @@ export class TelegramOutbox {
    */
   async send(topicOrChatId: string, reply: Reply, replyTo?: number): Promise<SentMessage> {
     const { chatId, threadId } = splitChatId(topicOrChatId);
-    const text = renderTelegram(withoutImage(reply), this.#renderOptions(chatId));
-    const image = await this.#images.show(renderTelegram(reply).photo);
-    const reply_markup = await this.#keyboard(text.keyboard);
+    const { text, image, reply_markup } = await this.#prepare(reply, chatId);
     const thread = threadId === undefined ? {} : { message_thread_id: threadId };
     const common = {
       parse_mode: 'HTML' as const,
@@ -120,6 +127,37 @@ export class TelegramOutbox {
       }
     }
     return sent;
+  }
+
+  /**
+   * The message of a reply for a chat: made once per kind of chat (private or group) for all the chats
+   * an alert goes to, unless it holds a deep link, which names its chat. The dispatcher hands each
+   * chat of an event the same Reply; images are fetched or drawn and buttons stored once.
+   */
+  #prepare(reply: Reply, chatId: string): Promise<Prepared> {
+    const options = this.#renderOptions(chatId);
+    const kind = options.privateChat ? 'private' : 'group';
+    const cached = this.#prepared.get(reply)?.get(kind);
+    if (cached) return cached;
+    let linked = false;
+    const text = renderTelegram(withoutImage(reply), {
+      ...options,
+      deepLink: (command) => {
+        linked = true;
+        return options.deepLink?.(command);
+      },
+    });
+    const made = (async (): Promise<Prepared> => {
+      const image = await this.#images.show(renderTelegram(reply).photo);
+      return { text, image, reply_markup: await this.#keyboard(text.keyboard) };
+    })();
+    if (!linked) {
+      const byKind = this.#prepared.get(reply) ?? new Map<'private' | 'group', Promise<Prepared>>();
+      byKind.set(kind, made);
+      this.#prepared.set(reply, byKind);
+      made.catch(() => byKind.delete(kind));
+    }
+    return made;
   }
 
   /** Rewrites a sent message (in a chat or a topic of it); an edit that changes nothing is not an error. */

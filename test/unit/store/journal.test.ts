@@ -92,7 +92,7 @@ describe('DeliveryJournal: recording and replay', () => {
       [idOf(c), 'sending'],
     ]);
     expect(again.byTransaction('devnet', '0x1').map((r) => r.id)).toEqual([idOf(a), idOf(b)]);
-    expect((await lines())[0]).toBe('{"op":"journal","v":1}');
+    expect((await lines())[0]).toBe('{"op":"journal","v":2}');
   });
 
   it("GIVEN an alert's kind and USD value WHEN recorded and reopened THEN they read back as fields, and a bad kind is refused", async () => {
@@ -168,6 +168,73 @@ describe('DeliveryJournal: recording and replay', () => {
     const again = await tracked();
     expect(await again.record([d])).toEqual([]);
     expect((await lines()).filter((l) => l.startsWith('{"op":"add"'))).toHaveLength(2);
+  });
+
+  it("GIVEN one event's alert to 50 chats WHEN recorded THEN its payload is written once, on one line, and every delivery reads back after reopen", async () => {
+    const journal = await tracked();
+    const payload = { title: 'Sale of Moon Cat #7', lines: ['x'.repeat(2_000)] };
+    const chats = Array.from(
+      { length: 50 },
+      (_, i): NewDelivery => ({
+        ...delivery(7, i % 2 ? DISCORD : TELEGRAM),
+        destination: { platform: i % 2 ? 'discord' : 'telegram', chatId: String(1_000 + i) },
+        payload,
+        // Telegram's go out alone: recorded as sending, under their own id as key.
+        sendingAlone: i % 2 === 0,
+      }),
+    );
+    const recorded = await journal.record(chats);
+    expect(recorded).toHaveLength(50);
+    const written = await lines();
+    expect(written).toHaveLength(2);
+    expect(written[1]?.startsWith('{"op":"adds","c":{')).toBe(true);
+    // What the 50 deliveries share (the event, the state, the time) is written once too.
+    expect(written[1]?.split('"eventId"').length).toBe(2);
+    expect((written[1]?.length ?? 0) - 2_000).toBeLessThan(50 * 120);
+    expect((await readFile(file, 'utf8')).split('x'.repeat(2_000)).length - 1).toBe(1);
+    await journal.markSent(recorded[3]?.id ?? '', '42');
+    await journal.close();
+    const again = await tracked();
+    expect(recorded.map((r) => again.get(r.id)?.payloadJson)).toEqual(recorded.map(() => JSON.stringify(payload)));
+    expect(recorded.map((r) => [again.get(r.id)?.state, again.get(r.id)?.sendKey])).toEqual(
+      recorded.map((r, i) => (i === 3 ? ['sent', undefined] : i % 2 ? ['pending', undefined] : ['sending', r.id])),
+    );
+    expect(again.get(recorded[3]?.id ?? '')?.state).toBe('sent');
+    expect(again.unfinished()).toHaveLength(49);
+    await again.compact();
+    await again.close();
+    const compacted = await tracked();
+    expect(recorded.map((r) => compacted.get(r.id)?.id)).toEqual(recorded.map((r) => r.id));
+    expect((await readFile(file, 'utf8')).split('x'.repeat(2_000)).length - 1).toBe(1);
+  });
+
+  it('GIVEN a version 1 file (one add line per delivery) WHEN opened THEN it reads, and a bad record inside an adds line names the line', async () => {
+    const record = (n: number) => ({
+      id: `e${n}>discord:1`,
+      eventId: `e${n}`,
+      destination: { platform: 'discord', chatId: '1' },
+      network: 'devnet',
+      txnHash: '0x1',
+      blockNumber: 1,
+      state: 'pending',
+      attempts: 0,
+      reorged: false,
+      final: false,
+      createdAt: clock.toISOString(),
+      updatedAt: clock.toISOString(),
+    });
+    await writeFile(
+      file,
+      `{"op":"journal","v":1}\n${JSON.stringify({ op: 'add', r: { ...record(1), payload: { title: 'a' } } })}\n`,
+    );
+    const old = await tracked();
+    expect(old.get('e1>discord:1')?.payloadJson).toBe('{"title":"a"}');
+    await old.close();
+    await writeFile(
+      file,
+      `{"op":"journal","v":2}\n${JSON.stringify({ op: 'adds', c: {}, r: [record(2), { ...record(3), state: 'lost' }], payload: { title: 'b' } })}\n{}\n`,
+    );
+    await expect(open()).rejects.toThrow(/line 2 has an invalid record 2: state/);
   });
 
   it('GIVEN calls made in the same tick WHEN they resolve THEN they were written together in order', async () => {
@@ -360,7 +427,7 @@ describe('DeliveryJournal: recovery', () => {
       /line 2 has an invalid record: attempts/,
     ],
     ['an empty line in the middle', (l: string[]) => l.toSpliced(2, 0, ''), /line 3 is not valid JSON/],
-    ['a newer format', (l: string[]) => ['{"op":"journal","v":2}', ...l.slice(1)], /newer Floorwatch/],
+    ['a newer format', (l: string[]) => ['{"op":"journal","v":3}', ...l.slice(1)], /newer Floorwatch/],
     [
       'another file (no header)',
       () => ['{"version":1,"chats":{},"buttons":{}}', '{}'],

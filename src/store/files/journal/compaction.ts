@@ -10,9 +10,9 @@ import { type FileHandle, open, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { type DeliveryRecord, followsListing, JournalWriteError } from '../../../core/deliveries.ts';
 import { LeaseLostError } from '../../../core/lease.ts';
-import { addLine, HEADER_LINE, message, syncDirectory, writeAll } from './format.ts';
+import { addLine, HEADER_LINE, message, opLines, syncDirectory, writeAll } from './format.ts';
 import type { GroupCommit } from './group-commit.ts';
-import { isClosed, type Records } from './records.ts';
+import { isClosed, type Op, type Records } from './records.ts';
 
 /** CPU time of one slice of a compaction's phase 1, between two turns of the event loop. */
 const SLICE_MS = 2;
@@ -148,14 +148,17 @@ export class Compactor {
       let synced = 0;
       while (at < snapshot.length) {
         const sliceEnd = performance.now() + SLICE_MS;
+        const kept: Op[] = [];
         do {
           const r = snapshot[at++] as DeliveryRecord;
           if (isClosed(r) && Date.parse(r.updatedAt) <= cutoff && !followsListing(r, now)) {
             compaction.removed.set(r.id, r);
             continue;
           }
-          lines.push(addLine(r));
+          kept.push({ op: 'add', r });
         } while (at < snapshot.length && (at % 32 !== 0 || performance.now() < sliceEnd));
+        // An event's deliveries kept side by side share one line and one copy of their payload.
+        lines.push(...opLines(kept));
         compaction.bytes += await writeAll(temp, lines);
         lines = [];
         // Synced as it goes, outside the write queue, in steps small enough not to hold up the

@@ -7,21 +7,70 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { type FileHandle, open } from 'node:fs/promises';
-import type { DeliveryRecord, NewDelivery } from '../../../core/deliveries.ts';
+import { type DeliveryRecord, deliveryId, type NewDelivery } from '../../../core/deliveries.ts';
 import { StoreFileError } from '../../../core/store-errors.ts';
 import { ALERT_KINDS, type Destination } from '../../../core/types.ts';
 import { readFate, readFateBody, readListing } from '../../schema.ts';
 import { apply, freeze, type Op, Overlay, Records } from './records.ts';
 
-const FORMAT_VERSION = 1;
+/** 2: an event's deliveries that share their payload may be one `adds` line (version 1 files still read). */
+const FORMAT_VERSION = 2;
 export const HEADER_LINE = JSON.stringify({ op: 'journal', v: FORMAT_VERSION });
 const PLATFORMS: ReadonlySet<string> = new Set(['console', 'discord', 'telegram']);
 const DELIVERY_KINDS: ReadonlySet<string> = new Set([...ALERT_KINDS, 'digest']);
 const STATES: ReadonlySet<string> = new Set(['pending', 'sending', 'sent', 'failed', 'dropped']);
 
-/** The file's line of an operation. */
-export function opLine(op: Op): string {
-  return op.op === 'add' ? addLine(op.r) : JSON.stringify(op);
+/**
+ * The file's lines of operations, in order. Consecutive `add`s that share their payload text (an
+ * event's alert to N chats) are one line, `{"op":"adds","r":[…N records…],"payload":…}`: the payload
+ * is written once, not N times, and the N deliveries stand or fall together on replay.
+ */
+export function opLines(ops: readonly Op[]): string[] {
+  const lines: string[] = [];
+  for (let i = 0; i < ops.length; ) {
+    const op = ops[i] as Op;
+    if (op.op !== 'add') {
+      lines.push(JSON.stringify(op));
+      i++;
+      continue;
+    }
+    let end = i + 1;
+    for (let next = ops[end]; next?.op === 'add' && next.r.payloadJson === op.r.payloadJson; next = ops[++end]);
+    lines.push(end - i === 1 ? addLine(op.r) : addsLine(ops.slice(i, end) as Array<Extract<Op, { op: 'add' }>>));
+    i = end;
+  }
+  return lines;
+}
+
+/**
+ * `{"op":"adds","c":{…},"r":[…],"payload":…}`: records that share one payload text, spliced in once.
+ * `c` holds the fields every record has alike (the event, the time, the state), each of `r` the rest:
+ * its destination, and its id and send key only when they are not the ones its event and
+ * destination give (`"keyed":true` for a send key that is its id).
+ */
+function addsLine(adds: ReadonlyArray<Extract<Op, { op: 'add' }>>): string {
+  const rests = adds.map(({ r }): Record<string, unknown> => {
+    const { payloadJson: _payloadJson, ...rest } = r;
+    return rest;
+  });
+  const first = rests[0] as Record<string, unknown>;
+  const common: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(first)) {
+    if (key === 'id' || key === 'destination' || key === 'sendKey') continue;
+    if (rests.every((rest) => rest[key] === value)) common[key] = value;
+  }
+  const own = rests.map((rest) => {
+    const mine: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(rest)) {
+      if (key in common) continue;
+      if (key === 'id' && value === deliveryId(rest.eventId as string, rest.destination as Destination)) continue;
+      if (key === 'sendKey' && value === rest.id) mine.keyed = true;
+      else mine[key] = value;
+    }
+    return mine;
+  });
+  const head = JSON.stringify({ op: 'adds', c: common, r: own });
+  return `${head.slice(0, -1)},"payload":${(adds[0] as Extract<Op, { op: 'add' }>).r.payloadJson}}`;
 }
 
 /** `{"op":"add","r":{…,"payload":…}}`: the payload text is spliced in as it is, not serialised again. */
@@ -135,10 +184,12 @@ export function replay(file: string, data: Buffer): { records: Records; validByt
     if (lineNumber === 1) {
       checkHeader(file, value);
     } else {
-      const op = parseOp(value);
-      if (typeof op === 'string') throw new StoreFileError(file, `line ${lineNumber} ${op}`);
-      const problem = apply(overlay, op);
-      if (problem) throw new StoreFileError(file, `line ${lineNumber} ${problem}`);
+      const ops = parseOps(value);
+      if (typeof ops === 'string') throw new StoreFileError(file, `line ${lineNumber} ${ops}`);
+      for (const op of ops) {
+        const problem = apply(overlay, op);
+        if (problem) throw new StoreFileError(file, `line ${lineNumber} ${problem}`);
+      }
     }
     start = newline + 1;
     validBytes = start;
@@ -170,6 +221,39 @@ function isObject(value: unknown): value is Record<string, unknown> {
 const isString = (value: unknown): value is string => typeof value === 'string';
 const isRevision = (value: unknown): value is number =>
   typeof value === 'number' && Number.isInteger(value) && value >= 0;
+
+/** The operations of a line (several for `adds`), or what is wrong with it. */
+function parseOps(value: unknown): Op[] | string {
+  if (isObject(value) && value.op === 'adds') {
+    const { c: common, r: own, payload } = value;
+    if (!isObject(common) || !Array.isArray(own) || own.length === 0 || payload === undefined) {
+      return 'has an invalid "adds"';
+    }
+    // One text for all: the records share it in memory, as they did when written.
+    const payloadJson = JSON.stringify(payload);
+    const ops: Op[] = [];
+    for (const [i, r] of own.entries()) {
+      const record = isObject(r) ? parseRecord(ownRecord(common, r, payload), payloadJson) : 'not an object';
+      if (typeof record === 'string') return `has an invalid record ${i + 1}: ${record}`;
+      ops.push({ op: 'add', r: record });
+    }
+    return ops;
+  }
+  const op = parseOp(value);
+  return typeof op === 'string' ? op : [op];
+}
+
+/** A record of an `adds` line as a whole (see addsLine); parseRecord checks what it holds. */
+function ownRecord(common: Record<string, unknown>, own: Record<string, unknown>, payload: unknown) {
+  const { keyed, ...rest } = own;
+  const record: Record<string, unknown> = { ...common, ...rest, payload };
+  const { eventId, destination } = record;
+  if (record.id === undefined && isString(eventId) && isObject(destination) && isString(destination.chatId)) {
+    record.id = deliveryId(eventId, destination as unknown as Destination);
+  }
+  if (keyed === true) record.sendKey = record.id;
+  return record;
+}
 
 /** The operation, or what is wrong with it. */
 function parseOp(value: unknown): Op | string {
@@ -214,7 +298,7 @@ function parseOp(value: unknown): Op | string {
 }
 
 /** A record as the file holds it (`payload` as JSON), or what is wrong with it. */
-function parseRecord(value: unknown): DeliveryRecord | string {
+function parseRecord(value: unknown, payloadText?: string): DeliveryRecord | string {
   if (!isObject(value)) return 'not an object';
   const problem = recordProblem(value);
   if (problem) return problem;
@@ -223,7 +307,7 @@ function parseRecord(value: unknown): DeliveryRecord | string {
   const record = {
     ...rest,
     destination: { platform: dest.platform, chatId: dest.chatId },
-    payloadJson: JSON.stringify(payload),
+    payloadJson: payloadText ?? JSON.stringify(payload),
   } as unknown as DeliveryRecord;
   return freeze(record);
 }

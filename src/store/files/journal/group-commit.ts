@@ -10,7 +10,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { JournalError, JournalWriteError } from '../../../core/deliveries.ts';
 import { LeaseLostError, type WriteFence } from '../../../core/lease.ts';
 import type { JournalWriteFailure } from '../../../core/status.ts';
-import { HEADER_LINE, message, opLine } from './format.ts';
+import { HEADER_LINE, message, opLines } from './format.ts';
 import { apply, type Op, Overlay, type Records } from './records.ts';
 
 /** What a call writes, and what it resolves with once written. */
@@ -177,14 +177,14 @@ export class GroupCommit {
       }
       try {
         const planned = job.plan(overlay, t);
-        const jobLines: string[] = [];
         const jobAdded: string[] = [];
         for (const op of planned.ops) {
           const problem = apply(overlay, op);
           if (problem) throw new JournalError(this.file, problem);
-          jobLines.push(opLine(op));
           if (op.op === 'add') jobAdded.push(op.r.id);
         }
+        // A call's deliveries that share a payload (an event's, to N chats) are one line.
+        const jobLines = opLines(planned.ops);
         lines.push(...jobLines);
         added.push(...jobAdded);
         if (jobLines.length > 0 && !planned.relaxed) sync = true;

@@ -29,8 +29,9 @@
  * JSON Lines, append-only, one operation per line, the first line a header:
  *
  * ```
- * {"op":"journal","v":1}
+ * {"op":"journal","v":2}
  * {"op":"add","r":{"id":"devnet:0xab…:0xc0…:sale>discord:42","eventId":…,"state":"pending",…,"payload":{…}}}
+ * {"op":"adds","r":[{"id":"…>discord:42",…},{"id":"…>telegram:7",…}],"payload":{…}}
  * {"op":"sending","id":"…","k":"…","t":"2025-01-01T00:00:00.000Z"}
  * {"op":"sent","id":"…","m":"1234567890","t":"…"}
  * {"op":"failed","id":"…","e":"429 Too Many Requests","p":false,"t":"…"}
@@ -38,6 +39,9 @@
  * {"op":"edited","id":"…","t":"…"}
  * {"op":"final","n":"devnet","h":"0xab…","t":"…"}
  * ```
+ *
+ * An `adds` line is an event's deliveries to several chats recorded by one call: the payload they
+ * share is written once (version 1 files, without it, still read).
  *
  * Calls made close together are written with one `write` and one `fdatasync` (group commit,
  * group-commit.ts); a call resolves only after both. `markFinal` alone is written without a sync of
