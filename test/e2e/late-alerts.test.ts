@@ -11,6 +11,7 @@ import { FakeDiscord } from '../fakes/discord.ts';
 import { FakeTelegram } from '../fakes/telegram.ts';
 import { collectionNamed, platformEnv } from '../helpers/devnet-data.ts';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
+import { until } from '../helpers/waiting.ts';
 
 /*
  * Issue 26.5, honest timing, end to end: the bot (src/main.ts) against a local platform started apart
@@ -22,17 +23,6 @@ import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
  */
 
 const TG_CHAT = 611;
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until<T>(check: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 40_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await check();
-    if (found !== undefined && found !== false) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 let postgres: TestPostgres;
 

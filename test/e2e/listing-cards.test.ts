@@ -7,7 +7,8 @@ import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/d
 import { type RunningBot, startBot } from '../../src/main.ts';
 import { FakeDiscord } from '../fakes/discord.ts';
 import { FakeTelegram, type StoredMessage } from '../fakes/telegram.ts';
-import { collectionNamed, platformEnv } from '../helpers/devnet-data.ts';
+import { collectionNamed, mineBlock, platformEnv } from '../helpers/devnet-data.ts';
+import { sleep, until } from '../helpers/waiting.ts';
 
 /*
  * Listing cards that follow the token, end to end: the bot (src/main.ts) against a local platform
@@ -26,31 +27,9 @@ let dataDir: string;
 
 const TG_CHAT = 602;
 const EXPLORER = 'http://explorer.test/tx/';
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-async function until<T>(check: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await check();
-    if (found !== undefined && found !== false) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
-interface Mined {
-  blockNumber: number;
-  transactions: Array<{ txnHash: string; orderIds: string[]; tokenIds: string[]; from: string }>;
-}
-
-async function mine(activity: Array<Record<string, unknown>>): Promise<Mined> {
-  const response = await fetch(`${devnet.url}/devnet/mine`, {
-    method: 'POST',
-    body: JSON.stringify({ network: 'devnet', activity }),
-  });
-  if (!response.ok) throw new Error(`mine: ${response.status} ${await response.text()}`);
-  return (await response.json()) as Mined;
-}
+/** Mines one block through the platform's control API. */
+const mine = (activity: Array<Record<string, unknown>>) => mineBlock(devnet, activity);
 
 function env(): Record<string, string> {
   return {

@@ -7,7 +7,8 @@ import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/d
 import { type RunningBot, startBot } from '../../src/main.ts';
 import { FakeDiscord } from '../fakes/discord.ts';
 import { FakeTelegram } from '../fakes/telegram.ts';
-import { collectionNamed, platformEnv } from '../helpers/devnet-data.ts';
+import { collectionNamed, mineBlock, platformEnv } from '../helpers/devnet-data.ts';
+import { sleep, until } from '../helpers/waiting.ts';
 
 /*
  * Floor and best-offer alerts end to end: the bot (src/main.ts) against a local platform started
@@ -23,32 +24,9 @@ let bot: RunningBot;
 let dataDir: string;
 
 const TG_CHAT = 601;
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until<T>(check: () => T | undefined | Promise<T | undefined>, what: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await check();
-    if (found !== undefined && found !== false) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
-interface Mined {
-  blockNumber: number;
-  transactions: Array<{ txnHash: string; orderIds: string[]; tokenIds: string[] }>;
-}
 
 /** Mines one block through the platform's control API. */
-async function mine(activity: Array<Record<string, unknown>>): Promise<Mined> {
-  const response = await fetch(`${devnet.url}/devnet/mine`, {
-    method: 'POST',
-    body: JSON.stringify({ network: 'devnet', activity }),
-  });
-  if (!response.ok) throw new Error(`mine: ${response.status} ${await response.text()}`);
-  return (await response.json()) as Mined;
-}
+const mine = (activity: Array<Record<string, unknown>>) => mineBlock(devnet, activity);
 
 /** The collection's cheapest listing and best offer as the platform has them, with their currencies. */
 async function levels(): Promise<{

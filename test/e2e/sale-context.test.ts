@@ -9,6 +9,7 @@ import { shortAddress } from '../../src/market/format.ts';
 import { FakeDiscord } from '../fakes/discord.ts';
 import { FakeTelegram } from '../fakes/telegram.ts';
 import { collectionNamed, listedToken, platformEnv } from '../helpers/devnet-data.ts';
+import { sleep, until } from '../helpers/waiting.ts';
 
 /*
  * Sale context end to end: the bot (src/main.ts) against a local platform whose blocks are mined
@@ -32,17 +33,6 @@ const ALICE = `0x${'a11ce'.padEnd(40, '1')}`;
 const BOB = `0x${'b0b'.padEnd(40, '2')}`;
 const CAROL = `0x${'ca501'.padEnd(40, '3')}`;
 const DAVE = `0x${'da7e'.padEnd(40, '4')}`;
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-async function until<T>(check: () => T | undefined, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = check();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 interface Mined {
   transactions: Array<{ txnHash: string; orderIds: string[]; tokenIds: string[] }>;

@@ -1,4 +1,5 @@
 import type { Devnet, DevnetCollectionInfo } from '../../src/devnet/index.ts';
+import type { MineResult } from '../../src/devnet/miner.ts';
 import type { PlatformClient } from '../../src/platform/client.ts';
 
 /** A collection of the local platform by name. */
@@ -42,4 +43,18 @@ export function platformEnv(devnet: Devnet): Record<string, string> {
     FLOORWATCH_MARKETPLACE_CONTRACTS: `${network.name}:${network.marketplaceContract}`,
     FLOORWATCH_RPC_URL: devnet.chainRpcUrl,
   };
+}
+
+/** Mines one block of `activity` through the local platform's control API (POST /devnet/mine). */
+export async function mineBlock(
+  devnet: Devnet,
+  activity: ReadonlyArray<Record<string, unknown>>,
+  network = 'devnet',
+): Promise<MineResult> {
+  const response = await fetch(`${devnet.url}/devnet/mine`, {
+    method: 'POST',
+    body: JSON.stringify({ network, activity }),
+  });
+  if (!response.ok) throw new Error(`mine: ${response.status} ${await response.text()}`);
+  return (await response.json()) as MineResult;
 }

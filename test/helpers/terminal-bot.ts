@@ -4,16 +4,7 @@ import { join } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { type RunningBot, startBot } from '../../src/main.ts';
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Waits until `check` holds, or fails naming `what`. */
-export async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
+export { sleep, until } from './waiting.ts';
 
 /** The real bot (src/main.ts, in this process) with its terminal chat on streams the test holds. */
 export interface TerminalBot {
