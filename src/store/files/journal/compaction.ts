@@ -148,16 +148,21 @@ export class Compactor {
       let synced = 0;
       while (at < snapshot.length) {
         const sliceEnd = performance.now() + SLICE_MS;
-        const kept: Op[] = [];
+        // An event's deliveries kept side by side share one line and one copy of their payload. Their
+        // lines are made inside the slice, at the end of an event, so that the slice's time covers them.
+        let kept: Op[] = [];
         do {
           const r = snapshot[at++] as DeliveryRecord;
           if (isClosed(r) && Date.parse(r.updatedAt) <= cutoff && !followsListing(r, now)) {
             compaction.removed.set(r.id, r);
-            continue;
+          } else {
+            kept.push({ op: 'add', r });
           }
-          kept.push({ op: 'add', r });
+          if (kept.length > 0 && snapshot[at]?.eventId !== r.eventId) {
+            lines.push(...opLines(kept));
+            kept = [];
+          }
         } while (at < snapshot.length && (at % 32 !== 0 || performance.now() < sliceEnd));
-        // An event's deliveries kept side by side share one line and one copy of their payload.
         lines.push(...opLines(kept));
         compaction.bytes += await writeAll(temp, lines);
         lines = [];
