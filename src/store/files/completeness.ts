@@ -1,11 +1,11 @@
-import { open, readFile, rename } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import * as v from 'valibot';
 import type { CompletenessCounts, CompletenessDay, CompletenessStore } from '../../core/ports.ts';
 import { StoreFileError, StoreWriteError } from '../../core/store-errors.ts';
 import { CompletenessTally } from '../completeness-tally.ts';
 import { LazyWrite } from '../lazy-write.ts';
-import { syncDirectory } from './sync-directory.ts';
+import { replaceFile } from './sync-directory.ts';
 
 const FORMAT_VERSION = 1;
 /** Days kept: digests cover up to a month; a year of days is a few hundred small records. */
@@ -86,15 +86,7 @@ export class FileCompletenessStore implements CompletenessStore {
     this.#tally.dropBefore(new Date(Date.now() - KEEP_DAYS * 86_400_000).toISOString().slice(0, 10));
     const text = JSON.stringify({ v: FORMAT_VERSION, days: this.#tally.all() });
     try {
-      const handle = await open(this.#temp, 'w');
-      try {
-        await handle.writeFile(text, 'utf8');
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(this.#temp, this.#file);
-      await syncDirectory(dirname(this.#file));
+      await replaceFile(this.#file, this.#temp, text);
     } catch (error) {
       this.#dirty = true;
       throw new StoreWriteError(this.#file, error);

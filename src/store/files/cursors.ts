@@ -1,9 +1,9 @@
-import { open, readFile, rename } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { CursorStore } from '../../core/ports.ts';
 import { LazyWrite } from '../lazy-write.ts';
 import { StoreFileError, StoreWriteError } from './state.ts';
-import { syncDirectory } from './sync-directory.ts';
+import { replaceFile } from './sync-directory.ts';
 
 /** Options of {@link FileCursorStore}. */
 export interface FileCursorStoreOptions {
@@ -69,15 +69,7 @@ export class FileCursorStore implements CursorStore {
     this.#dirty = false;
     const text = JSON.stringify({ v: FORMAT_VERSION, networks: Object.fromEntries(this.#cursors) });
     try {
-      const handle = await open(this.#temp, 'w');
-      try {
-        await handle.writeFile(text, 'utf8');
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(this.#temp, this.#file);
-      await syncDirectory(dirname(this.#file));
+      await replaceFile(this.#file, this.#temp, text);
     } catch (error) {
       this.#dirty = true;
       throw new StoreWriteError(this.#file, error);

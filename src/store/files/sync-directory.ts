@@ -1,4 +1,5 @@
-import { open } from 'node:fs/promises';
+import { open, rename } from 'node:fs/promises';
+import { dirname } from 'node:path';
 
 /**
  * Makes a rename or a new file in `directory` durable (fsync of the directory). Some file systems
@@ -13,4 +14,20 @@ export async function syncDirectory(directory: string): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Replaces `file` with `text` so that a crash leaves the old file or the new one, never a part:
+ * written to `temp`, synced, renamed over `file`, and the rename made durable.
+ */
+export async function replaceFile(file: string, temp: string, text: string): Promise<void> {
+  const handle = await open(temp, 'w');
+  try {
+    await handle.writeFile(text, 'utf8');
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(temp, file);
+  await syncDirectory(dirname(file));
 }
