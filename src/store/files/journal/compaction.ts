@@ -235,15 +235,19 @@ export class Compactor {
       if (renamed) this.#compaction = undefined;
     }
     // The renamed temporary file is now the journal: keep appending through its handle. In memory,
-    // the records left out go, and the records the file has after the snapshot's (those written back,
-    // then those added since) move to the end, in the order the file replays them.
+    // the records left out go. Records added since the snapshot are already after its records, in the
+    // order the file replays them; only when records were written back before them (rare: a record left
+    // out but changed meanwhile) do those and then the added ones move to the end, to keep that order.
+    // Moving thousands of added records every time held the write queue and the event loop for 27-87 ms.
     const records = this.#o.records;
     for (const id of removed.keys()) if (!touched.has(id)) records.remove(id);
-    for (const id of [...restored, ...compaction.added]) {
-      const current = records.byId.get(id);
-      if (!current) continue;
-      records.remove(id);
-      records.put(current);
+    if (restored.length > 0) {
+      for (const id of [...restored, ...compaction.added]) {
+        const current = records.byId.get(id);
+        if (!current) continue;
+        records.remove(id);
+        records.put(current);
+      }
     }
     const previous = writer.handle;
     writer.handle = temp;
