@@ -5,7 +5,9 @@
  * EXPIRED (delivery/edits.ts renders it; the dispatcher edits it, once, like a reorg edit).
  *
  * - Sales and cancels come from the stream (RequestAccepted, RequestCancelled of the marketplace
- *   contracts, which every ingesting process follows whatever the rules). Each goes through the
+ *   contracts, which every ingesting process follows whatever the rules). A listing of several
+ *   ERC-1155 units is SOLD once its last unit sells; a sale of units through another order does not
+ *   close it (the seller may hold more). Each goes through the
  *   network's ordered queue, so that it is applied after the listing alerts before it are recorded.
  * - Expiry is no event: the chain only says when (RequestCreated's `expiry`). The process that
  *   ingests a network looks every `checkEveryMs` for the cards whose listing expired by now; with a
@@ -95,11 +97,16 @@ export class ListingCards {
     if (!this.enabled || (event.kind !== 'sale' && event.kind !== 'cancel') || event.orderIds.length === 0) {
       return undefined;
     }
+    // A listing filled in part still offers its other units; and a seller of ERC-1155 units may hold
+    // more of the token than were sold, so only the listings a sale filled are closed by it then.
+    const partly = event.partlyFilledOrderIds;
+    const orderIds = partly ? event.orderIds.filter((id) => !partly.includes(id)) : event.orderIds;
+    if (orderIds.length === 0) return undefined;
     const transaction = this.#o.links?.transaction(event.network, event.txnHash);
     const base = {
       network: event.network,
       collection: event.collection,
-      orderIds: event.orderIds,
+      orderIds,
       tokenIds: event.tokens.map((t) => t.tokenId),
       blockNumber: event.blockNumber,
     };
@@ -118,12 +125,12 @@ export class ListingCards {
     const usd = formatUsd(price?.usd);
     return {
       ...base,
-      ...(event.from ? { seller: event.from } : {}),
+      ...(event.from && !event.multiUnit ? { seller: event.from } : {}),
       fate: {
         state: 'sold',
         txnHash: event.txnHash,
         blockNumber: event.blockNumber,
-        orderIds: event.orderIds,
+        orderIds,
         ...(event.to ? { buyer: event.to } : {}),
         ...(price && !price.more ? { price: `${price.amount} ${price.symbol}${usd ? ` (${usd})` : ''}` } : {}),
         ...(transaction ? { transaction } : {}),

@@ -229,6 +229,8 @@ interface TokenMove {
   from: string;
   to: string;
   tokens: EventToken[];
+  /** TransferSingle or TransferBatch: units of a token, of which a wallet may hold several. */
+  multiUnit: boolean;
 }
 
 interface RequestLog {
@@ -251,6 +253,8 @@ interface CreatedLog extends RequestLog {
 interface AcceptedLog extends RequestLog {
   buyer: string;
   receiver: string;
+  /** Units the request still offers after this fill: more than 0 when it was filled in part. */
+  quantityRemaining: string;
 }
 
 function show(value: unknown): string {
@@ -312,6 +316,9 @@ interface Group {
   price?: { perToken: string; currency: string } | null;
   /** Expiries (seconds) of its requests, one per request. */
   expiries?: Array<number | undefined>;
+  /** A sale's requests filled in part. */
+  partlyFilled?: string[];
+  multiUnit?: boolean;
 }
 
 function groupOf(groups: Group[], collection: string, kind: AlertKind, at: number): Group {
@@ -435,8 +442,10 @@ export function classifyTransaction(logs: readonly EventLog[], context: Classify
         buyer: r.address(1),
         collection: r.address(2),
         receiver: r.address(3),
+        quantityRemaining: '0',
       };
       r.uint(4);
+      item.quantityRemaining = r.uint(5);
       if (r.problem) skipped.push({ at, uid: log.uid, reason: r.problem });
       else {
         accepted.push(item);
@@ -465,6 +474,10 @@ export function classifyTransaction(logs: readonly EventLog[], context: Classify
     const g = groupOf(groups, a.collection, 'sale', a.at);
     g.positions.push(a.at);
     if (!g.orderIds.includes(a.requestId)) g.orderIds.push(a.requestId);
+    if (a.quantityRemaining !== '0') {
+      g.partlyFilled ??= [];
+      pushUnique(g.partlyFilled, a.requestId);
+    }
     pushUnique(g.accounts, a.buyer);
     pushUnique(g.accounts, a.receiver);
   }
@@ -480,6 +493,7 @@ export function classifyTransaction(logs: readonly EventLog[], context: Classify
     const g = groupOf(groups, m.collection, kind, m.at);
     g.positions.push(m.at);
     for (const t of m.tokens) g.tokens.push(t);
+    if (m.multiUnit) g.multiUnit = true;
     pushUnique(g.froms, m.from);
     pushUnique(g.tos, m.to);
     pushUnique(g.accounts, m.from);
@@ -537,6 +551,13 @@ export function classifyTransaction(logs: readonly EventLog[], context: Classify
     if (from) event.from = from;
     if (to) event.to = to;
     if (g.price) event.price = g.price;
+    if (g.kind === 'sale' && g.partlyFilled) {
+      // A request filled in part and then in full in one transaction is filled.
+      const filled = accepted.filter((a) => a.collection === g.collection && a.quantityRemaining === '0');
+      const open = g.partlyFilled.filter((id) => !filled.some((a) => a.requestId === id));
+      if (open.length > 0) event.partlyFilledOrderIds = open;
+    }
+    if (g.multiUnit) event.multiUnit = true;
     const expiry = g.expiries?.length === 1 ? g.expiries[0] : undefined;
     if (expiry !== undefined) event.expiresAt = new Date(expiry * 1000).toISOString();
     events.push(event);
@@ -597,7 +618,7 @@ function readMove(def: EventSpec, values: string[], log: EventLog, at: number, c
     tokens = ids.map((tokenId, i) => ({ tokenId, amount: amounts[i] as string }));
   }
   if (r.problem) return r.problem;
-  return { at, uid: log.uid, collection, from, to, tokens };
+  return { at, uid: log.uid, collection, from, to, tokens, multiUnit: def.name !== 'Transfer' };
 }
 
 // ---------------------------------------------------------------------------------------------

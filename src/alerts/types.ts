@@ -45,6 +45,10 @@ export interface ChainEvent {
   price?: { perToken: string; currency: string };
   /** A listing of one request: when it expires (ISO 8601), from RequestCreated's `expiry`; absent when it never does. */
   expiresAt?: string;
+  /** A sale: its requests that still offer units after it (RequestAccepted's `quantityRemaining`): their listings stand. */
+  partlyFilledOrderIds?: string[];
+  /** Its tokens moved as ERC-1155 units (TransferSingle, TransferBatch): a wallet may hold more of each. */
+  multiUnit?: true;
   /** Uids of the logs the event was built from. */
   logUids: string[];
   /** Read back from the chain's JSON-RPC (after a restart, or a broken stream), not live from the streams. */

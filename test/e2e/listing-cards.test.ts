@@ -297,6 +297,57 @@ describe('listing cards that follow the token', () => {
     expect(discordEdits(edited.id)).toBe(2);
   }, 90_000);
 
+  it('GIVEN a listing of 3 ERC-1155 units WHEN one sells through it and its seller sells another through an offer THEN the card stays a listing; WHEN the last 2 sell THEN it says SOLD', async () => {
+    const potions = collectionNamed(devnet, 'Pixel Potions');
+    const before = tg.calls.length;
+    tg.injectText(TG_CHAT, TG_CHAT, '/watch add pixel potions listing,sale', 'private');
+    await until(
+      () => tg.calls.slice(before).some((c) => c.method === 'sendMessage' && /Watching/.test(String(c.params.text))),
+      'the Telegram rule for Pixel Potions',
+    );
+    const { balances } = await bot.platform.indexer.getTokenBalancesByContract({
+      network: 'devnet',
+      filter: { contractAddresses: [potions.address], contractStatus: 'ALL' },
+    });
+    const holding = balances.find((b) => BigInt(b.balance) >= 4n);
+    if (!holding) throw new Error('no wallet holds 4 units of a Pixel Potions token');
+    const seller = holding.accountAddress;
+    const token = { collection: potions.address, tokenId: holding.tokenID };
+    const listing = await mine([
+      { kind: 'listing', ...token, from: seller, quantity: '3', price: '2.47', currency: 'DEV' },
+    ]);
+    const orderId = listing.transactions[0]?.orderIds[0];
+    if (!orderId) throw new Error('no listing mined');
+    // The card shows what the listing asks for all its units.
+    const needle = '×3 for 7.41 ';
+    const card = await until(() => telegramMessage(needle), 'the Telegram alert of the 3 units');
+    /** Mines a sale and waits for its own alert, so that the bot has read it. */
+    const sold = async (spec: Record<string, unknown>) => {
+      const mined = await mine([{ kind: 'sale', ...spec }]);
+      const txnHash = mined.transactions[0]?.txnHash ?? '';
+      await until(() => telegramMessage(`${EXPLORER}${txnHash}`), `the alert of sale ${txnHash}`);
+      await bot.alerts.settled();
+    };
+
+    await sold({ orderId, quantity: '1' });
+    const offer = await mine([{ kind: 'offer', ...token, quantity: '1', price: '0.5', currency: 'WDEV' }]);
+    const offerId = offer.transactions[0]?.orderIds[0];
+    if (!offerId) throw new Error('no offer mined');
+    await sold({ orderId: offerId, from: seller, quantity: '1' });
+    await sleep(1_500);
+    expect(telegramText(telegramMessage(needle) ?? card)).not.toContain('SOLD');
+    expect(telegramEdits(card)).toBe(0);
+
+    await sold({ orderId, quantity: '2' });
+    const closed = await until(() => {
+      const m = telegramMessage(needle);
+      return m && telegramText(m).includes('SOLD') ? m : undefined;
+    }, 'the card of the 3 units edited to SOLD');
+    expect(telegramText(closed)).not.toContain('Buy on');
+    await sleep(1_000);
+    expect(telegramEdits(closed)).toBe(1);
+  }, 90_000);
+
   it('GIVEN a sold listing whose edit Telegram refused (429) WHEN the bot restarts THEN the edit is made after the restart, once', async () => {
     const listing = await listed('3.36');
     tg.fail(['editMessageCaption', 'editMessageText'], {

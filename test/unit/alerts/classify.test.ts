@@ -320,6 +320,43 @@ describe('classifyTransaction: sales', () => {
     expect(only(tx)).toMatchObject({ kind: 'sale', from: ALICE, to: CAROL, tokens: [{ tokenId: '3', amount: '4' }] });
   });
 
+  it('says which requests an ERC-1155 sale filled only in part, and that its tokens moved as units', () => {
+    const tx = new Tx(34)
+      .single(ERC1155, ALICE, CAROL, '3', '1')
+      .accepted({ requestId: '9', buyer: CAROL, collection: ERC1155, remaining: '2' })
+      .single(ERC1155, ALICE, CAROL, '5', '2')
+      .accepted({ requestId: '10', buyer: CAROL, collection: ERC1155, quantity: '2', remaining: '0x0' });
+    expect(only(tx)).toMatchObject({
+      kind: 'sale',
+      orderIds: ['9', '10'],
+      partlyFilledOrderIds: ['9'],
+      multiUnit: true,
+    });
+    // Filled in part, then in full, in one transaction: filled.
+    const twice = new Tx(35)
+      .single(ERC1155, ALICE, CAROL, '3', '1')
+      .accepted({ requestId: '9', buyer: CAROL, collection: ERC1155, remaining: '1' })
+      .single(ERC1155, ALICE, CAROL, '3', '1')
+      .accepted({ requestId: '9', buyer: CAROL, collection: ERC1155, remaining: '0' });
+    expect(only(twice).partlyFilledOrderIds).toBeUndefined();
+    // ERC-721 sales carry neither.
+    const whole = only(
+      new Tx(36).transfer(COLLECTION, ALICE, BOB, '7').accepted({ requestId: '1', buyer: BOB, collection: COLLECTION }),
+    );
+    expect(whole.partlyFilledOrderIds).toBeUndefined();
+    expect(whole.multiUnit).toBeUndefined();
+  });
+
+  it('skips a RequestAccepted whose quantityRemaining is not an unsigned integer', () => {
+    const tx = new Tx(37)
+      .single(ERC1155, ALICE, CAROL, '3', '1')
+      .accepted({ requestId: '9', buyer: CAROL, collection: ERC1155, remaining: '-1' });
+    const { skipped } = classify(tx);
+    expect(skipped.map((s) => s.reason)).toEqual([
+      'RequestAccepted: quantityRemaining is not an unsigned integer: "-1"',
+    ]);
+  });
+
   it('uses the Transfer of a sold collection even when it is not watched', () => {
     const unwatched = addr(0x5e11, 'dd');
     const tx = new Tx(33)

@@ -143,13 +143,20 @@ export class Tx {
   }
 
   accepted(
-    r: { requestId: string; buyer: string; collection: string; receiver?: string; quantity?: string },
+    r: {
+      requestId: string;
+      buyer: string;
+      collection: string;
+      receiver?: string;
+      quantity?: string;
+      remaining?: string;
+    },
     options?: LogOptions & { market?: string },
   ): this {
     return this.raw(
       'RequestAccepted',
       options?.market ?? MARKET,
-      [r.requestId, r.buyer, r.collection, r.receiver ?? r.buyer, r.quantity ?? '1', '0'],
+      [r.requestId, r.buyer, r.collection, r.receiver ?? r.buyer, r.quantity ?? '1', r.remaining ?? '0'],
       options,
     );
   }
