@@ -1,8 +1,10 @@
 // Delivery journal throughput with fsync on: 20,000 deliveries recorded in batches of 10, each marked
-// sending then sent (3 durable writes per batch), then compaction and replay times.
+// sending then sent (3 durable writes per batch), then compaction and replay times, and the longest
+// the event loop was held during each compaction (what an alert waiting on it would wait at most).
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { NewDelivery } from '../src/core/deliveries.ts';
 import { DeliveryJournal } from '../src/store/files/journal/journal.ts';
 
@@ -24,6 +26,14 @@ const delivery = (n: number): NewDelivery => ({
 
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(2)} MiB`;
 const ms = (start: number) => performance.now() - start;
+/** Runs `work` and says the longest the event loop was held meanwhile. */
+async function held(work: () => Promise<void>): Promise<string> {
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  await work();
+  delay.disable();
+  return `event loop held at most ${(delay.max / 1e6).toFixed(1)} ms`;
+}
 
 try {
   let compactionFailures = 0;
@@ -60,9 +70,9 @@ try {
   console.log(`  on disk: ${mib((await stat(file)).size)}, ${journal.stats().records} records`);
 
   start = performance.now();
-  await journal.compact();
+  let stall = await held(() => journal.compact());
   console.log(
-    `compaction, all ${journal.stats().records} records open: ${ms(start).toFixed(0)} ms -> ${mib(journal.stats().bytes)}`,
+    `compaction, all ${journal.stats().records} records open: ${ms(start).toFixed(0)} ms -> ${mib(journal.stats().bytes)}, ${stall}`,
   );
 
   for (let n = 0; n < 2 * TOTAL; n += 100) {
@@ -70,10 +80,11 @@ try {
   }
   clock += 25 * 60 * 60 * 1000;
   const before = (await stat(file)).size;
+  const forgotten = journal.stats().records;
   start = performance.now();
-  await journal.compact();
+  stall = await held(() => journal.compact());
   console.log(
-    `compaction, all closed and past retention: ${ms(start).toFixed(0)} ms, ${mib(before)} -> ${mib(journal.stats().bytes)}`,
+    `compaction, all ${forgotten} closed and past retention: ${ms(start).toFixed(0)} ms, ${mib(before)} -> ${mib(journal.stats().bytes)}, ${stall}`,
   );
   await journal.close();
 

@@ -539,6 +539,61 @@ describe('DeliveryJournal: compaction', () => {
     expect(await readdir(dir)).toEqual(['deliveries.jsonl']);
   });
 
+  it('GIVEN a compaction in the middle of forgetting thousands of old records WHEN one it forgot already changes THEN the change is kept, in memory and in the file', async () => {
+    const writer = await open({ retentionMs: 0, compactAfterBytes: 1024 ** 3, fsync: false });
+    const count = 20_000;
+    for (let n = 0; n < count; n += 500) {
+      const batch = Array.from({ length: 500 }, (_, k) => delivery(n + k));
+      await writer.record(batch);
+      await Promise.all(batch.map((d) => writer.markFailed(idOf(d), 'channel deleted', { final: true })));
+    }
+    await writer.close();
+    // The next write crosses the threshold: the compaction runs beside the writes, in slices.
+    const journal = await open({ retentionMs: 0, compactAfterBytes: (await stat(file)).size + 1, fsync: false });
+    await journal.record([delivery(count)]);
+    const first = idOf(delivery(0));
+    // Phase 1 forgets the records it leaves out a slice at a time: the first is gone long before the last.
+    while (journal.get(first)) await new Promise((resolve) => setImmediate(resolve));
+    expect(journal.get(idOf(delivery(count - 1)))).toBeDefined();
+    expect(await journal.markSent(first, 'late')).toMatchObject({ state: 'sent', messageId: 'late' });
+    await journal.compact(); // after the one under way
+    expect(journal.get(first)).toMatchObject({ state: 'sent', messageId: 'late' });
+    expect(journal.get(idOf(delivery(count - 1)))).toBeUndefined();
+    expect(journal.stats().records).toBe(2);
+    await journal.close();
+    const again = await tracked();
+    expect(again.get(first)).toMatchObject({ state: 'sent', messageId: 'late' });
+    expect(again.stats().records).toBe(2);
+  }, 60_000);
+
+  it('GIVEN a compaction that fails after forgetting the old records WHEN it fails THEN they are in memory again, as the file still holds them', async () => {
+    let refuse = false;
+    const journal = await tracked({
+      retentionMs: 0,
+      compactAfterBytes: 1024 ** 3,
+      fence: () => (refuse ? Promise.reject(new Error('the fence is down')) : undefined),
+    });
+    const closed = Array.from({ length: 5 }, (_, n) => delivery(n));
+    await journal.record([...closed, delivery(9)]);
+    for (const d of closed) await journal.markFailed(idOf(d), 'channel deleted', { final: true });
+    const before = journal.byDestination(DISCORD);
+    refuse = true;
+    await expect(journal.compact()).rejects.toThrow(/could not be compacted/);
+    refuse = false;
+    expect(
+      journal
+        .byDestination(DISCORD)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual(before.map((r) => r.id).sort());
+    for (const d of closed) expect(journal.get(idOf(d))).toMatchObject({ state: 'failed' });
+    expect(journal.byTransaction('devnet', '0x1').map((r) => r.id)).toEqual([idOf(delivery(1))]);
+    await journal.compact();
+    expect(journal.byDestination(DISCORD).map((r) => r.id)).toEqual([idOf(delivery(9))]);
+    await journal.close();
+    expect((await tracked()).byDestination(DISCORD).map((r) => r.id)).toEqual([idOf(delivery(9))]);
+  });
+
   it('GIVEN many concurrent writers and a tiny threshold WHEN the journal compacts again and again THEN a reopen finds exactly the state in memory', async () => {
     const journal = await open({ retentionMs: 0, compactAfterBytes: 2 * 1024 });
     const writer = async (w: number) => {

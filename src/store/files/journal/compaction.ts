@@ -105,6 +105,14 @@ export class Compactor {
     this.#o.onError?.(error instanceof Error ? error : new Error(String(error)));
   }
 
+  /** A compaction failed: the records its phase 1 forgot are in the file still, and in memory again. */
+  #remember(compaction: Compaction): void {
+    const records = this.#o.records;
+    if (records.forgotten !== compaction.removed) return;
+    records.forgotten = undefined;
+    for (const [id, r] of compaction.removed) if (!records.byId.has(id)) records.put(r);
+  }
+
   /** Resolves once the files replaced by compactions are closed. */
   async closeReplaced(): Promise<void> {
     await Promise.all([...this.#closing].map((handle) => handle.close().catch(() => undefined)));
@@ -139,6 +147,8 @@ export class Compactor {
       phase1,
     };
     this.#compaction = compaction;
+    const records = this.#o.records;
+    records.forgotten = compaction.removed;
     const writeSlices = async () => {
       await rm(this.#tempFile, { force: true });
       const temp = await open(this.#tempFile, 'ax');
@@ -155,6 +165,9 @@ export class Compactor {
           const r = snapshot[at++] as DeliveryRecord;
           if (isClosed(r) && Date.parse(r.updatedAt) <= cutoff && !followsListing(r, now)) {
             compaction.removed.set(r.id, r);
+            // Forgotten now, inside the slice, unless it changed since the snapshot (then it is
+            // touched, and phase 2 writes it back).
+            if (records.byId.get(r.id) === r) records.remove(r.id);
           } else {
             kept.push({ op: 'add', r });
           }
@@ -185,6 +198,7 @@ export class Compactor {
       },
       async (cause: unknown) => {
         if (this.#compaction === compaction) this.#compaction = undefined;
+        this.#remember(compaction);
         await compaction.temp?.close().catch(() => undefined);
         await rm(this.#tempFile, { force: true }).catch(() => undefined);
         rejectPhase1(
@@ -225,6 +239,7 @@ export class Compactor {
       renamed = true;
     } catch (cause) {
       this.#compaction = undefined;
+      this.#remember(compaction);
       await temp.close().catch(() => undefined);
       await rm(this.#tempFile, { force: true }).catch(() => undefined);
       if (cause instanceof LeaseLostError) throw cause;
@@ -235,12 +250,13 @@ export class Compactor {
       if (renamed) this.#compaction = undefined;
     }
     // The renamed temporary file is now the journal: keep appending through its handle. In memory,
-    // the records left out go. Records added since the snapshot are already after its records, in the
-    // order the file replays them; only when records were written back before them (rare: a record left
-    // out but changed meanwhile) do those and then the added ones move to the end, to keep that order.
-    // Moving thousands of added records every time held the write queue and the event loop for 27-87 ms.
+    // the records left out are gone already (phase 1 forgot them). Records added since the snapshot
+    // are after its records, in the order the file replays them; only when records were written back
+    // before them (rare: a record left out but changed meanwhile) do those and then the added ones move
+    // to the end, to keep that order. Moving thousands of added records every time, and forgetting
+    // thousands here, held the write queue and the event loop (27-87 ms at 5 chats an event).
     const records = this.#o.records;
-    for (const id of removed.keys()) if (!touched.has(id)) records.remove(id);
+    records.forgotten = undefined;
     if (restored.length > 0) {
       for (const id of [...restored, ...compaction.added]) {
         const current = records.byId.get(id);

@@ -54,6 +54,12 @@ export class Records {
   readonly byListing = new Map<string, string[]>();
   /** The ids of listing cards, in recording order (expiries and reorgs look through them). */
   readonly listings = new Set<string>();
+  /**
+   * While a compaction runs: the records it leaves out of the file, which it already took out of the
+   * maps above (a few at a time, so that forgetting a day of deliveries never holds the event loop).
+   * A change to one of them finds it here and puts it back (the compaction then writes it back).
+   */
+  forgotten: ReadonlyMap<string, DeliveryRecord> | undefined;
 
   /** Inserts a new record or replaces the record of the same id. */
   put(record: DeliveryRecord): void {
@@ -101,7 +107,7 @@ export class Overlay {
   }
 
   get(id: string): DeliveryRecord | undefined {
-    return this.#changed.get(id) ?? this.#base.byId.get(id);
+    return this.#changed.get(id) ?? this.#base.byId.get(id) ?? this.#base.forgotten?.get(id);
   }
 
   idsOf(network: string, txnHash: string): string[] {
