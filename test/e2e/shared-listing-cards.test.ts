@@ -1,10 +1,6 @@
-import { readFile, rm } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/devnet/index.ts';
-import type { RunningBot } from '../../src/main.ts';
-import { collectionNamed, platformEnv } from '../helpers/devnet-data.ts';
-import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
-import { sleep, startTerminalBot, type TerminalBot, until } from '../helpers/terminal-bot.ts';
+import { describe, expect, it } from 'vitest';
+import { useSharedDatabase } from '../helpers/shared-database.ts';
+import { sleep, until } from '../helpers/terminal-bot.ts';
 
 /*
  * Listing cards with two processes (src/main.ts, in this process) on one PostgreSQL: one ingests and
@@ -14,49 +10,18 @@ import { sleep, startTerminalBot, type TerminalBot, until } from '../helpers/ter
  * the link to its transaction's page.
  */
 
-let postgres: TestPostgres;
-let devnet: Devnet;
-let cats: DevnetCollectionInfo;
-const dirs: string[] = [];
-const bots: RunningBot[] = [];
 const EXPLORER = 'http://explorer.test/tx/';
-
-type Run = TerminalBot;
-
-async function start(databaseUrl: string): Promise<Run> {
-  const run = await startTerminalBot(
-    {
-      ...platformEnv(devnet),
-      FLOORWATCH_DATABASE_URL: databaseUrl,
-      FLOORWATCH_TOKEN_URL: `${devnet.url}/market/{network}/{collection}/{tokenId}`,
-      FLOORWATCH_EXPLORER_URLS: `devnet=${EXPLORER}{txnHash}`,
-      FLOORWATCH_LISTING_EXPIRY_CHECK_SECONDS: '1',
-    },
-    (dir) => dirs.push(dir),
-  );
-  bots.push(run.bot);
-  return run;
-}
-
-const leads = async (run: Run) => (await readFile(run.log, 'utf8')).includes('now leads ingest');
+const suite = useSharedDatabase((devnet) => ({
+  FLOORWATCH_TOKEN_URL: `${devnet.url}/market/{network}/{collection}/{tokenId}`,
+  FLOORWATCH_EXPLORER_URLS: `devnet=${EXPLORER}{txnHash}`,
+  FLOORWATCH_LISTING_EXPIRY_CHECK_SECONDS: '1',
+}));
+const { start, leads } = suite;
 const count = (text: string, pattern: RegExp) => (text.match(pattern) ?? []).length;
-
-beforeAll(async () => {
-  postgres = await startTestPostgres();
-  devnet = await startDevnet({ scale: 'small', heartbeatIntervalMs: 1_000, blockIntervalMs: 0 });
-  cats = collectionNamed(devnet, 'Moon Cats');
-}, 120_000);
-
-afterAll(async () => {
-  for (const bot of bots) await bot.stop();
-  await devnet?.close();
-  await postgres?.stop();
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-});
 
 describe('listing cards of processes sharing a database', () => {
   it('GIVEN two processes WHEN a listing alerted is sold, another expires and a third is reorganised away THEN one process edits each message, once, and the reversed one links no transaction', async () => {
-    const url = await postgres.freshDatabase();
+    const url = await suite.postgres.freshDatabase();
     const runs = [await start(url), await start(url)];
     const out = () => runs.map((r) => r.out()).join('\n');
     const listedLines = (price: string) =>
@@ -66,7 +31,7 @@ describe('listing cards of processes sharing a database', () => {
     await until(async () => (await Promise.all(runs.map(leads))).some(Boolean), 'an ingest leader');
     const listing = (price: string, extra: Record<string, unknown> = {}) => ({
       kind: 'listing' as const,
-      collection: cats.address,
+      collection: suite.cats.address,
       currency: 'DEV',
       price,
       ...extra,
@@ -74,32 +39,32 @@ describe('listing cards of processes sharing a database', () => {
     let warm = 0;
     await until(async () => {
       const price = `1.${++warm}07`;
-      await devnet.mine('devnet', [listing(price)]);
+      await suite.devnet.mine('devnet', [listing(price)]);
       await sleep(500);
       return listedLines(price) > 0;
     }, 'the streams');
 
     // Sold: the card is edited once, whichever process holds the chat.
-    const sold = await devnet.mine('devnet', [listing('4.41')]);
+    const sold = await suite.devnet.mine('devnet', [listing('4.41')]);
     const orderId = sold.transactions[0]?.orderIds[0] ?? '';
     await until(() => listedLines('4.41') === 1, 'the listing alert');
-    await devnet.mine('devnet', [{ kind: 'sale', orderId }]);
+    await suite.devnet.mine('devnet', [{ kind: 'sale', orderId }]);
     const soldNote = /^SOLD · Listed: .* for 4\.41 \S+$/gm;
     await until(() => count(out(), soldNote) >= 1, 'the SOLD edit');
     expect(out()).toMatch(/Sold for 4\.41 /);
 
     // Expired: found by the ingesting process, edited by the claim's holder, once.
-    await devnet.mine('devnet', [listing('4.42', { expiresIn: 1 })]);
+    await suite.devnet.mine('devnet', [listing('4.42', { expiresIn: 1 })]);
     await until(() => listedLines('4.42') === 1, 'the expiring listing alert');
     const expiredNote = /^EXPIRED · Listed: .* for 4\.42 \S+$/gm;
     await until(() => count(out(), expiredNote) >= 1, 'the EXPIRED edit');
 
     // Reorganised away: reversed, and no page of a transaction that is gone.
-    const gone = await devnet.mine('devnet', [listing('4.43')]);
+    const gone = await suite.devnet.mine('devnet', [listing('4.43')]);
     await until(() => listedLines('4.43') === 1, 'the listing about to be reorganised');
     const txnHash = gone.transactions[0]?.txnHash ?? '';
     expect(out()).toContain(`${EXPLORER}${txnHash}`);
-    await devnet.reorg('devnet', 1);
+    await suite.devnet.reorg('devnet', 1);
     const reversed = /^Reversed: Listed: .* for 4\.43 \S+$/gm;
     await until(() => count(out(), reversed) >= 1, 'the reversed alert');
     const note = out().slice(out().search(reversed));

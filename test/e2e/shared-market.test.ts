@@ -1,11 +1,7 @@
-import { readFile, rm } from 'node:fs/promises';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/devnet/index.ts';
-import type { RunningBot } from '../../src/main.ts';
-import { platformEnv } from '../helpers/devnet-data.ts';
-import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
-import { sleep, startTerminalBot, type TerminalBot, until } from '../helpers/terminal-bot.ts';
+import { describe, expect, it } from 'vitest';
+import { useSharedDatabase } from '../helpers/shared-database.ts';
+import { sleep, type TerminalBot, until } from '../helpers/terminal-bot.ts';
 
 /*
  * Two bots (src/main.ts, in this process) on one PostgreSQL, as two replicas: one ingests, the other
@@ -17,42 +13,14 @@ import { sleep, startTerminalBot, type TerminalBot, until } from '../helpers/ter
  * the blocks the first saw: it reads none of them back.
  */
 
-let postgres: TestPostgres;
-let devnet: Devnet;
-let cats: DevnetCollectionInfo;
-const dirs: string[] = [];
-const bots: RunningBot[] = [];
+const suite = useSharedDatabase();
+const { start, leads } = suite;
 
 type Run = TerminalBot;
 
-async function start(databaseUrl: string): Promise<Run> {
-  const run = await startTerminalBot({ ...platformEnv(devnet), FLOORWATCH_DATABASE_URL: databaseUrl }, (dir) =>
-    dirs.push(dir),
-  );
-  bots.push(run.bot);
-  return run;
-}
-
-const leads = async (run: Run) => (await readFile(run.log, 'utf8')).includes('now leads ingest');
-
-beforeAll(async () => {
-  postgres = await startTestPostgres();
-  devnet = await startDevnet({ scale: 'small', heartbeatIntervalMs: 1_000, blockIntervalMs: 0 });
-  const found = devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
-  if (!found) throw new Error('no Moon Cats');
-  cats = found;
-}, 120_000);
-
-afterAll(async () => {
-  for (const bot of bots) await bot.stop();
-  await devnet?.close();
-  await postgres?.stop();
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-});
-
 describe('the market record of processes sharing a database', () => {
   it('GIVEN two processes WHEN the one that ingests stops and the other takes over THEN an identical relist stays a relist, and /collection on the other counts the sale the first saw', async () => {
-    const url = await postgres.freshDatabase();
+    const url = await suite.postgres.freshDatabase();
     const runs = [await start(url), await start(url)];
     const out = () => runs.map((r) => r.out()).join('\n');
     const alertsFor = (price: string) =>
@@ -66,24 +34,26 @@ describe('the market record of processes sharing a database', () => {
     const { collectibles } = await leader.bot.platform.marketplace.listCollectibles({
       network: 'devnet',
       side: 'listing',
-      contractAddress: cats.address,
+      contractAddress: suite.cats.address,
       filter: { includeEmpty: false },
       page: { pageSize: 20 },
     });
     const [listedToken, soldToken] = collectibles.filter((c) => c.order).map((c) => c.metadata.tokenId);
     if (!listedToken || !soldToken) throw new Error('nothing listed');
-    const listing = { kind: 'listing' as const, collection: cats.address, tokenId: listedToken, currency: 'DEV' };
+    const listing = { kind: 'listing' as const, collection: suite.cats.address, tokenId: listedToken, currency: 'DEV' };
 
     // The leader's streams are open once one of its listings is alerted (a first start begins at the head).
     let warm = 0;
     await until(async () => {
-      await devnet.mine('devnet', [{ ...listing, price: `1.${++warm}01` }]);
+      await suite.devnet.mine('devnet', [{ ...listing, price: `1.${++warm}01` }]);
       await sleep(500);
       return alertsFor(`1.${warm}01`) > 0;
     }, "the leader's streams");
-    await devnet.mine('devnet', [{ ...listing, price: '7.777' }]);
+    await suite.devnet.mine('devnet', [{ ...listing, price: '7.777' }]);
     await until(() => alertsFor('7.777') === 1, 'the listing alert');
-    const sold = await devnet.mine('devnet', [{ kind: 'sale', collection: cats.address, tokenId: soldToken }]);
+    const sold = await suite.devnet.mine('devnet', [
+      { kind: 'sale', collection: suite.cats.address, tokenId: soldToken },
+    ]);
     await until(() => /^Sold: /m.test(out()), 'the sale alert');
     // The shared cursor passed these blocks: the next leader does not read them back (it never sees them).
     const probe = new pg.Client({ connectionString: url });
@@ -96,18 +66,17 @@ describe('the market record of processes sharing a database', () => {
       await probe.end();
     }
 
-    await leader.bot.stop();
-    bots.splice(bots.indexOf(leader.bot), 1);
+    await suite.stop(leader);
     await until(() => leads(follower), 'the other process leading the ingestion');
     await until(async () => {
-      await devnet.mine('devnet', [{ ...listing, price: `2.${++warm}01` }]);
+      await suite.devnet.mine('devnet', [{ ...listing, price: `2.${++warm}01` }]);
       await sleep(500);
       return alertsFor(`2.${warm}01`) > 0;
     }, "the new leader's streams");
 
     // The same listing again: a relist for the process that never saw the first.
-    await devnet.mine('devnet', [{ ...listing, price: '7.777' }]);
-    await devnet.mine('devnet', [{ ...listing, price: '7.778' }]);
+    await suite.devnet.mine('devnet', [{ ...listing, price: '7.777' }]);
+    await suite.devnet.mine('devnet', [{ ...listing, price: '7.778' }]);
     await until(() => alertsFor('7.778') === 1, 'the next listing alert');
     await sleep(1_000);
     expect(alertsFor('7.777')).toBe(1);

@@ -1,11 +1,7 @@
-import { readFile, rm } from 'node:fs/promises';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/devnet/index.ts';
-import type { RunningBot } from '../../src/main.ts';
-import { platformEnv } from '../helpers/devnet-data.ts';
-import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
-import { sleep, startTerminalBot, type TerminalBot, until } from '../helpers/terminal-bot.ts';
+import { describe, expect, it } from 'vitest';
+import { useSharedDatabase } from '../helpers/shared-database.ts';
+import { sleep, type TerminalBot, until } from '../helpers/terminal-bot.ts';
 
 /*
  * Floor rules with a shared database: two bots (src/main.ts, in this process) on one PostgreSQL, one
@@ -15,42 +11,14 @@ import { sleep, startTerminalBot, type TerminalBot, until } from '../helpers/ter
  * Alerts are counted in both terminal chats' output (both are chat `console:terminal`).
  */
 
-let postgres: TestPostgres;
-let devnet: Devnet;
-let cats: DevnetCollectionInfo;
-const dirs: string[] = [];
-const bots: RunningBot[] = [];
+const suite = useSharedDatabase();
+const { start, leads } = suite;
 
 type Run = TerminalBot;
 
-async function start(databaseUrl: string): Promise<Run> {
-  const run = await startTerminalBot({ ...platformEnv(devnet), FLOORWATCH_DATABASE_URL: databaseUrl }, (dir) =>
-    dirs.push(dir),
-  );
-  bots.push(run.bot);
-  return run;
-}
-
-const leads = async (run: Run) => (await readFile(run.log, 'utf8')).includes('now leads ingest');
-
-beforeAll(async () => {
-  postgres = await startTestPostgres();
-  devnet = await startDevnet({ scale: 'small', heartbeatIntervalMs: 1_000, blockIntervalMs: 0 });
-  const found = devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');
-  if (!found) throw new Error('no Moon Cats');
-  cats = found;
-}, 120_000);
-
-afterAll(async () => {
-  for (const bot of bots) await bot.stop();
-  await devnet?.close();
-  await postgres?.stop();
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
-});
-
 describe('floor rules of processes sharing a database', () => {
   it('GIVEN two processes and a floor rule WHEN the floor falls below its line THEN one alert, the rule keeps the level in the database, and the process that takes over alerts nothing for the same line', async () => {
-    const url = await postgres.freshDatabase();
+    const url = await suite.postgres.freshDatabase();
     const runs = [await start(url), await start(url)];
     const out = () => runs.map((r) => r.out()).join('\n');
     const alerts = () => (out().match(/^Floor of Moon Cats fell below/gm) ?? []).length;
@@ -61,7 +29,7 @@ describe('floor rules of processes sharing a database', () => {
     const { collectibles } = await leader.bot.platform.marketplace.listCollectibles({
       network: 'devnet',
       side: 'listing',
-      contractAddress: cats.address,
+      contractAddress: suite.cats.address,
       filter: { includeEmpty: false },
       page: { pageSize: 50 },
     });
@@ -74,8 +42,12 @@ describe('floor rules of processes sharing a database', () => {
     // Added on the process that does not ingest: the rule reaches the other through the database.
     follower.input.write(`/watch add moon cats floor below=${line}\n`);
     await until(() => out().includes('Watching'), 'the floor rule');
-    const listing = { kind: 'listing' as const, collection: cats.address, currency: floor.order.priceCurrencyAddress };
-    await devnet.mine('devnet', [{ ...listing, tokenId: floor.tokenId, price: (price * 0.5).toFixed(4) }]);
+    const listing = {
+      kind: 'listing' as const,
+      collection: suite.cats.address,
+      currency: floor.order.priceCurrencyAddress,
+    };
+    await suite.devnet.mine('devnet', [{ ...listing, tokenId: floor.tokenId, price: (price * 0.5).toFixed(4) }]);
     await until(() => alerts() === 1, 'the floor alert');
 
     const probe = new pg.Client({ connectionString: url });
@@ -93,12 +65,11 @@ describe('floor rules of processes sharing a database', () => {
       await probe.end();
     }
 
-    await leader.bot.stop();
-    bots.splice(bots.indexOf(leader.bot), 1);
+    await suite.stop(leader);
     await until(() => leads(follower), 'the other process leading the ingestion');
     await sleep(1_500);
     // Lower still: the line was crossed already, as the database says; the new leader checks and stays quiet.
-    await devnet.mine('devnet', [{ ...listing, tokenId: floor.tokenId, price: (price * 0.4).toFixed(4) }]);
+    await suite.devnet.mine('devnet', [{ ...listing, tokenId: floor.tokenId, price: (price * 0.4).toFixed(4) }]);
     await until(() => follower.bot.alerts.status().moves.checks > 0, 'a check by the new leader');
     await follower.bot.alerts.settled();
     await sleep(500);
