@@ -162,12 +162,9 @@ describe.each(MODES)('holder roles on $name', (mode) => {
     running = await mode.start({
       FLOORWATCH_GATE_GRACE_HOURS: '0',
       LOG_LEVEL: 'debug',
-      TELEGRAM_BOT_TOKEN: tg.token,
-      TELEGRAM_API_ROOT: tg.url,
-      DISCORD_TOKEN: discord.token,
-      DISCORD_APPLICATION_ID: discord.applicationId,
+      ...tg.env,
+      ...discord.env,
       DISCORD_GUILD_ID: GUILD,
-      DISCORD_API_ROOT: discord.api,
     });
     bot = running.bot;
     const found = running.devnet.collections.devnet?.find((c) => c.name === 'Moon Cats');

@@ -9,6 +9,7 @@ import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/d
 import { type RunningBot, startBot } from '../../src/main.ts';
 import { FakeDiscord } from '../fakes/discord.ts';
 import { FakeTelegram } from '../fakes/telegram.ts';
+import { askTelegram } from '../helpers/chat-commands.ts';
 import { collectionNamed, platformEnv } from '../helpers/devnet-data.ts';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
 import { until } from '../helpers/waiting.ts';
@@ -75,12 +76,8 @@ describe.each(['files', 'PostgreSQL'] as const)('late alerts and the record, sto
         FLOORWATCH_DATA_DIR: dataDir,
         ...(databaseUrl ? { FLOORWATCH_DATABASE_URL: databaseUrl } : {}),
         FLOORWATCH_LOG_LEVEL: 'info',
-        TELEGRAM_BOT_TOKEN: tg.token,
-        TELEGRAM_API_ROOT: tg.url,
-        DISCORD_TOKEN: discord.token,
-        DISCORD_APPLICATION_ID: discord.applicationId,
-        DISCORD_GUILD_ID: discord.guildId,
-        DISCORD_API_ROOT: discord.api,
+        ...tg.env,
+        ...discord.env,
         ...env,
       },
       stdin: new PassThrough(),
@@ -117,16 +114,7 @@ describe.each(['files', 'PostgreSQL'] as const)('late alerts and the record, sto
       .flatMap((m) => (m.embeds ?? []) as Array<{ title?: string; description?: string }>)
       .filter((embed) => String(embed.title ?? '').startsWith('Sold'));
 
-  async function telegramCommand(text: string, answered: RegExp): Promise<string> {
-    const before = tg.calls.length;
-    tg.injectText(TG_CHAT, TG_CHAT, text, 'private');
-    return until(() => {
-      const call = tg.calls
-        .slice(before)
-        .find((c) => c.method === 'sendMessage' && answered.test(String(c.params.text ?? '')));
-      return call ? String(call.params.text) : undefined;
-    }, `the answer to ${text}`);
-  }
+  const telegramCommand = (text: string, answered: RegExp) => askTelegram(tg, TG_CHAT, text, answered);
 
   /** The figures of the devnet network in a /status or digest text. */
   function figures(text: string): { events: number; readBack: number; missed: number } | undefined {

@@ -7,6 +7,7 @@ import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/d
 import { type RunningBot, startBot } from '../../src/main.ts';
 import { FakeDiscord } from '../fakes/discord.ts';
 import { FakeTelegram, type StoredMessage } from '../fakes/telegram.ts';
+import { askDiscord, askTelegram } from '../helpers/chat-commands.ts';
 import { collectionNamed, mineBlock, platformEnv } from '../helpers/devnet-data.ts';
 import { sleep, until } from '../helpers/waiting.ts';
 
@@ -39,12 +40,8 @@ function env(): Record<string, string> {
     FLOORWATCH_EXPLORER_URLS: `devnet=${EXPLORER}{txnHash}`,
     FLOORWATCH_LISTING_EXPIRY_CHECK_SECONDS: '1',
     FLOORWATCH_LOG_LEVEL: 'info',
-    TELEGRAM_BOT_TOKEN: tg.token,
-    TELEGRAM_API_ROOT: tg.url,
-    DISCORD_TOKEN: discord.token,
-    DISCORD_APPLICATION_ID: discord.applicationId,
-    DISCORD_GUILD_ID: discord.guildId,
-    DISCORD_API_ROOT: discord.api,
+    ...tg.env,
+    ...discord.env,
   };
 }
 
@@ -97,23 +94,9 @@ beforeAll(async () => {
   discord = await FakeDiscord.start();
   dataDir = await mkdtemp(join(tmpdir(), 'floorwatch-cards-'));
   bot = await startTheBot();
-  const before = tg.calls.length;
-  tg.injectText(TG_CHAT, TG_CHAT, '/watch add moon cats listing', 'private');
-  await until(
-    () => tg.calls.slice(before).some((c) => c.method === 'sendMessage' && /Watching/.test(String(c.params.text))),
-    'the Telegram rule',
-  );
-  const { token } = discord.dispatchInteraction({
-    kind: 'command',
-    name: 'watch',
-    subcommand: 'add',
-    options: { collection: 'moon cats', kinds: 'listing' },
-    permissions: '8',
-  });
-  await until(() => {
-    const original = discord.original(token);
-    return original && JSON.stringify(original).includes('Watching') ? true : undefined;
-  }, 'the Discord rule');
+  await askTelegram(tg, TG_CHAT, '/watch add moon cats listing', /Watching/);
+  const rule = { collection: 'moon cats', kinds: 'listing' };
+  await askDiscord(discord, { name: 'watch', subcommand: 'add', options: rule }, /Watching/);
   // The streams are open once a listing is alerted (a first start begins at the head).
   let warm = 0;
   await until(async () => {
@@ -299,12 +282,7 @@ describe('listing cards that follow the token', () => {
 
   it('GIVEN a listing of 3 ERC-1155 units WHEN one sells through it and its seller sells another through an offer THEN the card stays a listing; WHEN the last 2 sell THEN it says SOLD', async () => {
     const potions = collectionNamed(devnet, 'Pixel Potions');
-    const before = tg.calls.length;
-    tg.injectText(TG_CHAT, TG_CHAT, '/watch add pixel potions listing,sale', 'private');
-    await until(
-      () => tg.calls.slice(before).some((c) => c.method === 'sendMessage' && /Watching/.test(String(c.params.text))),
-      'the Telegram rule for Pixel Potions',
-    );
+    await askTelegram(tg, TG_CHAT, '/watch add pixel potions listing,sale', /Watching/);
     const { balances } = await bot.platform.indexer.getTokenBalancesByContract({
       network: 'devnet',
       filter: { contractAddresses: [potions.address], contractStatus: 'ALL' },

@@ -7,6 +7,7 @@ import { type Devnet, type DevnetCollectionInfo, startDevnet } from '../../src/d
 import { type RunningBot, startBot } from '../../src/main.ts';
 import { FakeDiscord } from '../fakes/discord.ts';
 import { FakeTelegram } from '../fakes/telegram.ts';
+import { askDiscord, askTelegram } from '../helpers/chat-commands.ts';
 import { collectionNamed, mineBlock, platformEnv } from '../helpers/devnet-data.ts';
 import { sleep, until } from '../helpers/waiting.ts';
 
@@ -72,31 +73,9 @@ const discordEmbeds = (pattern: RegExp) =>
     .map((m) => JSON.stringify(m.embeds))
     .filter((text) => pattern.test(text));
 
-async function telegramCommand(text: string, answered: RegExp): Promise<string> {
-  const before = tg.calls.length;
-  tg.injectText(TG_CHAT, TG_CHAT, text, 'private');
-  return until(() => {
-    const call = tg.calls
-      .slice(before)
-      .find((c) => c.method === 'sendMessage' && answered.test(String(c.params.text ?? '')));
-    return call ? String(call.params.text) : undefined;
-  }, `the answer to ${text}`);
-}
-
-async function discordCommand(subcommand: string, options: Record<string, string>): Promise<string> {
-  const { token } = discord.dispatchInteraction({
-    kind: 'command',
-    name: 'watch',
-    subcommand,
-    options,
-    permissions: '8',
-  });
-  const answer = await until(() => {
-    const original = discord.original(token);
-    return original && (original.embeds?.length || original.content) ? original : undefined;
-  }, `/watch ${subcommand} on Discord`);
-  return JSON.stringify(answer);
-}
+const telegramCommand = (text: string, answered: RegExp) => askTelegram(tg, TG_CHAT, text, answered);
+const discordCommand = (subcommand: string, options: Record<string, string>) =>
+  askDiscord(discord, { name: 'watch', subcommand, options });
 
 beforeAll(async () => {
   devnet = await startDevnet({ scale: 'small', heartbeatIntervalMs: 1_000, blockIntervalMs: 0 });
@@ -110,12 +89,8 @@ beforeAll(async () => {
       FLOORWATCH_DATA_DIR: dataDir,
       FLOORWATCH_TOKEN_URL: `${devnet.url}/market/{network}/{collection}/{tokenId}`,
       FLOORWATCH_LOG_LEVEL: 'info',
-      TELEGRAM_BOT_TOKEN: tg.token,
-      TELEGRAM_API_ROOT: tg.url,
-      DISCORD_TOKEN: discord.token,
-      DISCORD_APPLICATION_ID: discord.applicationId,
-      DISCORD_GUILD_ID: discord.guildId,
-      DISCORD_API_ROOT: discord.api,
+      ...tg.env,
+      ...discord.env,
     },
     stdin: new PassThrough(),
     logDestination: join(dataDir, 'test.log'),

@@ -63,10 +63,7 @@ async function startReplica(name: string): Promise<Replica> {
       FLOORWATCH_DATABASE_URL: databaseUrl,
       FLOORWATCH_DATA_DIR: dataDir,
       FLOORWATCH_LOG_LEVEL: 'info',
-      DISCORD_TOKEN: discord.token,
-      DISCORD_APPLICATION_ID: discord.applicationId,
-      DISCORD_GUILD_ID: discord.guildId,
-      DISCORD_API_ROOT: discord.api,
+      ...discord.env,
     },
   });
   let logs = '';

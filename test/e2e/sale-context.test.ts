@@ -8,6 +8,7 @@ import { type RunningBot, startBot } from '../../src/main.ts';
 import { shortAddress } from '../../src/market/format.ts';
 import { FakeDiscord } from '../fakes/discord.ts';
 import { FakeTelegram } from '../fakes/telegram.ts';
+import { askDiscord, askTelegram } from '../helpers/chat-commands.ts';
 import { collectionNamed, listedToken, platformEnv } from '../helpers/devnet-data.ts';
 import { sleep, until } from '../helpers/waiting.ts';
 
@@ -104,34 +105,14 @@ beforeAll(async () => {
       FLOORWATCH_DATA_DIR: dataDir,
       FLOORWATCH_WHALE_USD: `$${WHALE_USD}`,
       FLOORWATCH_LOG_LEVEL: 'info',
-      TELEGRAM_BOT_TOKEN: tg.token,
-      TELEGRAM_API_ROOT: tg.url,
-      DISCORD_TOKEN: discord.token,
-      DISCORD_APPLICATION_ID: discord.applicationId,
-      DISCORD_GUILD_ID: discord.guildId,
-      DISCORD_API_ROOT: discord.api,
+      ...tg.env,
+      ...discord.env,
     },
     stdin: new PassThrough(),
     logDestination: join(dataDir, 'test.log'),
   });
-  const before = tg.calls.length;
-  tg.injectText(TG_CHAT, TG_CHAT, '/watch add moon cats sale', 'private');
-  await until(
-    () =>
-      tg.calls.slice(before).find((c) => c.method === 'sendMessage' && /Watching/.test(String(c.params.text ?? ''))),
-    'the Telegram rule',
-  );
-  const { token } = discord.dispatchInteraction({
-    kind: 'command',
-    name: 'watch',
-    subcommand: 'add',
-    options: { collection: 'moon cats', kinds: 'sale' },
-    permissions: '8',
-  });
-  await until(() => {
-    const original = discord.original(token);
-    return original && (original.embeds?.length || original.content) ? original : undefined;
-  }, 'the Discord rule');
+  await askTelegram(tg, TG_CHAT, '/watch add moon cats sale', /Watching/);
+  await askDiscord(discord, { name: 'watch', subcommand: 'add', options: { collection: 'moon cats', kinds: 'sale' } });
   // The rules reach the streams' plan (re-planned a second after a change).
   await sleep(1_500);
 }, 120_000);

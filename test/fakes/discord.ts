@@ -390,6 +390,16 @@ export class FakeDiscord {
     return `http://127.0.0.1:${this.#port}${API_PREFIX}`;
   }
 
+  /** The bot's environment for this stand-in (its first guild as DISCORD_GUILD_ID). */
+  get env(): Record<string, string> {
+    return {
+      DISCORD_TOKEN: this.token,
+      DISCORD_APPLICATION_ID: this.applicationId,
+      DISCORD_GUILD_ID: this.guildId,
+      DISCORD_API_ROOT: this.api,
+    };
+  }
+
   get channelId(): string {
     return this.guilds[0]?.channels[0] ?? '1';
   }

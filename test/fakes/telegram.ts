@@ -238,6 +238,11 @@ export class FakeTelegram {
   readonly token: string;
   url = '';
 
+  /** The bot's environment for this stand-in. */
+  get env(): Record<string, string> {
+    return { TELEGRAM_BOT_TOKEN: this.token, TELEGRAM_API_ROOT: this.url };
+  }
+
   private constructor(token: string) {
     this.token = token;
     this.#server = createServer((req, res) => void this.#handle(req, res));
