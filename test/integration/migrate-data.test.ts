@@ -276,6 +276,17 @@ describe('npm run migrate-data', () => {
         ],
       },
     ]);
+    // More sales than one statement moves, of another collection.
+    const DOGS = '0x00000000000000000000000000000000000000c2';
+    await market.addSales(
+      Array.from({ length: 1_234 }, (_, n) => ({
+        network: 'devnet',
+        collection: DOGS,
+        txnHash: `0xd${n}`,
+        at: soldAt + n,
+        tokens: [{ tokenId: String(n), amount: '1', usd: 1 }],
+      })),
+    );
     await market.floor('devnet', CATS, 2890, soldAt);
     await market.floor('devnet', CATS, 2700, soldAt + HOUR_MS);
     const listing = { network: 'devnet', key: `${CATS}|15x1|${BUYER}|1000|${CURRENCY}`, txnHash: '0xb1' };
@@ -297,7 +308,7 @@ describe('npm run migrate-data', () => {
     expect(moved.stderr).toBe('');
     expect(moved.stdout).toContain(
       '0 chats, 0 rules, 0 buttons, 0 deliveries, 0 cursors, 1 wallets, 2 verification links, 1 role rules, ' +
-        '1 role grants, 2 sales, 2 floor samples, 1 listings, 1 completeness days',
+        '1 role grants, 1236 sales, 2 floor samples, 1 listings, 1 completeness days',
     );
     expect(moved.code).toBe(0);
     expect(await contents(dir)).toEqual(before);
@@ -343,6 +354,8 @@ describe('npm run migrate-data', () => {
         volumeUsd: 3040.5,
         floorThen: { at: soldAt, usd: 2890 },
       });
+      expect(await pgMarket.activity('devnet', DOGS, 24 * HOUR_MS, now.getTime())).toMatchObject({ sales: 1_234 });
+      expect(await pgMarket.lastSale('devnet', DOGS, '1233')).toMatchObject({ at: soldAt + 1_233 });
       // The listing seen before the move makes an identical one after it a relist.
       expect(await pgMarket.relist({ ...listing, txnHash: '0xb2', at: now.getTime() }, HOUR_MS)).toBe(true);
 
@@ -416,6 +429,26 @@ describe('npm run migrate-data', () => {
                 (SELECT count(*)::int FROM wallets) AS wallets`,
       );
       expect(rows).toEqual([{ rules: 0, role_rules: 0, wallets: 1 }]);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('GIVEN a wallet file the bot could not read (of a newer version) THEN the move stops, names the file, and writes nothing', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'floorwatch-migrate-unreadable-'));
+    dirs.push(dir);
+    const roles = await FileRoleStore.open(join(dir, 'roles.jsonl'));
+    await roles.addRule(roleRule(), 25);
+    await roles.close();
+    await writeFile(join(dir, 'wallets.jsonl'), '{"op":"wallets","v":9}\n');
+    const url = await postgres.freshDatabase();
+    const stopped = await migrateData({ FLOORWATCH_DATA_DIR: dir, FLOORWATCH_DATABASE_URL: url });
+    expect(stopped.code).toBe(78);
+    expect(stopped.stderr).toContain(`${join(dir, 'wallets.jsonl')}: was written by a newer Floorwatch`);
+    const db = await Database.open(url, { logger: silent, poolSize: 2 });
+    try {
+      const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM role_rules');
+      expect(rows).toEqual([{ n: 0 }]);
     } finally {
       await db.close();
     }

@@ -199,15 +199,16 @@ export async function migrateData(dataDir: string, databaseUrl: string): Promise
         ]);
       }
       // New role rules continue the numbering: ids are never reused.
-      const roleNumbers = roles.rules.map((rule) => Number(/^h(\d+)$/.exec(rule.id)?.[1] ?? 0) + 1);
-      await client.query(`SELECT setval('role_rule_numbers', $1, false)`, [
-        Math.max(1, roles.nextRuleNumber, ...roleNumbers),
-      ]);
-      const grantParameters = GRANT_COLUMNS.split(',').map((_, i) => `$${i + 1}`);
+      let nextRoleNumber = Math.max(1, roles.nextRuleNumber);
+      for (const rule of roles.rules) {
+        nextRoleNumber = Math.max(nextRoleNumber, Number(/^h(\d+)$/.exec(rule.id)?.[1] ?? 0) + 1);
+      }
+      await client.query(`SELECT setval('role_rule_numbers', $1, false)`, [nextRoleNumber]);
       for (const grant of roles.grants) {
+        const values = grantValues(grant);
         await client.query(
-          `INSERT INTO role_grants (${GRANT_COLUMNS}) VALUES (${grantParameters.join(', ')})`,
-          grantValues(grant),
+          `INSERT INTO role_grants (${GRANT_COLUMNS}) VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')})`,
+          values,
         );
       }
       if (roles.progress) {
