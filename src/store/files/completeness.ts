@@ -54,16 +54,24 @@ export class FileCompletenessStore implements CompletenessStore {
     file: string,
     options: { writeDelayMs?: number; onWriteError?: (error: unknown) => void } = {},
   ): Promise<FileCompletenessStore> {
-    let text: string | undefined;
+    const tally = new CompletenessTally();
+    tally.merge(await FileCompletenessStore.read(file));
+    return new FileCompletenessStore(file, tally, options);
+  }
+
+  /**
+   * The days the file holds, read only (for `npm run migrate-data`); none when it is missing. Throws
+   * a {@link StoreFileError} when it cannot be read, as {@link FileCompletenessStore.open} does.
+   */
+  static async read(file: string): Promise<CompletenessDay[]> {
+    let text: string;
     try {
       text = await readFile(file, 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
-        throw new StoreFileError(file, `cannot be read (${(error as Error).message})`, { cause: error });
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw new StoreFileError(file, `cannot be read (${(error as Error).message})`, { cause: error });
     }
-    const tally = new CompletenessTally();
-    if (text !== undefined) tally.merge(parse(file, text));
-    return new FileCompletenessStore(file, tally, options);
+    return parse(file, text);
   }
 
   add(network: string, counts: Partial<CompletenessCounts>, at: Date = new Date()): void {

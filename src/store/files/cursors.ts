@@ -36,14 +36,22 @@ export class FileCursorStore implements CursorStore {
   }
 
   static async open(file: string, options: FileCursorStoreOptions = {}): Promise<FileCursorStore> {
-    let text: string | undefined;
+    return new FileCursorStore(file, await FileCursorStore.read(file), options);
+  }
+
+  /**
+   * The cursors the file holds, read only (for `npm run migrate-data`); none when it is missing.
+   * Throws a {@link StoreFileError} when it cannot be read, as {@link FileCursorStore.open} does.
+   */
+  static async read(file: string): Promise<Map<string, number>> {
+    let text: string;
     try {
       text = await readFile(file, 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
-        throw new StoreFileError(file, `cannot be read (${(error as Error).message})`, { cause: error });
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return new Map();
+      throw new StoreFileError(file, `cannot be read (${(error as Error).message})`, { cause: error });
     }
-    return new FileCursorStore(file, text === undefined ? new Map() : parse(file, text), options);
+    return parse(file, text);
   }
 
   async get(network: string): Promise<number | undefined> {

@@ -46,6 +46,7 @@ import {
   type TokenSale,
   type WindowActivity,
 } from '../../core/market.ts';
+import { StoreFileError } from '../../core/store-errors.ts';
 
 const HOUR_MS = 60 * 60 * 1000;
 
@@ -64,6 +65,18 @@ export interface FileMarketHistoryOptions {
   compactEveryMs?: number;
   retentionMs?: number;
   now?: () => number;
+}
+
+/** Everything a market history file holds (see {@link FileMarketHistory.read}). */
+export interface MarketHistoryContent {
+  /** When recording began; undefined when there is no file. */
+  since: number | undefined;
+  /** Per collection, in block-time order. */
+  sales: RecordedSale[];
+  /** Per collection, in time order. */
+  floors: Array<{ network: string; collection: string } & FloorSample>;
+  /** Oldest seen first. */
+  listings: SeenListing[];
 }
 
 /** A sale as kept per collection: its network and collection are the collection's. */
@@ -154,6 +167,45 @@ export class FileMarketHistory implements MarketHistory {
     history.#compactTimer = setInterval(() => void history.#maintain(), options.compactEveryMs ?? HOUR_MS);
     history.#compactTimer.unref();
     return history;
+  }
+
+  /**
+   * What {@link FileMarketHistory.open} would hold (old records left out as it leaves them out), read
+   * only: nothing is written or compacted (for `npm run migrate-data`, which leaves the files as they
+   * were). A missing file holds nothing. Unlike open, which then keeps the history in memory only, it
+   * throws a {@link StoreFileError} when the file cannot be read or is of a newer version: a move
+   * must not drop a record silently.
+   */
+  static async read(file: string, options: FileMarketHistoryOptions): Promise<MarketHistoryContent> {
+    const history = new FileMarketHistory(file, options);
+    try {
+      await history.#load();
+    } catch (cause) {
+      throw new StoreFileError(file, `cannot be read (${cause instanceof Error ? cause.message : String(cause)})`, {
+        cause,
+      });
+    }
+    if (history.#readOnly) {
+      throw new StoreFileError(
+        file,
+        `was written by a newer Floorwatch (this one reads up to version ${FORMAT_VERSION})`,
+      );
+    }
+    const content: MarketHistoryContent = { since: history.#since, sales: [], floors: [], listings: [] };
+    for (const { network, collection, sales, floors } of history.#collections.values()) {
+      for (const sale of sales) content.sales.push({ network, collection, ...sale });
+      for (const floor of floors) content.floors.push({ network, collection, ...floor });
+    }
+    for (const [key, seen] of history.#listings) {
+      const bar = key.indexOf('|');
+      content.listings.push({
+        network: key.slice(0, bar),
+        key: key.slice(bar + 1),
+        txnHash: seen.txnHash,
+        at: seen.at,
+      });
+    }
+    return content;
   }
 
   async since(): Promise<number | undefined> {

@@ -46,6 +46,7 @@ import {
   appendDurably,
   headerLine,
   type JsonlFormat,
+  type JsonlRead,
   message,
   readJsonl,
   rewriteAtomically,
@@ -100,6 +101,38 @@ export class FileRoleStore implements RoleStore {
 
   /** Opens (or creates) the file; throws {@link StoreFileError} when it cannot be read. */
   static async open(file: string): Promise<FileRoleStore> {
+    const { store, read } = await FileRoleStore.#load(file);
+    try {
+      if (!read.exists || store.#wasteful()) await store.#rewrite();
+      else if (read.validBytes < read.size) await truncateTo(file, read.validBytes);
+    } catch (cause) {
+      throw new StoreFileError(file, `cannot be written (${message(cause)})`, { cause });
+    }
+    return store;
+  }
+
+  /**
+   * What {@link FileRoleStore.open} would hold, read only: nothing is written, not even a torn last
+   * line cut off (for `npm run migrate-data`, which leaves the files as they were). A missing file
+   * holds nothing. `nextRuleNumber` is the number of the next rule's id (`h` and it).
+   */
+  static async read(file: string): Promise<{
+    rules: RoleRule[];
+    grants: RoleGrant[];
+    nextRuleNumber: number;
+    progress: RecheckProgress | undefined;
+  }> {
+    const { store } = await FileRoleStore.#load(file);
+    return {
+      rules: [...store.#rules.values()],
+      grants: [...store.#grants.values()],
+      nextRuleNumber: store.#next,
+      progress: store.#progress,
+    };
+  }
+
+  /** A store holding what the file says, changes claimed and never finished forgotten; the file untouched. */
+  static async #load(file: string): Promise<{ store: FileRoleStore; read: JsonlRead<Line> }> {
     const store = new FileRoleStore(file);
     const read = await readJsonl(file, FORMAT);
     for (const line of read.lines) store.#apply(line);
@@ -110,13 +143,7 @@ export class FileRoleStore implements RoleStore {
         store.#grants.set(k, rest);
       }
     }
-    try {
-      if (!read.exists || store.#wasteful()) await store.#rewrite();
-      else if (read.validBytes < read.size) await truncateTo(file, read.validBytes);
-    } catch (cause) {
-      throw new StoreFileError(file, `cannot be written (${message(cause)})`, { cause });
-    }
-    return store;
+    return { store, read };
   }
 
   // ---- rules

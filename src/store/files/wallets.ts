@@ -45,6 +45,7 @@ import {
   appendDurably,
   headerLine,
   type JsonlFormat,
+  type JsonlRead,
   message,
   readJsonl,
   rewriteAtomically,
@@ -131,11 +132,7 @@ export class FileWalletStore implements WalletStore {
 
   /** Opens (or creates) the file; throws {@link StoreFileError} when it cannot be read. */
   static async open(file: string, now: Date = new Date()): Promise<FileWalletStore> {
-    const store = new FileWalletStore(file);
-    const read = await readJsonl(file, FORMAT);
-    for (const line of read.lines) store.#apply(line);
-    store.#lines = read.lines.length;
-    store.#dropExpired(now);
+    const { store, read } = await FileWalletStore.#load(file, now);
     try {
       if (!read.exists || store.#wasteful()) await store.#rewrite();
       else if (read.validBytes < read.size) await truncateTo(file, read.validBytes);
@@ -143,6 +140,26 @@ export class FileWalletStore implements WalletStore {
       throw new StoreFileError(file, `cannot be written (${message(cause)})`, { cause });
     }
     return store;
+  }
+
+  /**
+   * The wallets (in verification order) and links that {@link FileWalletStore.open} would hold, read
+   * only: nothing is written, not even a torn last line cut off (for `npm run migrate-data`, which
+   * leaves the files as they were). A missing file holds nothing.
+   */
+  static async read(file: string, now: Date = new Date()): Promise<{ wallets: VerifiedWallet[]; links: VerifyLink[] }> {
+    const { store } = await FileWalletStore.#load(file, now);
+    return { wallets: [...store.#wallets.values()], links: [...store.#links.values()] };
+  }
+
+  /** A store holding what the file says, links that expired a day ago left out; the file untouched. */
+  static async #load(file: string, now: Date): Promise<{ store: FileWalletStore; read: JsonlRead<Line> }> {
+    const store = new FileWalletStore(file);
+    const read = await readJsonl(file, FORMAT);
+    for (const line of read.lines) store.#apply(line);
+    store.#lines = read.lines.length;
+    store.#dropExpired(now);
+    return { store, read };
   }
 
   // ---- WalletRegistry

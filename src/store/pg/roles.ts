@@ -47,7 +47,8 @@ interface GrantRow {
   recheck: boolean;
 }
 
-const GRANT_COLUMNS =
+/** The columns of `role_grants`, in the order of {@link grantValues}. */
+export const GRANT_COLUMNS =
   'community, target, person, state, since, lapsed_at, pending_action, pending_since, pending_token, failure, recheck';
 const KEY_MATCH = 'community = $1 AND target = $2 AND person = $3';
 
@@ -68,8 +69,8 @@ function grantOf(row: GrantRow): RoleGrant {
   };
 }
 
-/** The values of a grant in {@link GRANT_COLUMNS} order. */
-function valuesOf(grant: RoleGrant): unknown[] {
+/** The values of a grant in {@link GRANT_COLUMNS} order (a row of `role_grants`). */
+export function grantValues(grant: RoleGrant): unknown[] {
   return [
     grant.community,
     grant.target,
@@ -348,7 +349,7 @@ export class PgRoleStore implements RoleStore {
       `UPDATE role_grants SET state = $4, since = $5, lapsed_at = $6, pending_action = $7, pending_since = $8,
          pending_token = $9, failure = $10, recheck = $11
        WHERE ${KEY_MATCH}`,
-      valuesOf(grant),
+      grantValues(grant),
     );
   }
 

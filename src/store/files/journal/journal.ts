@@ -238,6 +238,17 @@ export class DeliveryJournal implements DeliveryLog {
   }
 
   /**
+   * Every record the journal file holds, in recording order, read only: no torn last line cut off,
+   * no file created, no compaction (for `npm run migrate-data`, which leaves the files as they were).
+   * Throws a {@link StoreFileError} when the file cannot be read, as {@link DeliveryJournal.open} does.
+   */
+  static async read(file: string): Promise<DeliveryRecord[]> {
+    const data = await readJournalFile(file);
+    if (!data) return [];
+    return [...replay(file, data).records.byId.values()];
+  }
+
+  /**
    * Records new deliveries with one durable write. Deliveries whose id is already known (or repeated in
    * the list) are skipped. Resolves with the newly recorded ones, in order; rejects with
    * {@link JournalWriteError} (nothing recorded) or a TypeError for an invalid delivery (a payload that
@@ -513,11 +524,6 @@ export class DeliveryJournal implements DeliveryLog {
    */
   writeFailure(): JournalWriteFailure | undefined {
     return this.#writer.writeFailure;
-  }
-
-  /** Every record the journal holds, in recording order (for moving it elsewhere: `npm run migrate-data`). */
-  records(): DeliveryRecord[] {
-    return [...this.#records.byId.values()];
   }
 
   stats(): JournalStats {
