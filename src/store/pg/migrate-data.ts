@@ -27,6 +27,7 @@ import { StateStore } from '../files/state.ts';
 import { FileWalletStore } from '../files/wallets.ts';
 import { Database, DatabaseError } from './database.ts';
 import { GRANT_COLUMNS, grantValues } from './roles.ts';
+import { LINK_COLUMNS, linkValues } from './wallets.ts';
 
 /** What was moved: how many of each. */
 export interface MigrateDataResult {
@@ -167,25 +168,10 @@ export async function migrateData(dataDir: string, databaseUrl: string): Promise
         wallets.map((w) => [w.community, w.address, w.person, w.kind, w.verifiedAt]),
       );
       for (const link of links) {
+        const values = linkValues(link);
         await client.query(
-          `INSERT INTO verify_links (id, community, community_name, person, channel, mini_app, page_token, created_at,
-                                     expires_at, browser, challenge, attempts, used_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13)`,
-          [
-            link.id,
-            link.community,
-            link.communityName,
-            link.person,
-            link.channel,
-            link.miniApp,
-            link.pageToken,
-            link.createdAt,
-            link.expiresAt,
-            link.browser ?? null,
-            link.challenge === undefined ? null : JSON.stringify(link.challenge),
-            link.attempts,
-            link.usedAt ?? null,
-          ],
+          `INSERT INTO verify_links (${LINK_COLUMNS}) VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')})`,
+          values,
         );
       }
 

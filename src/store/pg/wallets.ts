@@ -65,8 +65,31 @@ const walletChangeSchema = v.variant('type', [
   v.object({ type: v.literal('removed'), wallet: walletSchema }),
 ]);
 
-const LINK_COLUMNS =
+/** The columns of `verify_links`, in the order of {@link linkValues}. */
+export const LINK_COLUMNS =
   'id, community, community_name, person, channel, mini_app, page_token, created_at, expires_at, browser, challenge, attempts, used_at';
+
+/** The values of a link in {@link LINK_COLUMNS} order (a row of `verify_links`). */
+export function linkValues(link: VerifyLink): unknown[] {
+  return [
+    link.id,
+    link.community,
+    link.communityName,
+    link.person,
+    link.channel,
+    link.miniApp,
+    link.pageToken,
+    link.createdAt,
+    link.expiresAt,
+    link.browser ?? null,
+    link.challenge === undefined ? null : JSON.stringify(link.challenge),
+    link.attempts,
+    link.usedAt ?? null,
+  ];
+}
+const LINK_PLACEHOLDERS = LINK_COLUMNS.split(',')
+  .map((_, i) => `$${i + 1}`)
+  .join(', ');
 const WALLET_COLUMNS = 'seq, community, address, person, kind, verified_at';
 
 function linkOf(row: LinkRow): VerifyLink {
@@ -204,19 +227,8 @@ export class PgWalletStore implements WalletStore {
         [link.community, link.person, link.channel],
       );
       await client.query(
-        `INSERT INTO verify_links (${LINK_COLUMNS})
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, NULL, 0, NULL)`,
-        [
-          link.id,
-          link.community,
-          link.communityName,
-          link.person,
-          link.channel,
-          link.miniApp,
-          link.pageToken,
-          link.createdAt,
-          link.expiresAt,
-        ],
+        `INSERT INTO verify_links (${LINK_COLUMNS}) VALUES (${LINK_PLACEHOLDERS})`,
+        linkValues({ ...link, attempts: 0 }),
       );
       return { result: undefined };
     });
