@@ -132,6 +132,24 @@ export async function truncateTo(file: string, length: number): Promise<void> {
   }
 }
 
+/**
+ * Makes a file just read ready to append to: written whole by `rewrite` when it did not exist or
+ * `wasteful` says so, else cut after its last whole line. Throws {@link StoreFileError} when it cannot be.
+ */
+export async function settleJsonl(
+  file: string,
+  read: Pick<JsonlRead<unknown>, 'exists' | 'size' | 'validBytes'>,
+  wasteful: boolean,
+  rewrite: () => Promise<void>,
+): Promise<void> {
+  try {
+    if (!read.exists || wasteful) await rewrite();
+    else if (read.validBytes < read.size) await truncateTo(file, read.validBytes);
+  } catch (cause) {
+    throw new StoreFileError(file, `cannot be written (${message(cause)})`, { cause });
+  }
+}
+
 /** Replaces a file's content: temporary file, sync, rename, directory sync. */
 export async function rewriteAtomically(file: string, body: string): Promise<void> {
   const temp = join(dirname(file), `.${basename(file)}.tmp`);

@@ -47,10 +47,9 @@ import {
   headerLine,
   type JsonlFormat,
   type JsonlRead,
-  message,
   readJsonl,
   rewriteAtomically,
-  truncateTo,
+  settleJsonl,
 } from './jsonl-file.ts';
 
 /** Lines beyond twice the live records tolerated before a rewrite. */
@@ -102,12 +101,7 @@ export class FileRoleStore implements RoleStore {
   /** Opens (or creates) the file; throws {@link StoreFileError} when it cannot be read. */
   static async open(file: string): Promise<FileRoleStore> {
     const { store, read } = await FileRoleStore.#load(file);
-    try {
-      if (!read.exists || store.#wasteful()) await store.#rewrite();
-      else if (read.validBytes < read.size) await truncateTo(file, read.validBytes);
-    } catch (cause) {
-      throw new StoreFileError(file, `cannot be written (${message(cause)})`, { cause });
-    }
+    await settleJsonl(file, read, store.#wasteful(), () => store.#rewrite());
     return store;
   }
 
