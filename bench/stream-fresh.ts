@@ -21,17 +21,22 @@
 // The bare readers (lines split on bytes, decoded, JSON.parse'd, nothing else; `bare` over undici, `bare-http`
 // over node:http, the HTTP client under ours) are the floor of any reader that parses every line whole.
 //
+// --baseline DIR also runs our reader as another checkout of the project has it (DIR, e.g. a `git worktree` of main,
+// bundled from its own sources), as one more reader named `baseline`, interleaved with the others: a change is
+// measured against the code before it in the same run, which a comparison across runs, minutes apart on a shared
+// machine, cannot do.
+//
 // --callgrind counts instructions instead (valgrind's callgrind, which counts them whatever the machine's load):
 // each run is a process under callgrind for its whole life, and one that only loads the reader and exits; the
 // reading's instructions are the difference (no warm reads then). About 50 times slower: use --runs 1.
 //
 //   npx tsx bench/stream-fresh.ts [--logs 100000] [--runs 10] [--warm-reads 3] [--min-chunk 4096] [--max-chunk 131072] [--ascii]
 //                                 [--readers ours,official,bare,bare-http] [--node-flags "--max-semi-space-size=4"]
-//                                 [--callgrind]
+//                                 [--baseline ../main] [--callgrind]
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
 import { startNodeFlags } from './_start.ts';
 import type { FreshRun } from './_stream-fresh-child.ts';
@@ -68,7 +73,14 @@ const WARM_READS = CALLGRIND ? 0 : argument('warm-reads', 3, 100);
 const MIN_CHUNK = argument('min-chunk', 4 * 1024, 1 << 20);
 const MAX_CHUNK = argument('max-chunk', 128 * 1024, 1 << 20);
 const ASCII = process.argv.includes('--ascii');
-const READERS = ((): ReaderName[] => {
+/** Another checkout whose reader runs as `baseline` (--baseline). */
+const BASELINE = ((): string | undefined => {
+  const dir = textArgument('baseline');
+  return dir === undefined ? undefined : resolve(dir);
+})();
+/** A reader of _stream-readers.ts, or `baseline`: ours as the --baseline checkout has it. */
+type RunName = ReaderName | 'baseline';
+const READERS = ((): RunName[] => {
   const names = (textArgument('readers') ?? READER_NAMES.join(',')).split(',');
   for (const name of names) {
     if (!READER_NAMES.includes(name as ReaderName)) {
@@ -76,7 +88,7 @@ const READERS = ((): ReaderName[] => {
       process.exit(2);
     }
   }
-  return names as ReaderName[];
+  return BASELINE === undefined ? (names as RunName[]) : [...(names as RunName[]), 'baseline'];
 })();
 const NODE_FLAGS = ((): string[] => {
   const flags = textArgument('node-flags');
@@ -84,10 +96,10 @@ const NODE_FLAGS = ((): string[] => {
 })();
 
 /** Bundles the child as scripts/build.mjs bundles the bot: runtime dependencies stay packages, the rest is inlined. */
-async function bundleChild(out: string): Promise<string> {
-  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+async function bundleChild(out: string, root = ROOT): Promise<string> {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
   await build({
-    absWorkingDir: ROOT,
+    absWorkingDir: root,
     entryPoints: { child: 'bench/_stream-fresh-child.ts' },
     bundle: true,
     splitting: true,
@@ -109,12 +121,12 @@ interface ChildResult {
   instructions: number | undefined;
 }
 
-function runChild(script: string, reader: ReaderName, base: string, loadOnly = false): Promise<ChildResult> {
+function runChild(script: string, reader: RunName, base: string, loadOnly = false): Promise<ChildResult> {
   const node = [
     ...NODE_FLAGS,
     script,
     '--reader',
-    reader,
+    reader === 'baseline' ? 'ours' : reader,
     '--base',
     base,
     '--logs',
@@ -186,7 +198,7 @@ interface Sample {
   readInstructions?: number;
 }
 
-async function sample(script: string, reader: ReaderName, base: string): Promise<Sample> {
+async function sample(script: string, reader: RunName, base: string): Promise<Sample> {
   const { run, instructions } = await runChild(script, reader, base);
   if (instructions === undefined) return { run };
   const loaded = await runChild(script, reader, base, true);
@@ -202,9 +214,11 @@ async function main(): Promise<void> {
   // A directory of its own: another run of this benchmark bundling meanwhile cannot change what this one runs.
   const out = mkdtempSync(join(CACHE, 'stream-fresh-'));
   const script = await bundleChild(out);
+  // The baseline's bundle sits beside ours, so that its packages resolve from this checkout's node_modules too.
+  const baselineScript = BASELINE === undefined ? script : await bundleChild(join(out, 'baseline'), BASELINE);
   const server = await startStreamServer({ logs: LOGS, ascii: ASCII, minChunk: MIN_CHUNK, maxChunk: MAX_CHUNK });
-  const samples = new Map<ReaderName, Sample[]>(READERS.map((reader) => [reader, []]));
-  const of = (reader: ReaderName): Sample[] => samples.get(reader) ?? [];
+  const samples = new Map<RunName, Sample[]>(READERS.map((reader) => [reader, []]));
+  const of = (reader: RunName): Sample[] => samples.get(reader) ?? [];
   try {
     const { ready } = server;
     console.log(`uptime: ${uptime()}`);
@@ -212,12 +226,12 @@ async function main(): Promise<void> {
       `stream-fresh: ${LOGS.toLocaleString('en-US')} logs per process (${(ready.bytes / (1024 * 1024)).toFixed(1)} MB, ` +
         `lines ${ready.minLine}-${ready.maxLine} bytes, ${ready.multiByte} with multi-byte text), written in chunks of ` +
         `${MIN_CHUNK}-${MAX_CHUNK} bytes; ${RUNS} fresh processes per reader, interleaved, each reading it ${1 + WARM_READS} times` +
-        `${CALLGRIND ? ', under callgrind' : ''}; ` +
+        `${CALLGRIND ? ', under callgrind' : ''}${BASELINE === undefined ? '' : `; baseline: ours as in ${BASELINE}`}; ` +
         `node ${process.version} ${NODE_FLAGS.join(' ') || '(no flags)'}; load ${load()}`,
     );
     for (let round = 0; round < RUNS; round++) {
       for (const reader of round % 2 === 0 ? READERS : [...READERS].reverse()) {
-        of(reader).push(await sample(script, reader, server.base));
+        of(reader).push(await sample(reader === 'baseline' ? baselineScript : script, reader, server.base));
       }
       const checksums = new Set(READERS.map((reader) => of(reader).at(-1)?.run.checksum));
       if (checksums.size !== 1) throw new Error('the readers saw different records');
@@ -232,7 +246,7 @@ async function main(): Promise<void> {
   const spread = (values: number[], digits = fixed) =>
     `${digits(percentile(values, 10))} / ${digits(p50(values))} / ${digits(percentile(values, 90))}`;
   const thousands = (x: number) => Math.round(x).toLocaleString('en-US');
-  const runsOf = (reader: ReaderName) => of(reader).map((s) => s.run);
+  const runsOf = (reader: RunName) => of(reader).map((s) => s.run);
   const freshWhole = (run: FreshRun) => run.freshUs / LOGS;
   const freshRead = (run: FreshRun) => run.readUs / LOGS;
   const warmReads = (run: FreshRun) => run.warmReadUs.map((us) => us / LOGS);
