@@ -12,6 +12,7 @@ import { FakeTelegram } from '../fakes/telegram.ts';
 import { askTelegram } from '../helpers/chat-commands.ts';
 import { collectionNamed, platformEnv } from '../helpers/devnet-data.ts';
 import { startTestPostgres, type TestPostgres } from '../helpers/postgres.ts';
+import { endSuite } from '../helpers/suite-end.ts';
 import { until } from '../helpers/waiting.ts';
 
 /*
@@ -61,13 +62,7 @@ describe.each(['files', 'PostgreSQL'] as const)('late alerts and the record, sto
     databaseUrl = mode === 'PostgreSQL' ? await postgres.freshDatabase() : undefined;
   }, 120_000);
 
-  afterAll(async () => {
-    await bot?.stop();
-    await discord?.close();
-    await tg?.close();
-    await devnet?.close();
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => endSuite({ bot, closing: [discord, tg, devnet], dataDir }));
 
   async function start(env: Record<string, string> = {}): Promise<RunningBot> {
     bot = await startBot({

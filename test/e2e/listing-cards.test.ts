@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -9,6 +9,7 @@ import { FakeDiscord } from '../fakes/discord.ts';
 import { FakeTelegram, type StoredMessage } from '../fakes/telegram.ts';
 import { askDiscord, askTelegram } from '../helpers/chat-commands.ts';
 import { collectionNamed, mineBlock, platformEnv } from '../helpers/devnet-data.ts';
+import { endSuite } from '../helpers/suite-end.ts';
 import { sleep, until } from '../helpers/waiting.ts';
 
 /*
@@ -107,13 +108,7 @@ beforeAll(async () => {
   }, 'the streams');
 }, 120_000);
 
-afterAll(async () => {
-  await bot?.stop();
-  await discord?.close();
-  await tg?.close();
-  await devnet?.close();
-  await rm(dataDir, { recursive: true, force: true });
-});
+afterAll(() => endSuite({ bot, closing: [discord, tg, devnet], dataDir }));
 
 describe('listing cards that follow the token', () => {
   it('GIVEN a listing alert on Telegram and Discord WHEN the listing is bought THEN both messages are edited once to SOLD with price, buyer and transaction, keep the card and lose the Buy link', async () => {

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -9,6 +9,7 @@ import { FakeDiscord } from '../fakes/discord.ts';
 import { FakeTelegram } from '../fakes/telegram.ts';
 import { askDiscord, askTelegram } from '../helpers/chat-commands.ts';
 import { collectionNamed, mineBlock, platformEnv } from '../helpers/devnet-data.ts';
+import { endSuite } from '../helpers/suite-end.ts';
 import { sleep, until } from '../helpers/waiting.ts';
 
 /*
@@ -97,13 +98,7 @@ beforeAll(async () => {
   });
 }, 120_000);
 
-afterAll(async () => {
-  await bot?.stop();
-  await discord?.close();
-  await tg?.close();
-  await devnet?.close();
-  await rm(dataDir, { recursive: true, force: true });
-});
+afterAll(() => endSuite({ bot, closing: [discord, tg, devnet], dataDir }));
 
 describe('floor and best-offer alerts', () => {
   it('GIVEN floor rules on Telegram (a line) and Discord (a change) WHEN a cheaper listing is cancelled before the look-up THEN nobody is alerted; WHEN the floor really falls THEN both chats get old -> new with the Buy link; a further fall within the cooldown alerts nobody until it has passed', async () => {

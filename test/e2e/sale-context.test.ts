@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -10,6 +10,7 @@ import { FakeDiscord } from '../fakes/discord.ts';
 import { FakeTelegram } from '../fakes/telegram.ts';
 import { askDiscord, askTelegram } from '../helpers/chat-commands.ts';
 import { collectionNamed, listedToken, platformEnv } from '../helpers/devnet-data.ts';
+import { endSuite } from '../helpers/suite-end.ts';
 import { sleep, until } from '../helpers/waiting.ts';
 
 /*
@@ -117,13 +118,7 @@ beforeAll(async () => {
   await sleep(1_500);
 }, 120_000);
 
-afterAll(async () => {
-  await bot?.stop();
-  await discord?.close();
-  await tg?.close();
-  await devnet?.close();
-  await rm(dataDir, { recursive: true, force: true });
-});
+afterAll(() => endSuite({ bot, closing: [discord, tg, devnet], dataDir }));
 
 describe('sale context', () => {
   it('GIVEN a token bought by a new collector WHEN they sell it on for more THEN the alert says how long they held it and their profit, the buyers are new, and the bigger sale is a whale', async () => {
